@@ -1,0 +1,391 @@
+package metacontroller
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CompositeController makes a parent resource own the child resources that a
+// sync hook returns for it. For every parent object, the controller sends the
+// sync hook the parent and its observed children; the hook answers with the
+// parent's new status and the desired children, and the controller makes the
+// cluster match.
+type CompositeController struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which parent resource is managed, which child resources it
+	// owns and which hooks compute the children.
+	Spec CompositeControllerSpec `json:"spec"`
+	// status is what the embedded controller last observed. It is written
+	// only by the server through the status subresource.
+	// +optional
+	Status CompositeControllerStatus `json:"status,omitempty"`
+}
+
+// CompositeControllerSpec is Metacontroller's CompositeController spec, field
+// for field, plus the additions documented on each field.
+type CompositeControllerSpec struct {
+	// parentResource is the resource whose objects are the parents.
+	ParentResource CompositeControllerParentResourceRule `json:"parentResource"`
+
+	// childResources are the resources the sync hook may return children
+	// of, each with its update strategy. Unique by apiVersion and resource.
+	// +optional
+	ChildResources []CompositeControllerChildResourceRule `json:"childResources,omitempty"`
+
+	// hooks are the webhooks called for each parent. A sync hook is required.
+	// +optional
+	Hooks *CompositeControllerHooks `json:"hooks,omitempty"`
+
+	// endpointConfigs are per-host connection settings (CA bundle, client
+	// TLS, authentication) applied to every hook whose host matches and
+	// that sets none of its own.
+	// +optional
+	EndpointConfigs []EndpointConfig `json:"endpointConfigs,omitempty"`
+
+	// resyncPeriodSeconds is how often every parent is synced even when
+	// nothing changed. Zero or unset means only on change.
+	// +optional
+	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
+
+	// generateSelector, when true, makes the controller label children with
+	// a controller-uid label of the parent and select them by it, instead of
+	// using the parent's spec.selector.
+	// +optional
+	GenerateSelector *bool `json:"generateSelector,omitempty"`
+}
+
+// ResourceRule names a resource by API version and plural resource name.
+type ResourceRule struct {
+	// apiVersion is the group/version of the resource, e.g. "apps/v1" or "v1".
+	APIVersion string `json:"apiVersion"`
+	// resource is the plural resource name, e.g. "deployments".
+	Resource string `json:"resource"`
+}
+
+// CompositeControllerParentResourceRule names the parent resource.
+type CompositeControllerParentResourceRule struct {
+	ResourceRule `json:",inline"`
+
+	// revisionHistory lists the parent fields whose changes are tracked as
+	// revisions by Rolling* update strategies.
+	// +optional
+	RevisionHistory *CompositeControllerRevisionHistory `json:"revisionHistory,omitempty"`
+
+	// labelSelector restricts the parents handled to those it matches.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// ignoreStatusChanges, when true, does not sync a parent when only its
+	// status changed.
+	// +optional
+	IgnoreStatusChanges *bool `json:"ignoreStatusChanges,omitempty"`
+}
+
+// CompositeControllerRevisionHistory configures revision tracking.
+type CompositeControllerRevisionHistory struct {
+	// fieldPaths are dotted paths of parent fields, e.g. "spec.template".
+	// +optional
+	FieldPaths []string `json:"fieldPaths,omitempty"`
+}
+
+// ChildUpdateMethod says how a child that differs from the desired one is
+// brought up to date.
+type ChildUpdateMethod string
+
+const (
+	// ChildUpdateOnDelete never updates a child; it is recreated from the
+	// desired state only once somebody deletes it.
+	ChildUpdateOnDelete ChildUpdateMethod = "OnDelete"
+	// ChildUpdateRecreate deletes a changed child and creates it anew.
+	ChildUpdateRecreate ChildUpdateMethod = "Recreate"
+	// ChildUpdateInPlace updates a changed child in place.
+	ChildUpdateInPlace ChildUpdateMethod = "InPlace"
+	// ChildUpdateRollingRecreate recreates changed children one at a time,
+	// waiting for each to pass its status checks.
+	ChildUpdateRollingRecreate ChildUpdateMethod = "RollingRecreate"
+	// ChildUpdateRollingInPlace updates changed children in place one at a
+	// time, waiting for each to pass its status checks.
+	ChildUpdateRollingInPlace ChildUpdateMethod = "RollingInPlace"
+)
+
+// CompositeControllerChildResourceRule names a child resource and how its
+// objects are updated.
+type CompositeControllerChildResourceRule struct {
+	ResourceRule `json:",inline"`
+
+	// updateStrategy says how children of this resource are updated.
+	// +optional
+	UpdateStrategy *CompositeControllerChildUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// CompositeControllerChildUpdateStrategy is how children are updated.
+type CompositeControllerChildUpdateStrategy struct {
+	// method is one of OnDelete (the default), Recreate, InPlace,
+	// RollingRecreate or RollingInPlace.
+	// +optional
+	Method ChildUpdateMethod `json:"method,omitempty"`
+	// statusChecks say when a child updated by a Rolling* method counts as
+	// healthy. Only valid with Rolling* methods.
+	// +optional
+	StatusChecks ChildUpdateStatusChecks `json:"statusChecks,omitempty"`
+}
+
+// ChildUpdateStatusChecks are the checks a rolling update waits for.
+type ChildUpdateStatusChecks struct {
+	// conditions that must hold on the child's status.
+	// +optional
+	Conditions []StatusConditionCheck `json:"conditions,omitempty"`
+}
+
+// StatusConditionCheck matches one status condition of a child.
+type StatusConditionCheck struct {
+	// type of the condition, e.g. "Ready".
+	Type string `json:"type"`
+	// status the condition must have, e.g. "True".
+	// +optional
+	Status *string `json:"status,omitempty"`
+	// reason the condition must have.
+	// +optional
+	Reason *string `json:"reason,omitempty"`
+}
+
+// CompositeControllerHooks are the hooks of a CompositeController.
+type CompositeControllerHooks struct {
+	// customize returns the related objects a parent's sync hook also sees.
+	// +optional
+	Customize *Hook `json:"customize,omitempty"`
+	// sync computes a parent's status and desired children. Required.
+	// +optional
+	Sync *Hook `json:"sync,omitempty"`
+	// finalize is called instead of sync while a parent is being deleted,
+	// until it answers finalized: true.
+	// +optional
+	Finalize *Hook `json:"finalize,omitempty"`
+}
+
+// HookVersion is the version of the hook request/response contract.
+type HookVersion string
+
+const (
+	// HookVersionV1 keys observed children by name.
+	HookVersionV1 HookVersion = "v1"
+	// HookVersionV2 keys observed children by namespace/name.
+	HookVersionV2 HookVersion = "v2"
+)
+
+// Hook is where and how a hook is called.
+type Hook struct {
+	// version of the hook contract, v1 (the default) or v2.
+	// +optional
+	Version *HookVersion `json:"version,omitempty"`
+	// webhook calls the hook over HTTP(S).
+	// +optional
+	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// ResponseUnmarshallMode says how strictly a hook's JSON answer is decoded.
+type ResponseUnmarshallMode string
+
+const (
+	// ResponseUnmarshallModeLoose ignores unknown fields.
+	ResponseUnmarshallModeLoose ResponseUnmarshallMode = "loose"
+	// ResponseUnmarshallModeStrict rejects unknown and duplicated fields.
+	ResponseUnmarshallModeStrict ResponseUnmarshallMode = "strict"
+)
+
+// Webhook is an HTTP(S) hook: either a full url, or a service and a path.
+type Webhook struct {
+	// url is the absolute http(s) URL of the hook. Exactly one of url and
+	// service is set.
+	// +optional
+	URL *string `json:"url,omitempty"`
+	// timeout of one call, a Go duration such as "10s". Defaults to 10s at
+	// call time; at most 30s.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// path appended to the service's address, starting with "/".
+	// +optional
+	Path *string `json:"path,omitempty"`
+	// service through which the hook is reached in the target cluster.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+	// etag enables caching of hook answers by ETag (RFC 7232).
+	// +optional
+	Etag *WebhookEtagConfig `json:"etag,omitempty"`
+	// responseUnMarshallMode is loose or strict; it defaults to loose for
+	// v1 hooks and strict for v2 hooks.
+	// +optional
+	ResponseUnMarshallMode *ResponseUnmarshallMode `json:"responseUnMarshallMode,omitempty"`
+	// caBundle verifies the hook's serving certificate. Exactly one source.
+	// +optional
+	CABundle *CABundleConfig `json:"caBundle,omitempty"`
+	// clientTLS is the client certificate presented to the hook (mTLS).
+	// +optional
+	ClientTLS *ClientTLSConfig `json:"clientTLS,omitempty"`
+	// authorization sends an Authorization header. Exclusive with basicAuth.
+	// +optional
+	Authorization *AuthorizationConfig `json:"authorization,omitempty"`
+	// basicAuth sends HTTP basic credentials. Exclusive with authorization.
+	// +optional
+	BasicAuth *BasicAuthConfig `json:"basicAuth,omitempty"`
+}
+
+// ServiceReference is a Service in the target cluster that serves a hook.
+type ServiceReference struct {
+	// name of the Service.
+	Name string `json:"name"`
+	// namespace of the Service.
+	Namespace string `json:"namespace"`
+	// port of the Service, 80 by default.
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+	// protocol is http (the default) or https.
+	// +optional
+	Protocol *string `json:"protocol,omitempty"`
+}
+
+// WebhookEtagConfig configures ETag caching of hook answers.
+type WebhookEtagConfig struct {
+	// enabled turns ETag caching on.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// cacheTimeoutSeconds is how long a cached answer is kept.
+	// +optional
+	CacheTimeoutSeconds *int32 `json:"cacheTimeoutSeconds,omitempty"`
+	// cacheCleanupSeconds is how often expired answers are dropped.
+	// +optional
+	CacheCleanupSeconds *int32 `json:"cacheCleanupSeconds,omitempty"`
+}
+
+// CABundleConfig is where the CA certificates that verify a hook come from.
+// Exactly one of inline, secretRef and configMapRef is set.
+type CABundleConfig struct {
+	// inline PEM-encoded CA certificates.
+	// +optional
+	Inline *string `json:"inline,omitempty"`
+	// secretRef is a key of a Secret holding PEM CA certificates.
+	// +optional
+	SecretRef *KeyReference `json:"secretRef,omitempty"`
+	// configMapRef is a key of a ConfigMap holding PEM CA certificates.
+	// +optional
+	ConfigMapRef *KeyReference `json:"configMapRef,omitempty"`
+}
+
+// KeyReference is one key of a namespaced Secret or ConfigMap.
+type KeyReference struct {
+	// name of the object.
+	Name string `json:"name"`
+	// namespace of the object.
+	Namespace string `json:"namespace"`
+	// key in the object's data.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// SecretReference names a namespaced Secret.
+type SecretReference struct {
+	// name of the Secret.
+	Name string `json:"name"`
+	// namespace of the Secret.
+	Namespace string `json:"namespace"`
+}
+
+// ClientTLSConfig is a client certificate and key held in a Secret.
+type ClientTLSConfig struct {
+	// secretRef is the Secret holding the certificate and key.
+	SecretRef SecretReference `json:"secretRef"`
+	// certKey is the key of the PEM certificate, "tls.crt" by default.
+	// +optional
+	CertKey string `json:"certKey,omitempty"`
+	// privateKeyKey is the key of the PEM private key, "tls.key" by default.
+	// +optional
+	PrivateKeyKey string `json:"privateKeyKey,omitempty"`
+}
+
+// AuthorizationConfig sends "Authorization: <type> <credential>".
+type AuthorizationConfig struct {
+	// type is the scheme, "Bearer" by default. Not "Basic": use basicAuth.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// secretRef is the Secret key holding the credential.
+	SecretRef KeyReference `json:"secretRef"`
+}
+
+// BasicAuthConfig sends HTTP basic credentials held in a Secret.
+type BasicAuthConfig struct {
+	// secretRef is the Secret holding the username and password.
+	SecretRef SecretReference `json:"secretRef"`
+	// usernameKey is the key of the username, "username" by default.
+	// +optional
+	UsernameKey string `json:"usernameKey,omitempty"`
+	// passwordKey is the key of the password, "password" by default.
+	// +optional
+	PasswordKey string `json:"passwordKey,omitempty"`
+}
+
+// EndpointConfig holds connection settings for every hook on one host.
+type EndpointConfig struct {
+	// host, optionally with a port, e.g. "my-hook.my-ns:8443". Matched
+	// case-insensitively.
+	Host string `json:"host"`
+	// caBundle verifies the host's serving certificate.
+	// +optional
+	CABundle *CABundleConfig `json:"caBundle,omitempty"`
+	// clientTLS is presented to the host (mTLS).
+	// +optional
+	ClientTLS *ClientTLSConfig `json:"clientTLS,omitempty"`
+	// authorization sends an Authorization header. Exclusive with basicAuth.
+	// +optional
+	Authorization *AuthorizationConfig `json:"authorization,omitempty"`
+	// basicAuth sends HTTP basic credentials. Exclusive with authorization.
+	// +optional
+	BasicAuth *BasicAuthConfig `json:"basicAuth,omitempty"`
+}
+
+// Condition types of a CompositeController.
+const (
+	// ConditionReady is True while the controller's informers are synced
+	// and its loop runs.
+	ConditionReady = "Ready"
+	// ConditionHookReachable is True when the last hook call succeeded.
+	ConditionHookReachable = "HookReachable"
+)
+
+// CompositeControllerStatus is what the embedded controller last observed.
+type CompositeControllerStatus struct {
+	// observedGeneration is the generation of the spec the loop runs.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready, HookReachable.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// parents is the number of parents the controller handles.
+	// +optional
+	Parents int32 `json:"parents,omitempty"`
+	// children is the number of children the controller owns.
+	// +optional
+	Children int32 `json:"children,omitempty"`
+	// lastSyncTime is when a parent was last synced.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// lastSyncError is the last sync's error, empty after a success.
+	// +optional
+	LastSyncError string `json:"lastSyncError,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CompositeControllerList is a list of CompositeControllers.
+type CompositeControllerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the CompositeControllers.
+	Items []CompositeController `json:"items"`
+}

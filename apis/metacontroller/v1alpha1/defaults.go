@@ -7,14 +7,14 @@ import (
 // Defaults Metacontroller applies, so that a stored object says what the
 // server will do rather than leaving it implicit.
 const (
-	DefaultServicePort          int32 = 80
-	DefaultServiceProtocol            = "http"
-	DefaultAuthorizationType          = "Bearer"
-	DefaultCABundleKey                = "ca.crt"
-	DefaultClientTLSCertKey           = "tls.crt"
-	DefaultClientTLSPrivateKeyKey     = "tls.key"
-	DefaultBasicAuthUsernameKey       = "username"
-	DefaultBasicAuthPasswordKey       = "password"
+	DefaultServicePort            int32 = 80
+	DefaultServiceProtocol              = "http"
+	DefaultAuthorizationType            = "Bearer"
+	DefaultCABundleKey                  = "ca.crt"
+	DefaultClientTLSCertKey             = "tls.crt"
+	DefaultClientTLSPrivateKeyKey       = "tls.key"
+	DefaultBasicAuthUsernameKey         = "username"
+	DefaultBasicAuthPasswordKey         = "password"
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {

@@ -1,0 +1,95 @@
+// Package fuzzer holds the fuzzer functions of the metacontroller.k8s.io API
+// group, used by round-trip tests.
+package fuzzer
+
+import (
+	"sigs.k8s.io/randfill"
+
+	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+)
+
+// Funcs returns the fuzzer functions for the metacontroller.k8s.io API group.
+//
+// An internal object is round-tripped through v1alpha1, whose decoding applies
+// the v1alpha1 defaults. Every field those defaults fill must therefore be set
+// already in a fuzzed object, or it would come back changed. Each function
+// below fuzzes its type and then fills such fields the way defaulting would.
+var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
+	return []interface{}{
+		func(r *metacontroller.CompositeControllerChildResourceRule, c randfill.Continue) {
+			c.FillNoCustom(r) // fuzz self without calling this function again
+
+			if r.UpdateStrategy == nil {
+				r.UpdateStrategy = &metacontroller.CompositeControllerChildUpdateStrategy{}
+			}
+			if r.UpdateStrategy.Method == "" {
+				r.UpdateStrategy.Method = metacontroller.ChildUpdateOnDelete
+			}
+		},
+		func(h *metacontroller.Hook, c randfill.Continue) {
+			c.FillNoCustom(h)
+
+			if h.Version == nil {
+				v := metacontroller.HookVersionV1
+				h.Version = &v
+			}
+			if h.Webhook != nil && h.Webhook.ResponseUnMarshallMode == nil {
+				mode := metacontroller.ResponseUnmarshallModeLoose
+				if *h.Version == metacontroller.HookVersionV2 {
+					mode = metacontroller.ResponseUnmarshallModeStrict
+				}
+				h.Webhook.ResponseUnMarshallMode = &mode
+			}
+		},
+		func(s *metacontroller.ServiceReference, c randfill.Continue) {
+			c.FillNoCustom(s)
+
+			if s.Port == nil {
+				port := int32(80)
+				s.Port = &port
+			}
+			if s.Protocol == nil {
+				protocol := "http"
+				s.Protocol = &protocol
+			}
+		},
+		func(b *metacontroller.CABundleConfig, c randfill.Continue) {
+			c.FillNoCustom(b)
+
+			for _, ref := range []*metacontroller.KeyReference{b.SecretRef, b.ConfigMapRef} {
+				if ref != nil && ref.Key == "" {
+					ref.Key = "ca.crt"
+				}
+			}
+		},
+		func(t *metacontroller.ClientTLSConfig, c randfill.Continue) {
+			c.FillNoCustom(t)
+
+			if t.CertKey == "" {
+				t.CertKey = "tls.crt"
+			}
+			if t.PrivateKeyKey == "" {
+				t.PrivateKeyKey = "tls.key"
+			}
+		},
+		func(a *metacontroller.AuthorizationConfig, c randfill.Continue) {
+			c.FillNoCustom(a)
+
+			if a.Type == "" {
+				a.Type = "Bearer"
+			}
+		},
+		func(b *metacontroller.BasicAuthConfig, c randfill.Continue) {
+			c.FillNoCustom(b)
+
+			if b.UsernameKey == "" {
+				b.UsernameKey = "username"
+			}
+			if b.PasswordKey == "" {
+				b.PasswordKey = "password"
+			}
+		},
+	}
+}

@@ -1,0 +1,341 @@
+// Package server holds composite-apiserver's command line: its options, how
+// they become a server configuration, and running that server.
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/term"
+	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
+	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
+)
+
+// EtcdPathPrefix is where objects live in etcd, so that the server can share
+// an etcd with others.
+const EtcdPathPrefix = "/registry/metacontroller.k8s.io"
+
+// DefaultSecurePort is the HTTPS port when --secure-port is not given.
+const DefaultSecurePort = 8443
+
+// Options is everything the command line sets.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// Standalone runs with an embedded etcd and a single bearer token,
+	// without kube-apiserver.
+	Standalone bool
+	// DataDir holds the standalone etcd data, serving certificate, token
+	// and kubeconfig.
+	DataDir string
+	// WriteKubeconfig is where standalone mode writes its kubeconfig;
+	// empty means DataDir/kubeconfig.
+	WriteKubeconfig string
+
+	// AlternateDNS are extra names for the self-signed serving certificate.
+	AlternateDNS []string
+
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// changedFlags are the flags given on the command line.
+	changedFlags []string
+}
+
+// NewOptions returns the options with their defaults.
+func NewOptions(stdout, stderr io.Writer) *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(
+			EtcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
+		),
+		DataDir: "composite-apiserver-data",
+		Stdout:  stdout,
+		Stderr:  stderr,
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	o.RecommendedOptions.SecureServing.BindPort = DefaultSecurePort
+	return o
+}
+
+// NewCommand returns the composite-apiserver command.
+func NewCommand(ctx context.Context, o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "composite-apiserver",
+		Short: "Serve Metacontroller's CompositeController as an aggregated Kubernetes API",
+		Long: `composite-apiserver serves compositecontrollers.metacontroller.k8s.io/v1alpha1:
+Metacontroller's CompositeController, validated by the server, with a status.
+
+Two ways to run it:
+
+  --standalone   no cluster needed: an embedded etcd keeps its data in --data-dir,
+                 the server makes its own serving certificate and a random token,
+                 and writes a kubeconfig (--write-kubeconfig) for kubectl.
+                 Only that token is accepted. Example:
+
+                   composite-apiserver --standalone
+                   KUBECONFIG=composite-apiserver-data/kubeconfig kubectl get cc
+
+  (default)      behind kube-apiserver, registered with an APIService: objects
+                 in an external etcd (--etcd-servers), authentication and
+                 authorization delegated to kube-apiserver
+                 (--authentication-kubeconfig, --authorization-kubeconfig, or
+                 in-cluster configuration).`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("composite-apiserver takes no arguments, got %q", args)
+			}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, f.Name) })
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetContext(ctx)
+
+	fss := cliflag.NamedFlagSets{}
+	o.AddFlags(fss.FlagSet("composite-apiserver"))
+	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
+	for _, f := range fss.Order {
+		cmd.Flags().AddFlagSet(fss.FlagSets[f])
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+// AddFlags adds composite-apiserver's own flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Run without kube-apiserver: embedded etcd in --data-dir, a self-signed serving certificate, "+
+			"and one random bearer token written in a kubeconfig. Nothing else is accepted, not even anonymous requests.")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Standalone mode: directory of the embedded etcd's data, the serving certificate, the token and the kubeconfig. It survives restarts.")
+	fs.StringVar(&o.WriteKubeconfig, "write-kubeconfig", o.WriteKubeconfig,
+		"Standalone mode: where to write the kubeconfig for kubectl (default <data-dir>/kubeconfig).")
+	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
+		"Extra DNS names for the self-signed serving certificate made when no --tls-cert-file is given.")
+}
+
+// flagsWithoutEffectInStandalone are flags of the delegated mode that
+// standalone mode would silently ignore; they are refused instead.
+var flagsWithoutEffectInStandalone = []string{
+	"etcd-servers", "authentication-", "authorization-", "requestheader-", "client-ca-file",
+	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins",
+}
+
+// Complete fills in what depends on other options.
+func (o *Options) Complete() error {
+	if !o.Standalone {
+		return nil
+	}
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("can't resolve --data-dir: %w", err)
+	}
+	o.DataDir = abs
+	if o.WriteKubeconfig == "" {
+		o.WriteKubeconfig = filepath.Join(o.DataDir, "kubeconfig")
+	}
+	ro := o.RecommendedOptions
+	// Standalone mode authenticates and authorizes on its own and has no
+	// Kubernetes API to ask: no delegation, no admission webhooks, no
+	// priority and fairness (which watches kube-apiserver's objects).
+	ro.Authentication = nil
+	ro.Authorization = nil
+	ro.CoreAPI = nil
+	ro.Admission = nil
+	ro.Features.EnablePriorityAndFairness = false
+	if !o.flagChanged("bind-address") {
+		ro.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
+	}
+	if !o.flagChanged("cert-dir") {
+		// Keep the certificate with the data, so the kubeconfig's CA stays
+		// valid across restarts.
+		ro.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certs")
+	}
+	return nil
+}
+
+// Validate says what is wrong with the options, all at once.
+func (o *Options) Validate() error {
+	var errs []error
+	etcd := &o.RecommendedOptions.Etcd.StorageConfig.Transport
+	if o.Standalone && len(etcd.ServerList) == 0 {
+		// The embedded etcd's address is known only once it runs; validate
+		// the rest of the etcd options as if it were there.
+		etcd.ServerList = []string{"http://127.0.0.1:2379"}
+		defer func() { etcd.ServerList = nil }()
+	}
+	errs = append(errs, o.RecommendedOptions.Validate()...)
+	if o.Standalone {
+		for _, name := range o.changedFlags {
+			for _, prefix := range flagsWithoutEffectInStandalone {
+				if strings.HasPrefix(name, prefix) {
+					errs = append(errs, fmt.Errorf("--%s has no effect with --standalone, which runs its own etcd and authentication", name))
+				}
+			}
+		}
+	} else {
+		for _, name := range []string{"data-dir", "write-kubeconfig"} {
+			if o.flagChanged(name) {
+				errs = append(errs, fmt.Errorf("--%s needs --standalone", name))
+			}
+		}
+		if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
+			errs = append(errs, fmt.Errorf("--etcd-servers is required (or run with --standalone for an embedded etcd)"))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+func (o *Options) flagChanged(name string) bool {
+	for _, n := range o.changedFlags {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Config turns the options into a server configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
+	ro := o.RecommendedOptions
+	if err := ro.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("can't create a self-signed serving certificate: %w", err)
+	}
+
+	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIConfig.Info.Title = "composite-apiserver"
+	serverConfig.OpenAPIConfig.Info.Version = "v1alpha1"
+	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIV3Config.Info.Title = "composite-apiserver"
+	serverConfig.OpenAPIV3Config.Info.Version = "v1alpha1"
+	serverConfig.FeatureGate = utilfeature.DefaultFeatureGate
+	serverConfig.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+
+	if err := ro.ApplyTo(serverConfig); err != nil {
+		return nil, err
+	}
+	return &apiserver.Config{GenericConfig: serverConfig}, nil
+}
+
+// Run runs the server until ctx is done.
+func (o *Options) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	var token string
+	if o.Standalone {
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+			return fmt.Errorf("can't create --data-dir: %w", err)
+		}
+		etcd, err := standalone.StartEtcd(o.DataDir)
+		if err != nil {
+			return err
+		}
+		// Stop etcd only after the server stopped using it.
+		defer etcd.Close()
+		logger.Info("Embedded etcd is serving", "dataDir", o.DataDir, "url", etcd.ClientURL)
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
+		if token, err = standalone.LoadOrCreateToken(o.DataDir); err != nil {
+			return err
+		}
+	}
+
+	config, err := o.Config()
+	if err != nil {
+		return err
+	}
+	if o.Standalone {
+		config.GenericConfig.Authentication.Authenticator = standalone.Authenticator(token)
+		config.GenericConfig.Authorization.Authorizer = standalone.Authorizer()
+		config.ExtraConfig.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{
+			"standalone-kubeconfig": o.announceWhenReady(token, config.GenericConfig.SecureServing.Listener.Addr()),
+		}
+		logger.Info("Standalone mode: the controller loop is off, it needs a target cluster")
+	}
+
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// announceWhenReady writes the kubeconfig and prints its path once the
+// server answers /readyz, so that whoever waits for that line can use it
+// at once.
+func (o *Options) announceWhenReady(token string, addr net.Addr) genericapiserver.PostStartHookFunc {
+	return func(hookCtx genericapiserver.PostStartHookContext) error {
+		// The self-signed certificate file holds the serving certificate
+		// and the CA that signed it: trusting it is trusting the server.
+		caPEM, err := os.ReadFile(o.RecommendedOptions.SecureServing.ServerCert.CertKey.CertFile)
+		if err != nil {
+			return fmt.Errorf("can't read the serving certificate for the kubeconfig: %w", err)
+		}
+		tcp, ok := addr.(*net.TCPAddr)
+		if !ok {
+			return fmt.Errorf("can't tell the serving address from %v", addr)
+		}
+		host := tcp.IP.String()
+		if tcp.IP.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		server := "https://" + net.JoinHostPort(host, fmt.Sprint(tcp.Port))
+		if err := standalone.WriteKubeconfig(o.WriteKubeconfig, server, caPEM, token); err != nil {
+			return err
+		}
+		// /readyz waits for every post-start hook, this one included, so
+		// the wait runs on its own.
+		go o.waitReadyAndPrint(hookCtx, hookCtx.LoopbackClientConfig)
+		return nil
+	}
+}
+
+func (o *Options) waitReadyAndPrint(ctx context.Context, loopback *rest.Config) {
+	cfg := rest.CopyConfig(loopback)
+	cfg.NegotiatedSerializer = apiserver.Codecs.WithoutConversion()
+	client, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Can't create a loopback client to wait for readiness")
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		return client.Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
+	})
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(o.Stdout, "composite-apiserver is ready. Use it with:\n  export KUBECONFIG=%s\n  kubectl get compositecontrollers\n", o.WriteKubeconfig)
+}

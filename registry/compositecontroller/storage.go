@@ -1,0 +1,114 @@
+package compositecontroller
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+)
+
+// Storage is every REST endpoint of the compositecontrollers resource.
+type Storage struct {
+	CompositeController *REST
+	Status              *StatusREST
+}
+
+// REST is the compositecontrollers resource, stored in etcd.
+type REST struct {
+	*genericregistry.Store
+}
+
+var (
+	_ rest.ShortNamesProvider = &REST{}
+	_ rest.CategoriesProvider = &REST{}
+)
+
+// ShortNames lets `kubectl get cc` work, as it does with Metacontroller's CRD.
+func (r *REST) ShortNames() []string { return []string{"cc", "cctl"} }
+
+// Categories puts CompositeControllers in `kubectl get metacontroller`.
+func (r *REST) Categories() []string { return []string{"metacontroller"} }
+
+// NewStorage returns the REST storage of compositecontrollers and its
+// subresources, all on one etcd store.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+	s := NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
+		NewListFunc:               func() runtime.Object { return &metacontroller.CompositeControllerList{} },
+		PredicateFunc:             MatchCompositeController,
+		DefaultQualifiedResource:  metacontroller.Resource("compositecontrollers"),
+		SingularQualifiedResource: metacontroller.Resource("compositecontroller"),
+
+		CreateStrategy:      s,
+		UpdateStrategy:      s,
+		DeleteStrategy:      s,
+		ResetFieldsStrategy: s,
+
+		TableConvertor: tableConvertor{},
+	}
+	options := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
+	if err := store.CompleteWithOptions(options); err != nil {
+		return nil, fmt.Errorf("can't complete the compositecontrollers store: %w", err)
+	}
+
+	// The status endpoint is a copy of the store with another update
+	// strategy: it shares the etcd storage and the watch cache.
+	statusStore := *store
+	statusStrategy := NewStatusStrategy(s)
+	statusStore.CreateStrategy = nil
+	statusStore.DeleteStrategy = nil
+	statusStore.UpdateStrategy = statusStrategy
+	statusStore.ResetFieldsStrategy = statusStrategy
+
+	return &Storage{
+		CompositeController: &REST{store},
+		Status:              &StatusREST{store: &statusStore},
+	}, nil
+}
+
+// StatusREST is the compositecontrollers/status subresource.
+type StatusREST struct {
+	store *genericregistry.Store
+}
+
+var (
+	_ rest.Patcher             = &StatusREST{}
+	_ rest.ResetFieldsStrategy = &StatusREST{}
+	_ rest.TableConvertor      = &StatusREST{}
+)
+
+// New returns an empty CompositeController.
+func (r *StatusREST) New() runtime.Object { return &metacontroller.CompositeController{} }
+
+// Destroy does nothing: the store is shared with the main resource, which
+// destroys it.
+func (r *StatusREST) Destroy() {}
+
+// Get returns the object, so that the status can be patched.
+func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return r.store.Get(ctx, name, options)
+}
+
+// Update changes the status of an object, and nothing else.
+func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	// A subresource never creates its object.
+	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+}
+
+// GetResetFields implements rest.ResetFieldsStrategy.
+func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return r.store.GetResetFields()
+}
+
+// ConvertToTable prints the object as the main resource does.
+func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.store.ConvertToTable(ctx, object, tableOptions)
+}

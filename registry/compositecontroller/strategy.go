@@ -1,0 +1,157 @@
+// Package compositecontroller is the registry of CompositeControllers: how
+// they are created, updated, validated, stored and printed.
+package compositecontroller
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+)
+
+// strategy is how the main resource is created and updated: users own the
+// spec, the server owns the status.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+var _ rest.RESTCreateUpdateStrategy = strategy{}
+var _ rest.ResetFieldsStrategy = strategy{}
+var _ rest.RESTDeleteStrategy = strategy{}
+
+// NewStrategy returns the strategy of the compositecontrollers resource.
+func NewStrategy(typer runtime.ObjectTyper) strategy {
+	return strategy{typer, names.SimpleNameGenerator}
+}
+
+func (strategy) NamespaceScoped() bool { return false }
+
+// GetResetFields tells server-side apply that status is not the user's:
+// fields a user applies under status through the main resource are
+// dropped, and nobody's ownership of them is recorded.
+func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"metacontroller.k8s.io/v1alpha1": fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// PrepareForCreate clears the status, which only the controller may write,
+// and starts the generation at 1.
+func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	cc := obj.(*metacontroller.CompositeController)
+	cc.Status = metacontroller.CompositeControllerStatus{}
+	cc.Generation = 1
+}
+
+// PrepareForUpdate keeps the stored status and bumps the generation when,
+// and only when, the spec changed, so that status.observedGeneration tells
+// whether the loop runs the current spec.
+func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newCC := obj.(*metacontroller.CompositeController)
+	oldCC := old.(*metacontroller.CompositeController)
+	newCC.Status = oldCC.Status
+	if !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec) {
+		newCC.Generation = oldCC.Generation + 1
+	}
+}
+
+func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateCompositeController(obj.(*metacontroller.CompositeController))
+}
+
+func (strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
+	return validation.Warnings(obj.(*metacontroller.CompositeController))
+}
+
+func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateCompositeControllerUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController))
+}
+
+func (strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	return validation.Warnings(obj.(*metacontroller.CompositeController))
+}
+
+// Canonicalize has nothing to normalise: defaulting already did.
+func (strategy) Canonicalize(obj runtime.Object) {}
+
+func (strategy) AllowCreateOnUpdate(ctx context.Context) bool { return false }
+
+// AllowUnconditionalUpdate lets `kubectl replace` without a resourceVersion
+// work as it does for built-in resources.
+func (strategy) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
+
+// statusStrategy is how the status subresource updates an object: the
+// controller owns the status, and nothing else changes through it.
+type statusStrategy struct {
+	strategy
+}
+
+var _ rest.RESTUpdateStrategy = statusStrategy{}
+
+// NewStatusStrategy returns the strategy of compositecontrollers/status.
+func NewStatusStrategy(s strategy) statusStrategy {
+	return statusStrategy{s}
+}
+
+// GetResetFields makes server-side apply through /status ignore everything
+// but status.
+func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"metacontroller.k8s.io/v1alpha1": fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata"),
+		),
+	}
+}
+
+// PrepareForUpdate keeps everything but the status as stored.
+func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newCC := obj.(*metacontroller.CompositeController)
+	oldCC := old.(*metacontroller.CompositeController)
+	newCC.Spec = oldCC.Spec
+	newCC.Labels = oldCC.Labels
+	newCC.Annotations = oldCC.Annotations
+	newCC.Finalizers = oldCC.Finalizers
+	newCC.OwnerReferences = oldCC.OwnerReferences
+	newCC.Generation = oldCC.Generation
+}
+
+func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateCompositeControllerStatusUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController))
+}
+
+// AllowUnconditionalUpdate is false: a status writer must say which
+// version it read, so that two writers never silently overwrite each other.
+func (statusStrategy) AllowUnconditionalUpdate(ctx context.Context) bool { return false }
+
+// WarningsOnUpdate has nothing to say: the spec cannot change here.
+func (statusStrategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	return nil
+}
+
+// GetAttrs returns the labels and fields a list or watch may select on.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	cc, ok := obj.(*metacontroller.CompositeController)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a CompositeController: %T", obj)
+	}
+	return labels.Set(cc.Labels), generic.ObjectMetaFieldsSet(&cc.ObjectMeta, false), nil
+}
+
+// MatchCompositeController is the filter of lists and watches.
+func MatchCompositeController(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}

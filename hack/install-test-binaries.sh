@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# install-test-binaries.sh builds the pinned etcd, kube-apiserver and
-# kube-controller-manager that the end-to-end tests and hack/local-up.sh run,
-# from the Go modules pinned in hack/tools/cluster, and caches them.
+# install-test-binaries.sh builds the pinned etcd, kube-apiserver,
+# kube-controller-manager and kubectl that the end-to-end tests and
+# hack/local-up.sh run, from the Go modules pinned in hack/tools/cluster, and
+# caches them. kubectl is built too so that the tests drive the cluster with
+# the client of the same version, whatever a machine has installed.
 #
 # The cache directory is keyed by a hash of the pins (go.mod, go.sum, the etcd
 # main and the Go version), so a change of pins builds anew and nothing else
 # does. A cold build takes minutes (kube-apiserver alone ~4 min on 2 cores);
 # a cached one returns at once.
 #
-# Prints the directory holding the three binaries on its last line.
+# Prints the directory holding the binaries on its last line.
 # Environment:
 #   COMPOSITE_TEST_BIN_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries)
 set -euo pipefail
@@ -17,11 +19,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mod="$root/hack/tools/cluster"
 k8s_version=v1.37.2
 
-key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/etcd/main.go"; go env GOVERSION; } | sha256sum | cut -c1-16)
+key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/etcd/main.go" "$mod/tools.go"; go env GOVERSION; } | sha256sum | cut -c1-16)
 cache_root=${COMPOSITE_TEST_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries}
 dir="$cache_root/$k8s_version-$key"
 
-if [[ -x "$dir/etcd" && -x "$dir/kube-apiserver" && -x "$dir/kube-controller-manager" ]]; then
+binaries=(etcd kube-apiserver kube-controller-manager kubectl)
+cached=true
+for b in "${binaries[@]}"; do [[ -x "$dir/$b" ]] || cached=false; done
+if $cached; then
   echo "$dir"
   exit 0
 fi
@@ -42,6 +47,7 @@ build() { # name package
 build etcd ./etcd
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+build kubectl k8s.io/kubernetes/cmd/kubectl
 
 # Publish atomically so that an interrupted build is never taken for a cached one.
 rm -rf "$dir"

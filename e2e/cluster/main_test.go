@@ -1,0 +1,52 @@
+// Package cluster holds end-to-end tests through a real kube-apiserver with
+// composite-apiserver registered as an aggregated API. One stack is shared
+// by the package's tests; each test uses names of its own.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+var stack *framework.Stack
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// An interrupt still tears the stack down.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	stack, err = framework.Start(ctx, framework.Options{Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "can't start the e2e stack: %v\n", err)
+		return 1
+	}
+	defer stack.Stop()
+	done := make(chan int, 1)
+	go func() { done <- m.Run() }()
+	select {
+	case code := <-done:
+		return code
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "interrupted: stopping the e2e stack")
+		return 1
+	}
+}
+
+// dumpLogsOnFailure prints every process's log tail when t fails.
+func dumpLogsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stack logs:\n%s", stack.LogTails(6000))
+		}
+	})
+}

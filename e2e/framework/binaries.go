@@ -1,0 +1,109 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Binaries are the programs a stack runs.
+type Binaries struct {
+	Etcd, KubeAPIServer, KubeControllerManager, Kubectl string
+	// CompositeAPIServer is built from this checkout.
+	CompositeAPIServer string
+}
+
+// EnvTestBinaries names a directory holding etcd, kube-apiserver,
+// kube-controller-manager and kubectl; when unset they are built (or taken
+// from the cache) by hack/install-test-binaries.sh.
+const EnvTestBinaries = "COMPOSITE_TEST_BINARIES"
+
+var (
+	binariesOnce sync.Once
+	binaries     Binaries
+	binariesErr  error
+)
+
+// FindBinaries returns the stack's binaries, building what is missing once
+// per test process.
+func FindBinaries() (Binaries, error) {
+	binariesOnce.Do(func() { binaries, binariesErr = findBinaries() })
+	return binaries, binariesErr
+}
+
+func findBinaries() (Binaries, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return Binaries{}, err
+	}
+	dir := os.Getenv(EnvTestBinaries)
+	if dir == "" {
+		cmd := exec.Command(filepath.Join(root, "hack", "install-test-binaries.sh"))
+		var stdout bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return Binaries{}, fmt.Errorf("hack/install-test-binaries.sh failed: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		dir = lines[len(lines)-1]
+	}
+	b := Binaries{
+		Etcd:                  filepath.Join(dir, "etcd"),
+		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
+		Kubectl:               filepath.Join(dir, "kubectl"),
+	}
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.Kubectl} {
+		if _, err := os.Stat(p); err != nil {
+			return Binaries{}, fmt.Errorf("test binary missing (run hack/install-test-binaries.sh): %w", err)
+		}
+	}
+	if b.CompositeAPIServer, err = BuildCompositeAPIServer(); err != nil {
+		return Binaries{}, err
+	}
+	return b, nil
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// BuildCompositeAPIServer builds this checkout's server once per test
+// process and returns the binary's path.
+func BuildCompositeAPIServer() (string, error) {
+	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		out := filepath.Join(root, "_output", "bin", "composite-apiserver")
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/composite-apiserver")
+		cmd.Dir = root
+		if output, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("can't build composite-apiserver: %w\n%s", err, output)
+			return
+		}
+		built = out
+	})
+	return built, buildErr
+}
+
+// RepoRoot is the directory of the project's go.mod.
+func RepoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("can't find the module root: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the composite-apiserver module")
+	}
+	return filepath.Dir(gomod), nil
+}

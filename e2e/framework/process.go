@@ -1,0 +1,97 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is one binary of a stack, its output kept in a log file.
+type Process struct {
+	Name    string
+	LogFile string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+// StartProcess starts bin with args, its stdout and stderr appended to
+// logDir/name.log.
+func StartProcess(name, logDir, bin string, args ...string) (*Process, error) {
+	logFile := fmt.Sprintf("%s/%s.log", logDir, name)
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f, "\n===== %s %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// If the test process dies without cleaning up, take the stack with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("can't start %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogFile: logFile, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited tells whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop asks the process to end (SIGTERM) and waits for it; past grace it
+// is killed.
+func (p *Process) Stop(grace time.Duration) error {
+	if exited, _ := p.Exited(); exited {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %s and was killed", p.Name, grace)
+	}
+}
+
+// Kill ends the process at once (SIGKILL), as a crash would.
+func (p *Process) Kill() {
+	if exited, _ := p.Exited(); exited {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Tail returns the last n bytes of the process's log.
+func (p *Process) Tail(n int64) string {
+	data, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return ""
+		}
+		return err.Error()
+	}
+	if int64(len(data)) > n {
+		data = data[int64(len(data))-n:]
+	}
+	return string(data)
+}

@@ -1,0 +1,537 @@
+// Package framework runs a real Kubernetes control plane on 127.0.0.1 for
+// end-to-end tests: etcd, kube-apiserver, kube-controller-manager and
+// composite-apiserver behind an APIService, as a cluster admin would deploy
+// it, and drives it with the real kubectl and client-go.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	"k8s.io/utils/ptr"
+)
+
+// Names of what the stack registers, as artifacts/deploy names them.
+const (
+	CompositeNamespace      = "composite-system"
+	CompositeServiceAccount = "composite-apiserver"
+	CompositeService        = "composite-apiserver"
+	APIServiceName          = "v1alpha1.metacontroller.k8s.io"
+	// CompositeEtcdPrefix keeps the aggregated server's objects apart from
+	// kube-apiserver's in the shared etcd.
+	CompositeEtcdPrefix = "/composite-apiserver"
+)
+
+// Options change how a stack starts.
+type Options struct {
+	// Dir holds certificates, kubeconfigs, data and logs; a new temporary
+	// directory when empty.
+	Dir string
+	// CompositeArgs are extra flags of composite-apiserver.
+	CompositeArgs []string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Stack is a running control plane with composite-apiserver registered.
+type Stack struct {
+	Dir   string
+	Bin   Binaries
+	Certs *Certs
+	opts  Options
+
+	EtcdURL            string
+	KubeAPIServerURL   string
+	CompositePort      int
+	AdminKubeconfig    string
+	AdminConfig        *rest.Config
+	Kube               kubernetes.Interface
+	Aggregator         aggregator.Interface
+	CompositeIdentity  string // kubeconfig of the server's service account
+	compositeServerURL string
+
+	mu        sync.Mutex
+	etcd      *Process
+	apiserver *Process
+	kcm       *Process
+	composite *Process
+}
+
+// Start brings a stack up; on error everything started is stopped again.
+func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+	bin, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "composite-e2e-"); err != nil {
+			return nil, err
+		}
+	}
+	s = &Stack{Dir: dir, Bin: bin, opts: opts}
+	defer func() {
+		if err != nil {
+			s.logf("start failed: %v\n%s", err, s.LogTails(4000))
+			s.Stop()
+		}
+	}()
+	started := time.Now()
+	for _, sub := range []string{"certs", "logs", "etcd"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	compositeDNS := []string{
+		CompositeService + "." + CompositeNamespace + ".svc",
+		CompositeService + "." + CompositeNamespace + ".svc.cluster.local",
+	}
+	if s.Certs, err = NewCerts(filepath.Join(dir, "certs"), compositeDNS); err != nil {
+		return nil, err
+	}
+	if err := s.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	s.logf("etcd ready after %s", time.Since(started).Round(time.Millisecond))
+	if err := s.startKubeAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	s.logf("kube-apiserver ready after %s", time.Since(started).Round(time.Millisecond))
+	if err := s.startControllerManager(); err != nil {
+		return nil, err
+	}
+	if err := s.installServerIdentity(ctx); err != nil {
+		return nil, err
+	}
+	if s.CompositePort, err = freePort(); err != nil {
+		return nil, err
+	}
+	s.compositeServerURL = "https://127.0.0.1:" + strconv.Itoa(s.CompositePort)
+	if err := s.StartComposite(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.registerAPIService(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
+		return nil, err
+	}
+	s.logf("stack ready after %s (dir %s)", time.Since(started).Round(time.Millisecond), dir)
+	return s, nil
+}
+
+func (s *Stack) logf(format string, args ...interface{}) {
+	if s.opts.Log != nil {
+		fmt.Fprintf(s.opts.Log, "e2e: "+format+"\n", args...)
+	}
+}
+
+func (s *Stack) startEtcd(ctx context.Context) error {
+	clientPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	s.etcd, err = StartProcess("etcd", s.logDir(), s.Bin.Etcd,
+		"--name=default",
+		"--data-dir="+filepath.Join(s.Dir, "etcd"),
+		"--listen-client-urls="+s.EtcdURL,
+		"--advertise-client-urls="+s.EtcdURL,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=default="+peer,
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	return s.waitHTTP(ctx, "etcd", s.etcd, http.DefaultClient, s.EtcdURL+"/health", 30*time.Second)
+}
+
+func (s *Stack) startKubeAPIServer(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.KubeAPIServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
+	c := s.Certs
+	s.apiserver, err = StartProcess("kube-apiserver", s.logDir(), s.Bin.KubeAPIServer,
+		"--etcd-servers="+s.EtcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--tls-cert-file="+c.KubeAPIServerServing.CertFile,
+		"--tls-private-key-file="+c.KubeAPIServerServing.KeyFile,
+		"--client-ca-file="+c.ClientCA.CertFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+c.ServiceAccountPub,
+		"--service-account-signing-key-file="+c.ServiceAccountKey,
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--endpoint-reconciler-type=none",
+		// The aggregator's identity towards aggregated servers.
+		"--requestheader-client-ca-file="+c.FrontProxyCA.CertFile,
+		"--requestheader-allowed-names="+FrontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+c.FrontProxyClient.CertFile,
+		"--proxy-client-key-file="+c.FrontProxyClient.KeyFile,
+	)
+	if err != nil {
+		return err
+	}
+	admin, err := c.Issue(c.ClientCA, "admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return err
+	}
+	s.AdminKubeconfig = filepath.Join(s.Dir, "admin.kubeconfig")
+	if err := s.writeCertKubeconfig(s.AdminKubeconfig, admin); err != nil {
+		return err
+	}
+	if s.AdminConfig, err = clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig); err != nil {
+		return err
+	}
+	s.AdminConfig.QPS, s.AdminConfig.Burst = 200, 400
+	if s.Kube, err = kubernetes.NewForConfig(s.AdminConfig); err != nil {
+		return err
+	}
+	if s.Aggregator, err = aggregator.NewForConfig(s.AdminConfig); err != nil {
+		return err
+	}
+	adminHTTP, err := rest.HTTPClientFor(s.AdminConfig)
+	if err != nil {
+		return err
+	}
+	return s.waitHTTP(ctx, "kube-apiserver", s.apiserver, adminHTTP, s.KubeAPIServerURL+"/readyz", 90*time.Second)
+}
+
+// startControllerManager runs the garbage collector (children go when
+// their parent goes) and the namespace controller. It gets administrator
+// credentials: with its own identity RBAC denies it emptying namespaces.
+func (s *Stack) startControllerManager() error {
+	c := s.Certs
+	ck, err := c.Issue(c.ClientCA, "system:kube-controller-manager", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(s.Dir, "kube-controller-manager.kubeconfig")
+	if err := s.writeCertKubeconfig(kubeconfig, ck); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.kcm, err = StartProcess("kube-controller-manager", s.logDir(), s.Bin.KubeControllerManager,
+		"--kubeconfig="+kubeconfig,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--concurrent-gc-syncs=5",
+	)
+	return err
+}
+
+// installServerIdentity applies artifacts/deploy's namespace, service account
+// and RBAC for real, and gives the server a token of that service account:
+// the stack runs composite-apiserver with exactly the rights an admin grants.
+func (s *Stack) installServerIdentity(ctx context.Context) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+		if _, stderr, err := s.Kubectl(ctx, "apply", "-f", filepath.Join(root, "artifacts", "deploy", f)); err != nil {
+			return fmt.Errorf("kubectl apply %s: %w: %s", f, err, stderr)
+		}
+	}
+	var token *authenticationv1.TokenRequest
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		token, err = s.Kube.CoreV1().ServiceAccounts(CompositeNamespace).CreateToken(ctx, CompositeServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
+			metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("can't get a token for the server's service account: %w", err)
+	}
+	s.CompositeIdentity = filepath.Join(s.Dir, "composite-apiserver.kubeconfig")
+	return s.writeKubeconfig(s.CompositeIdentity, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
+
+// StartComposite starts composite-apiserver as a cluster would run it:
+// external etcd with its own prefix, delegated authentication and
+// authorization, its service account's identity. It returns once /readyz
+// answers.
+func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.composite != nil {
+		if exited, _ := s.composite.Exited(); !exited {
+			return fmt.Errorf("composite-apiserver is already running")
+		}
+	}
+	args := []string{
+		"--etcd-servers=" + s.EtcdURL,
+		"--etcd-prefix=" + CompositeEtcdPrefix,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(s.CompositePort),
+		"--tls-cert-file=" + s.Certs.CompositeServing.CertFile,
+		"--tls-private-key-file=" + s.Certs.CompositeServing.KeyFile,
+		"--authentication-kubeconfig=" + s.CompositeIdentity,
+		"--authorization-kubeconfig=" + s.CompositeIdentity,
+		"--kubeconfig=" + s.CompositeIdentity,
+	}
+	args = append(args, s.opts.CompositeArgs...)
+	args = append(args, extraArgs...)
+	p, err := StartProcess("composite-apiserver", s.logDir(), s.Bin.CompositeAPIServer, args...)
+	if err != nil {
+		return err
+	}
+	s.composite = p
+	client, err := s.compositeHTTPClient(nil)
+	if err != nil {
+		return err
+	}
+	return s.waitHTTP(ctx, "composite-apiserver", p, client, s.compositeServerURL+"/readyz", 60*time.Second)
+}
+
+// StopComposite stops composite-apiserver gracefully.
+func (s *Stack) StopComposite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.composite == nil {
+		return nil
+	}
+	return s.composite.Stop(30 * time.Second)
+}
+
+// KillComposite kills composite-apiserver, as a crash would.
+func (s *Stack) KillComposite() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.composite != nil {
+		s.composite.Kill()
+	}
+}
+
+// CompositeURL is where composite-apiserver serves, bypassing
+// kube-apiserver.
+func (s *Stack) CompositeURL() string { return s.compositeServerURL }
+
+// CompositeHTTPClient talks straight to composite-apiserver, trusting its
+// serving CA and presenting cert when given.
+func (s *Stack) CompositeHTTPClient(cert *CertKey) (*http.Client, error) {
+	return s.compositeHTTPClient(cert)
+}
+
+func (s *Stack) compositeHTTPClient(cert *CertKey) (*http.Client, error) {
+	cfg := &rest.Config{Host: s.compositeServerURL, TLSClientConfig: rest.TLSClientConfig{CAFile: s.Certs.ServingCA.CertFile}}
+	if cert != nil {
+		cfg.CertFile, cfg.KeyFile = cert.CertFile, cert.KeyFile
+	}
+	return rest.HTTPClientFor(cfg)
+}
+
+// registerAPIService makes kube-apiserver proxy metacontroller.k8s.io to
+// composite-apiserver: a Service of type ExternalName "localhost" (which the
+// aggregator resolves without endpoint routing, and which loopback needs),
+// and the APIService with the real CA bundle of the serving certificate.
+func (s *Stack) registerAPIService(ctx context.Context) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: CompositeService, Namespace: CompositeNamespace},
+		Spec: corev1.ServiceSpec{
+			Type:         corev1.ServiceTypeExternalName,
+			ExternalName: "localhost",
+			Ports:        []corev1.ServicePort{{Name: "https", Port: int32(s.CompositePort)}},
+		},
+	}
+	if _, err := s.Kube.CoreV1().Services(CompositeNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("can't create the Service: %w", err)
+	}
+	caPEM, err := os.ReadFile(s.Certs.ServingCA.CertFile)
+	if err != nil {
+		return err
+	}
+	apiService := &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: APIServiceName},
+		Spec: apiregistrationv1.APIServiceSpec{
+			Group:                "metacontroller.k8s.io",
+			Version:              "v1alpha1",
+			Service:              &apiregistrationv1.ServiceReference{Namespace: CompositeNamespace, Name: CompositeService, Port: ptr.To(int32(s.CompositePort))},
+			CABundle:             caPEM,
+			GroupPriorityMinimum: 1000,
+			VersionPriority:      15,
+		},
+	}
+	if _, err := s.Aggregator.ApiregistrationV1().APIServices().Create(ctx, apiService, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("can't create the APIService: %w", err)
+	}
+	return nil
+}
+
+// WaitAPIServiceAvailable waits until the APIService's Available condition
+// is (or, with want false, is not) True.
+func (s *Stack) WaitAPIServiceAvailable(ctx context.Context, want bool) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		svc, err := s.Aggregator.ApiregistrationV1().APIServices().Get(ctx, APIServiceName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, c := range svc.Status.Conditions {
+			if c.Type == apiregistrationv1.Available {
+				last = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+				return (c.Status == apiregistrationv1.ConditionTrue) == want, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("APIService %s never became Available=%v (last: %s): %w", APIServiceName, want, last, err)
+	}
+	return nil
+}
+
+// Kubectl runs the stack's kubectl as the administrator.
+func (s *Stack) Kubectl(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	return s.KubectlAs(ctx, s.AdminKubeconfig, nil, args...)
+}
+
+// KubectlAs runs kubectl with kubeconfig, stdin when given.
+func (s *Stack) KubectlAs(ctx context.Context, kubeconfig string, stdin io.Reader, args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Bin.Kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdin = stdin
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// UserKubeconfig writes a kubeconfig for a user authenticated by a client
+// certificate from the cluster's client CA.
+func (s *Stack) UserKubeconfig(name string, groups ...string) (string, error) {
+	ck, err := s.Certs.Issue(s.Certs.ClientCA, name, groups, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(s.Dir, "user-"+sanitize(name)+".kubeconfig")
+	return path, s.writeCertKubeconfig(path, ck)
+}
+
+func (s *Stack) writeCertKubeconfig(path string, ck CertKey) error {
+	return s.writeKubeconfig(path, &clientcmdapi.AuthInfo{ClientCertificate: ck.CertFile, ClientKey: ck.KeyFile})
+}
+
+func (s *Stack) writeKubeconfig(path string, auth *clientcmdapi.AuthInfo) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: s.KubeAPIServerURL, CertificateAuthority: s.Certs.ServingCA.CertFile}
+	cfg.AuthInfos["e2e"] = auth
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
+	cfg.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// Stop stops everything in the order that lets each part shut down
+// cleanly: composite-apiserver, then kube-controller-manager and
+// kube-apiserver, then etcd (killing etcd first leaves kube-apiserver
+// hanging for minutes).
+func (s *Stack) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stop := func(p *Process) {
+		if p != nil {
+			if err := p.Stop(30 * time.Second); err != nil {
+				s.logf("%v", err)
+			}
+		}
+	}
+	stop(s.composite)
+	var wg sync.WaitGroup
+	for _, p := range []*Process{s.kcm, s.apiserver} {
+		wg.Add(1)
+		go func() { defer wg.Done(); stop(p) }()
+	}
+	wg.Wait()
+	stop(s.etcd)
+}
+
+// LogTails returns the end of every process's log, for a failing test.
+func (s *Stack) LogTails(n int64) string {
+	var b strings.Builder
+	for _, p := range []*Process{s.etcd, s.apiserver, s.kcm, s.composite} {
+		if p != nil {
+			fmt.Fprintf(&b, "----- %s (%s)\n%s\n", p.Name, p.LogFile, p.Tail(n))
+		}
+	}
+	return b.String()
+}
+
+func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
+
+// waitHTTP polls url until it answers 200, failing early when p exits.
+func (s *Stack) waitHTTP(ctx context.Context, name string, p *Process, client *http.Client, url string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if exited, err := p.Exited(); exited {
+			return false, fmt.Errorf("%s exited: %v", name, err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, body)
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not ready at %s (last answer: %s): %w\n%s", name, url, last, err, p.Tail(3000))
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

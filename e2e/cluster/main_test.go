@@ -30,16 +30,24 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "can't start the e2e stack: %v\n", err)
 		return 1
 	}
-	defer stack.Stop()
+	code := 1
+	defer func() {
+		stack.Stop()
+		// Keep certificates, data and logs of a failed run for a look.
+		if code == 0 {
+			os.RemoveAll(stack.Dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "e2e stack files kept in %s\n", stack.Dir)
+		}
+	}()
 	done := make(chan int, 1)
 	go func() { done <- m.Run() }()
 	select {
-	case code := <-done:
-		return code
+	case code = <-done:
 	case <-ctx.Done():
 		fmt.Fprintln(os.Stderr, "interrupted: stopping the e2e stack")
-		return 1
 	}
+	return code
 }
 
 // dumpLogsOnFailure prints every process's log tail when t fails.

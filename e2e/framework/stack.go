@@ -139,6 +139,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
 		return nil, err
 	}
+	if err := s.waitOpenAPI(ctx); err != nil {
+		return nil, err
+	}
 	s.logf("stack ready after %s (dir %s)", time.Since(started).Round(time.Millisecond), dir)
 	return s, nil
 }
@@ -424,6 +427,24 @@ func (s *Stack) WaitAPIServiceAvailable(ctx context.Context, want bool) error {
 	return nil
 }
 
+// waitOpenAPI waits until kube-apiserver's aggregated OpenAPI v3 holds our
+// group: `kubectl explain` and server-side apply need it, and the aggregator
+// fetches it a moment after the APIService becomes available.
+func (s *Stack) waitOpenAPI(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		paths, err := s.Kube.Discovery().OpenAPIV3().Paths()
+		if err != nil {
+			return false, nil
+		}
+		_, ok := paths["apis/metacontroller.k8s.io/v1alpha1"]
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-apiserver's OpenAPI v3 never listed metacontroller.k8s.io/v1alpha1: %w", err)
+	}
+	return nil
+}
+
 // Kubectl runs the stack's kubectl as the administrator.
 func (s *Stack) Kubectl(ctx context.Context, args ...string) (stdout, stderr string, err error) {
 	return s.KubectlAs(ctx, s.AdminKubeconfig, nil, args...)
@@ -475,9 +496,11 @@ func (s *Stack) Stop() {
 	defer s.mu.Unlock()
 	stop := func(p *Process) {
 		if p != nil {
+			start := time.Now()
 			if err := p.Stop(30 * time.Second); err != nil {
 				s.logf("%v", err)
 			}
+			s.logf("%s stopped in %s", p.Name, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	stop(s.composite)

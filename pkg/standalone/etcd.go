@@ -39,8 +39,11 @@ func StartEtcd(dir string) (*Etcd, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// A restarted member must not try to bootstrap the cluster again.
 	cfg.ClusterState = embed.ClusterStateFlagNew
-	// etcd's own logs are noise to a person trying the API; errors still show.
-	cfg.LogLevel = "error"
+	// etcd's own log goes to a file in the data directory: on the console
+	// it is noise to a person trying the API (it even logs errors on every
+	// clean shutdown), but it is there when something goes wrong.
+	cfg.LogLevel = "warn"
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
 	// Keep history bounded as a real cluster would.
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "1h"

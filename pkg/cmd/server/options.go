@@ -21,8 +21,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/util/compatibility"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/term"
@@ -45,6 +43,7 @@ const DefaultSecurePort = 8443
 // Options is everything the command line sets.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
+	ServerRunOptions   *genericoptions.ServerRunOptions
 
 	// Standalone runs with an embedded etcd and a single bearer token,
 	// without kube-apiserver.
@@ -73,10 +72,14 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 			EtcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
 		),
-		DataDir: "composite-apiserver-data",
-		Stdout:  stdout,
-		Stderr:  stderr,
+		ServerRunOptions: genericoptions.NewServerRunOptions(),
+		DataDir:          "composite-apiserver-data",
+		Stdout:           stdout,
+		Stderr:           stderr,
 	}
+	// Close open watches within a few seconds of a shutdown signal instead
+	// of letting the HTTP server wait a minute for them to go idle.
+	o.ServerRunOptions.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	o.RecommendedOptions.SecureServing.BindPort = DefaultSecurePort
@@ -126,6 +129,7 @@ Two ways to run it:
 	fss := cliflag.NamedFlagSets{}
 	o.AddFlags(fss.FlagSet("composite-apiserver"))
 	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
+	o.ServerRunOptions.AddUniversalFlags(fss.FlagSet("generic"))
 	for _, f := range fss.Order {
 		cmd.Flags().AddFlagSet(fss.FlagSets[f])
 	}
@@ -156,6 +160,9 @@ var flagsWithoutEffectInStandalone = []string{
 
 // Complete fills in what depends on other options.
 func (o *Options) Complete() error {
+	if err := o.ServerRunOptions.Complete(); err != nil {
+		return err
+	}
 	if !o.Standalone {
 		return nil
 	}
@@ -198,6 +205,7 @@ func (o *Options) Validate() error {
 		defer func() { etcd.ServerList = nil }()
 	}
 	errs = append(errs, o.RecommendedOptions.Validate()...)
+	errs = append(errs, o.ServerRunOptions.Validate()...)
 	if o.Standalone {
 		for _, name := range o.changedFlags {
 			for _, prefix := range flagsWithoutEffectInStandalone {
@@ -243,9 +251,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIV3Config.Info.Title = "composite-apiserver"
 	serverConfig.OpenAPIV3Config.Info.Version = "v1alpha1"
-	serverConfig.FeatureGate = utilfeature.DefaultFeatureGate
-	serverConfig.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-
+	if err := o.ServerRunOptions.ApplyTo(&serverConfig.Config); err != nil {
+		return nil, err
+	}
 	if err := ro.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}

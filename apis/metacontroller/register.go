@@ -32,6 +32,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&CompositeController{},
 		&CompositeControllerList{},
+		&SyncRequest{},
 	)
 	return nil
 }

@@ -3,7 +3,11 @@
 package fuzzer
 
 import (
+	"encoding/json"
+
 	"sigs.k8s.io/randfill"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 
@@ -18,6 +22,16 @@ import (
 // below fuzzes its type and then fills such fields the way defaulting would.
 var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 	return []interface{}{
+		// A RawExtension carries JSON (a hook's objects and status); random
+		// bytes would not survive encoding as JSON.
+		func(r *runtime.RawExtension, c randfill.Continue) {
+			obj := map[string]interface{}{"kind": c.String(0), "data": map[string]interface{}{c.String(0): c.String(0)}, "n": c.Int63()}
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				panic(err)
+			}
+			r.Raw = raw
+		},
 		func(r *metacontroller.CompositeControllerChildResourceRule, c randfill.Continue) {
 			c.FillNoCustom(r) // fuzz self without calling this function again
 

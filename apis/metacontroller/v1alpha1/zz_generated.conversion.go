@@ -206,6 +206,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ParentReference)(nil), (*metacontroller.ParentReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ParentReference_To_metacontroller_ParentReference(a.(*ParentReference), b.(*metacontroller.ParentReference), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.ParentReference)(nil), (*ParentReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference(a.(*metacontroller.ParentReference), b.(*ParentReference), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ResourceRule)(nil), (*metacontroller.ResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ResourceRule_To_metacontroller_ResourceRule(a.(*ResourceRule), b.(*metacontroller.ResourceRule), scope)
 	}); err != nil {
@@ -243,6 +253,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.StatusConditionCheck)(nil), (*StatusConditionCheck)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(a.(*metacontroller.StatusConditionCheck), b.(*StatusConditionCheck), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncPlanItem)(nil), (*metacontroller.SyncPlanItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem(a.(*SyncPlanItem), b.(*metacontroller.SyncPlanItem), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncPlanItem)(nil), (*SyncPlanItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncPlanItem_To_v1alpha1_SyncPlanItem(a.(*metacontroller.SyncPlanItem), b.(*SyncPlanItem), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncRequest)(nil), (*metacontroller.SyncRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncRequest_To_metacontroller_SyncRequest(a.(*SyncRequest), b.(*metacontroller.SyncRequest), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRequest)(nil), (*SyncRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncRequest_To_v1alpha1_SyncRequest(a.(*metacontroller.SyncRequest), b.(*SyncRequest), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncRequestSpec)(nil), (*metacontroller.SyncRequestSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec(a.(*SyncRequestSpec), b.(*metacontroller.SyncRequestSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRequestSpec)(nil), (*SyncRequestSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec(a.(*metacontroller.SyncRequestSpec), b.(*SyncRequestSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncRequestStatus)(nil), (*metacontroller.SyncRequestStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus(a.(*SyncRequestStatus), b.(*metacontroller.SyncRequestStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRequestStatus)(nil), (*SyncRequestStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(a.(*metacontroller.SyncRequestStatus), b.(*SyncRequestStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncTimings)(nil), (*metacontroller.SyncTimings)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings(a.(*SyncTimings), b.(*metacontroller.SyncTimings), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncTimings)(nil), (*SyncTimings)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncTimings_To_v1alpha1_SyncTimings(a.(*metacontroller.SyncTimings), b.(*SyncTimings), scope)
 	}); err != nil {
 		return err
 	}
@@ -623,6 +683,26 @@ func Convert_metacontroller_KeyReference_To_v1alpha1_KeyReference(in *metacontro
 	return autoConvert_metacontroller_KeyReference_To_v1alpha1_KeyReference(in, out, s)
 }
 
+func autoConvert_v1alpha1_ParentReference_To_metacontroller_ParentReference(in *ParentReference, out *metacontroller.ParentReference, s conversion.Scope) error {
+	*out = *(*metacontroller.ParentReference)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ParentReference_To_metacontroller_ParentReference is an autogenerated conversion function.
+func Convert_v1alpha1_ParentReference_To_metacontroller_ParentReference(in *ParentReference, out *metacontroller.ParentReference, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ParentReference_To_metacontroller_ParentReference(in, out, s)
+}
+
+func autoConvert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in *metacontroller.ParentReference, out *ParentReference, s conversion.Scope) error {
+	*out = *(*ParentReference)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference is an autogenerated conversion function.
+func Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in *metacontroller.ParentReference, out *ParentReference, s conversion.Scope) error {
+	return autoConvert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in, out, s)
+}
+
 func autoConvert_v1alpha1_ResourceRule_To_metacontroller_ResourceRule(in *ResourceRule, out *metacontroller.ResourceRule, s conversion.Scope) error {
 	*out = *(*metacontroller.ResourceRule)(unsafe.Pointer(in))
 	return nil
@@ -701,6 +781,118 @@ func autoConvert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusCondition
 // Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck is an autogenerated conversion function.
 func Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(in *metacontroller.StatusConditionCheck, out *StatusConditionCheck, s conversion.Scope) error {
 	return autoConvert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem(in *SyncPlanItem, out *metacontroller.SyncPlanItem, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncPlanItem)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem is an autogenerated conversion function.
+func Convert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem(in *SyncPlanItem, out *metacontroller.SyncPlanItem, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncPlanItem_To_v1alpha1_SyncPlanItem(in *metacontroller.SyncPlanItem, out *SyncPlanItem, s conversion.Scope) error {
+	*out = *(*SyncPlanItem)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncPlanItem_To_v1alpha1_SyncPlanItem is an autogenerated conversion function.
+func Convert_metacontroller_SyncPlanItem_To_v1alpha1_SyncPlanItem(in *metacontroller.SyncPlanItem, out *SyncPlanItem, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncPlanItem_To_v1alpha1_SyncPlanItem(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncRequest_To_metacontroller_SyncRequest(in *SyncRequest, out *metacontroller.SyncRequest, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_SyncRequest_To_metacontroller_SyncRequest is an autogenerated conversion function.
+func Convert_v1alpha1_SyncRequest_To_metacontroller_SyncRequest(in *SyncRequest, out *metacontroller.SyncRequest, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncRequest_To_metacontroller_SyncRequest(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncRequest_To_v1alpha1_SyncRequest(in *metacontroller.SyncRequest, out *SyncRequest, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_metacontroller_SyncRequest_To_v1alpha1_SyncRequest is an autogenerated conversion function.
+func Convert_metacontroller_SyncRequest_To_v1alpha1_SyncRequest(in *metacontroller.SyncRequest, out *SyncRequest, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncRequest_To_v1alpha1_SyncRequest(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec(in *SyncRequestSpec, out *metacontroller.SyncRequestSpec, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncRequestSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec is an autogenerated conversion function.
+func Convert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec(in *SyncRequestSpec, out *metacontroller.SyncRequestSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncRequestSpec_To_metacontroller_SyncRequestSpec(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec(in *metacontroller.SyncRequestSpec, out *SyncRequestSpec, s conversion.Scope) error {
+	*out = *(*SyncRequestSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec is an autogenerated conversion function.
+func Convert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec(in *metacontroller.SyncRequestSpec, out *SyncRequestSpec, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncRequestSpec_To_v1alpha1_SyncRequestSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus(in *SyncRequestStatus, out *metacontroller.SyncRequestStatus, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncRequestStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus is an autogenerated conversion function.
+func Convert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus(in *SyncRequestStatus, out *metacontroller.SyncRequestStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncRequestStatus_To_metacontroller_SyncRequestStatus(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(in *metacontroller.SyncRequestStatus, out *SyncRequestStatus, s conversion.Scope) error {
+	*out = *(*SyncRequestStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus is an autogenerated conversion function.
+func Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(in *metacontroller.SyncRequestStatus, out *SyncRequestStatus, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings(in *SyncTimings, out *metacontroller.SyncTimings, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncTimings)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings is an autogenerated conversion function.
+func Convert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings(in *SyncTimings, out *metacontroller.SyncTimings, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncTimings_To_v1alpha1_SyncTimings(in *metacontroller.SyncTimings, out *SyncTimings, s conversion.Scope) error {
+	*out = *(*SyncTimings)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncTimings_To_v1alpha1_SyncTimings is an autogenerated conversion function.
+func Convert_metacontroller_SyncTimings_To_v1alpha1_SyncTimings(in *metacontroller.SyncTimings, out *SyncTimings, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncTimings_To_v1alpha1_SyncTimings(in, out, s)
 }
 
 func autoConvert_v1alpha1_Webhook_To_metacontroller_Webhook(in *Webhook, out *metacontroller.Webhook, s conversion.Scope) error {

@@ -107,6 +107,11 @@ func (in KeyReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ParentReference) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ParentReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceRule) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ResourceRule"
 }
@@ -124,6 +129,31 @@ func (in ServiceReference) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StatusConditionCheck) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.StatusConditionCheck"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncPlanItem) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncPlanItem"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncRequest) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRequest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncRequestSpec) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRequestSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncRequestStatus) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRequestStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncTimings) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncTimings"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

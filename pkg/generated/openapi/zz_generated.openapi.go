@@ -50,10 +50,16 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.EndpointConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
 		v1alpha1.Hook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
 		v1alpha1.KeyReference{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref),
+		v1alpha1.ParentReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref),
 		v1alpha1.ResourceRule{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
 		v1alpha1.ServiceReference{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
 		v1alpha1.StatusConditionCheck{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionCheck(ref),
+		v1alpha1.SyncPlanItem{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref),
+		v1alpha1.SyncRequest{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref),
+		v1alpha1.SyncRequestSpec{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref),
+		v1alpha1.SyncRequestStatus{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(ref),
+		v1alpha1.SyncTimings{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref),
 		v1alpha1.Webhook{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_Webhook(ref),
 		v1alpha1.WebhookEtagConfig{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_WebhookEtagConfig(ref),
 		resource.Quantity{}.OpenAPIModelName():                               schema_apimachinery_pkg_api_resource_Quantity(ref),
@@ -840,6 +846,35 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref co
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ParentReference names a parent object of the controller's parent resource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the parent; empty for a cluster-scoped parent resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the parent.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -975,6 +1010,314 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionChec
 					},
 				},
 				Required: []string{"type"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncPlanItem is the plan for one child.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "action is Create, Update, Recreate, Delete, Unchanged, Adopt or Orphan.\n\nPossible enum values:\n - `\"Adopt\"` makes the parent the controller of a matching orphan.\n - `\"Create\"` creates a child the hook returned and the cluster lacks.\n - `\"Delete\"` deletes a child the hook no longer returns.\n - `\"Orphan\"` releases an owned child that no longer matches the parent's selector; it is not deleted.\n - `\"Recreate\"` deletes a changed child and creates it anew (updateStrategy Recreate).\n - `\"Unchanged\"` leaves a child as it is: it matches, or its update strategy (OnDelete) does not update it.\n - `\"Update\"` brings an existing child to what the hook returned.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Adopt", "Create", "Delete", "Orphan", "Recreate", "Unchanged", "Update"},
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the child; empty when cluster-scoped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason explains the action, e.g. why a changed child is not updated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"diff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "diff lists the fields an Update or Recreate changes, one per line: \"path: old -> new\".",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"action", "apiVersion", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncRequest runs a CompositeController's hooks for one parent now, through POST compositecontrollers/{name}/sync. The spec names the parent; the answer's status holds what the hook returned and the plan that makes the cluster match it. With dryRun=All nothing is persisted anywhere.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; nothing of it is stored.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec says which parent to sync.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SyncRequestSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is filled by the server: the hook's answer and the plan.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SyncRequestStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SyncRequestSpec{}.OpenAPIModelName(), v1alpha1.SyncRequestStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncRequestSpec names the parent: a live one (parentRef) or an inline one (parent), with optionally inline observed children.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"parentRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentRef names a live parent in the target cluster. Exactly one of parentRef and parent is set.",
+							Ref:         ref(v1alpha1.ParentReference{}.OpenAPIModelName()),
+						},
+					},
+					"parent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parent is an inline parent object, e.g. one that does not exist yet.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"children": {
+						SchemaProps: spec.SchemaProps{
+							Description: "children are inline observed children, in the hook request's shape: {\"<Kind>.<apiVersion>\": {\"<name or namespace/name>\": object}}. With an inline parent and no target cluster, they are all the hook sees.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ParentReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncRequestStatus is the outcome of a sync.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"dryRun": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dryRun is true when nothing was persisted.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"parentStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentStatus is the status the hook returned for the parent.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"children": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "children are the desired children: as the target cluster would store them when it was reachable for a dry-run apply, else as the hook returned them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(runtime.RawExtension{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"plan": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "plan is what the sync does (or, in a dry-run, would do) to each child.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SyncPlanItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resyncAfterSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resyncAfterSeconds is the hook's request to be called again.",
+							Type:        []string{"number"},
+							Format:      "double",
+						},
+					},
+					"finalized": {
+						SchemaProps: spec.SchemaProps{
+							Description: "finalized is the finalize hook's answer.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"hookRequest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "hookRequest is the exact sync hook request that was sent; keep it as a test fixture of the hook.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"timings": {
+						SchemaProps: spec.SchemaProps{
+							Description: "timings of the sync.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SyncTimings{}.OpenAPIModelName()),
+						},
+					},
+					"warnings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "warnings about the sync that did not stop it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SyncPlanItem{}.OpenAPIModelName(), v1alpha1.SyncTimings{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncTimings are how long the parts of a sync took, in milliseconds.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"customizeHookMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "customizeHookMillis is the time spent in the customize hook.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"syncHookMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "syncHookMillis is the time spent in the sync (or finalize) hook.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"totalMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "totalMillis is the time of the whole request.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
 			},
 		},
 	}

@@ -97,6 +97,12 @@ func ExtractCompositeControllerStatus(compositeController *metacontrollerv1alpha
 	return ExtractCompositeControllerFrom(compositeController, fieldManager, "status")
 }
 
+// ExtractCompositeControllerSync extracts the applied configuration owned by fieldManager from
+// compositeController for the sync subresource.
+func ExtractCompositeControllerSync(compositeController *metacontrollerv1alpha1.CompositeController, fieldManager string) (*CompositeControllerApplyConfiguration, error) {
+	return ExtractCompositeControllerFrom(compositeController, fieldManager, "sync")
+}
+
 func (b CompositeControllerApplyConfiguration) IsApplyConfiguration() {}
 
 // WithKind sets the Kind field in the declarative configuration to the given value

@@ -51,6 +51,8 @@ type CompositeControllerInterface interface {
 	Apply(ctx context.Context, compositeController *applyconfigurationmetacontrollerv1alpha1.CompositeControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.CompositeController, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, compositeController *applyconfigurationmetacontrollerv1alpha1.CompositeControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.CompositeController, err error)
+	Sync(ctx context.Context, compositeControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (*metacontrollerv1alpha1.SyncRequest, error)
+
 	CompositeControllerExpansion
 }
 
@@ -75,4 +77,18 @@ func newCompositeControllers(c *MetacontrollerV1alpha1Client) *compositeControll
 			},
 		),
 	}
+}
+
+// Sync takes the representation of a syncRequest and creates it.  Returns the server's representation of the syncRequest, and an error, if there is any.
+func (c *compositeControllers) Sync(ctx context.Context, compositeControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (result *metacontrollerv1alpha1.SyncRequest, err error) {
+	result = &metacontrollerv1alpha1.SyncRequest{}
+	err = c.GetClient().Post().
+		Resource("compositecontrollers").
+		Name(compositeControllerName).
+		SubResource("sync").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(syncRequest).
+		Do(ctx).
+		Into(result)
+	return
 }

@@ -1,0 +1,152 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SyncRequest runs a CompositeController's hooks for one parent now, through
+// POST compositecontrollers/{name}/sync. The spec names the parent; the
+// answer's status holds what the hook returned and the plan that makes the
+// cluster match it. With dryRun=All nothing is persisted anywhere.
+type SyncRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; nothing of it is stored.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which parent to sync.
+	Spec SyncRequestSpec `json:"spec"`
+	// status is filled by the server: the hook's answer and the plan.
+	// +optional
+	Status SyncRequestStatus `json:"status,omitempty"`
+}
+
+// SyncRequestSpec names the parent: a live one (parentRef) or an inline one
+// (parent), with optionally inline observed children.
+type SyncRequestSpec struct {
+	// parentRef names a live parent in the target cluster. Exactly one of
+	// parentRef and parent is set.
+	// +optional
+	ParentRef *ParentReference `json:"parentRef,omitempty"`
+	// parent is an inline parent object, e.g. one that does not exist yet.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Parent *runtime.RawExtension `json:"parent,omitempty"`
+	// children are inline observed children, in the hook request's shape:
+	// {"<Kind>.<apiVersion>": {"<name or namespace/name>": object}}. With an
+	// inline parent and no target cluster, they are all the hook sees.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Children *runtime.RawExtension `json:"children,omitempty"`
+}
+
+// ParentReference names a parent object of the controller's parent resource.
+type ParentReference struct {
+	// namespace of the parent; empty for a cluster-scoped parent resource.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the parent.
+	Name string `json:"name"`
+}
+
+// SyncAction is what a sync does to one child.
+// +enum
+type SyncAction string
+
+const (
+	// SyncActionCreate creates a child the hook returned and the cluster lacks.
+	SyncActionCreate SyncAction = "Create"
+	// SyncActionUpdate brings an existing child to what the hook returned.
+	SyncActionUpdate SyncAction = "Update"
+	// SyncActionRecreate deletes a changed child and creates it anew
+	// (updateStrategy Recreate).
+	SyncActionRecreate SyncAction = "Recreate"
+	// SyncActionDelete deletes a child the hook no longer returns.
+	SyncActionDelete SyncAction = "Delete"
+	// SyncActionUnchanged leaves a child as it is: it matches, or its
+	// update strategy (OnDelete) does not update it.
+	SyncActionUnchanged SyncAction = "Unchanged"
+	// SyncActionAdopt makes the parent the controller of a matching orphan.
+	SyncActionAdopt SyncAction = "Adopt"
+	// SyncActionOrphan releases an owned child that no longer matches the
+	// parent's selector; it is not deleted.
+	SyncActionOrphan SyncAction = "Orphan"
+)
+
+// SyncPlanItem is the plan for one child.
+type SyncPlanItem struct {
+	// action is Create, Update, Recreate, Delete, Unchanged, Adopt or Orphan.
+	Action SyncAction `json:"action"`
+	// apiVersion of the child.
+	APIVersion string `json:"apiVersion"`
+	// kind of the child.
+	Kind string `json:"kind"`
+	// namespace of the child; empty when cluster-scoped.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the child.
+	Name string `json:"name"`
+	// reason explains the action, e.g. why a changed child is not updated.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// diff lists the fields an Update or Recreate changes, one per line:
+	// "path: old -> new".
+	// +optional
+	// +listType=atomic
+	Diff []string `json:"diff,omitempty"`
+}
+
+// SyncTimings are how long the parts of a sync took, in milliseconds.
+type SyncTimings struct {
+	// customizeHookMillis is the time spent in the customize hook.
+	// +optional
+	CustomizeHookMillis int64 `json:"customizeHookMillis,omitempty"`
+	// syncHookMillis is the time spent in the sync (or finalize) hook.
+	// +optional
+	SyncHookMillis int64 `json:"syncHookMillis,omitempty"`
+	// totalMillis is the time of the whole request.
+	// +optional
+	TotalMillis int64 `json:"totalMillis,omitempty"`
+}
+
+// SyncRequestStatus is the outcome of a sync.
+type SyncRequestStatus struct {
+	// dryRun is true when nothing was persisted.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// parentStatus is the status the hook returned for the parent.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	ParentStatus *runtime.RawExtension `json:"parentStatus,omitempty"`
+	// children are the desired children: as the target cluster would store
+	// them when it was reachable for a dry-run apply, else as the hook
+	// returned them.
+	// +optional
+	// +listType=atomic
+	Children []runtime.RawExtension `json:"children,omitempty"`
+	// plan is what the sync does (or, in a dry-run, would do) to each child.
+	// +optional
+	// +listType=atomic
+	Plan []SyncPlanItem `json:"plan,omitempty"`
+	// resyncAfterSeconds is the hook's request to be called again.
+	// +optional
+	ResyncAfterSeconds *float64 `json:"resyncAfterSeconds,omitempty"`
+	// finalized is the finalize hook's answer.
+	// +optional
+	Finalized bool `json:"finalized,omitempty"`
+	// hookRequest is the exact sync hook request that was sent; keep it as
+	// a test fixture of the hook.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	HookRequest *runtime.RawExtension `json:"hookRequest,omitempty"`
+	// timings of the sync.
+	// +optional
+	Timings SyncTimings `json:"timings,omitempty"`
+	// warnings about the sync that did not stop it.
+	// +optional
+	// +listType=atomic
+	Warnings []string `json:"warnings,omitempty"`
+}

@@ -1,0 +1,278 @@
+// Package hooks calls a CompositeController's hooks over HTTP: it resolves a
+// webhook's URL (url or in-cluster service), TLS material and credentials
+// once, and then makes calls with a timeout, a response size limit, no
+// redirects, strict or loose decoding, errors that name the controller and
+// hook, and Prometheus metrics.
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// maxErrorBody is how much of a non-2xx answer is kept for the error.
+const maxErrorBody = 1 << 10
+
+// Webhook calls one hook of one controller. It is safe for concurrent use.
+type Webhook struct {
+	controller       string
+	hook             string
+	url              string
+	displayURL       string // url with any userinfo redacted, for messages
+	version          v1alpha1.HookVersion
+	strict           bool
+	timeout          time.Duration
+	maxResponseBytes int64
+	authHeader       string
+	client           *http.Client
+	now              func() time.Time
+}
+
+var (
+	_ hookapi.SyncHook      = &Webhook{}
+	_ hookapi.CustomizeHook = &Webhook{}
+)
+
+// URL is the URL the hook is called at, with any password redacted so that
+// it can be shown.
+func (w *Webhook) URL() string { return w.displayURL }
+
+// Version is the hook's contract version; the caller keys the request's
+// children by it.
+func (w *Webhook) Version() v1alpha1.HookVersion { return w.version }
+
+// Timeout is the timeout of one call.
+func (w *Webhook) Timeout() time.Duration { return w.timeout }
+
+// Strict reports whether answers with unknown or duplicate fields are
+// rejected.
+func (w *Webhook) Strict() bool { return w.strict }
+
+// CloseIdleConnections closes the Webhook's idle connections. Call it when the
+// Webhook is replaced, e.g. after its controller changed.
+func (w *Webhook) CloseIdleConnections() { w.client.CloseIdleConnections() }
+
+// Sync calls the hook with a sync (or finalize) request.
+func (w *Webhook) Sync(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+	resp := &hookapi.SyncHookResponse{}
+	if err := w.Call(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Customize calls the hook with a customize request.
+func (w *Webhook) Customize(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
+	resp := &hookapi.CustomizeHookResponse{}
+	if err := w.Call(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Call POSTs request as JSON and decodes the answer into response, a pointer.
+// Every error is a *CallError.
+func (w *Webhook) Call(ctx context.Context, request any, response any) error {
+	body, err := json.Marshal(request)
+	if err != nil {
+		return w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
+	}
+
+	callCtx, cancel := context.WithTimeoutCause(ctx, w.timeout, &timeoutError{after: w.timeout})
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return w.fail(ReasonEncode, fmt.Errorf("can't build request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if w.authHeader != "" {
+		req.Header.Set("Authorization", w.authHeader)
+	}
+
+	logger := klog.FromContext(ctx).WithValues("controller", w.controller, "hook", w.hook, "url", w.displayURL)
+	start := time.Now()
+	code := "error"
+	defer func() {
+		elapsed := time.Since(start)
+		hookRequests.WithLabelValues(w.controller, w.hook, code).Inc()
+		hookDuration.WithLabelValues(w.controller, w.hook).Observe(elapsed.Seconds())
+		logger.V(5).Info("Called hook", "code", code, "duration", elapsed)
+	}()
+
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return w.transportFailure(callCtx, err)
+	}
+	defer func() {
+		// Drain a little so that the connection can be reused, but not an
+		// unbounded amount from a misbehaving hook.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		_ = resp.Body.Close()
+	}()
+	code = strconv.Itoa(resp.StatusCode)
+
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return w.fail(ReasonTooManyRequests, &TooManyRequestsError{RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), w.now())})
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return w.fail(ReasonStatus, &StatusError{
+			Code:     resp.StatusCode,
+			Body:     readSnippet(resp.Body),
+			Location: resp.Header.Get("Location"),
+		})
+	}
+
+	if resp.ContentLength > w.maxResponseBytes {
+		return w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, w.maxResponseBytes+1))
+	if err != nil {
+		return w.transportFailure(callCtx, fmt.Errorf("can't read response: %w", err))
+	}
+	if int64(len(data)) > w.maxResponseBytes {
+		return w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
+	}
+
+	if err := w.decode(data, response); err != nil {
+		return w.fail(ReasonDecode, err)
+	}
+	return nil
+}
+
+// transportFailure classifies an error of sending or reading: our timeout,
+// the caller giving up, or a transport failure.
+func (w *Webhook) transportFailure(callCtx context.Context, err error) error {
+	if callCtx.Err() != nil {
+		cause := context.Cause(callCtx)
+		var te *timeoutError
+		if errors.As(cause, &te) {
+			return w.fail(ReasonTimeout, te)
+		}
+		return w.fail(ReasonCanceled, fmt.Errorf("call abandoned: %w", cause))
+	}
+	// url.Error repeats the method and URL that CallError already names.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return w.fail(ReasonTransport, err)
+}
+
+func (w *Webhook) fail(reason string, err error) error {
+	switch reason {
+	case ReasonCanceled, ReasonEncode:
+		// Not the hook's fault; counting them would page people for
+		// shutdowns and programming errors.
+	default:
+		hookErrors.WithLabelValues(w.controller, w.hook, reason).Inc()
+	}
+	return &CallError{Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
+}
+
+func (w *Webhook) decode(data []byte, response any) error {
+	var err error
+	if w.strict {
+		var strictErrs []error
+		strictErrs, err = kjson.UnmarshalStrict(data, response)
+		if err == nil && len(strictErrs) > 0 {
+			return fmt.Errorf("can't decode response strictly (responseUnMarshallMode strict): %w", utilerrors.NewAggregate(strictErrs))
+		}
+	} else {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(data, response)
+	}
+	if err == nil {
+		return nil
+	}
+	if _, ok := response.(*hookapi.SyncHookResponse); ok {
+		if kind := nonObjectStatus(data); kind != "" {
+			return fmt.Errorf("can't decode response: status must be a JSON object or null, not %s", kind)
+		}
+	}
+	return fmt.Errorf("can't decode response: %w", &truncatedError{err: err})
+}
+
+// nonObjectStatus returns the JSON kind of the answer's "status" when it is
+// neither an object nor null, for an error that says what is wrong instead of
+// naming Go types.
+func nonObjectStatus(data []byte) string {
+	var probe struct {
+		Status json.RawMessage `json:"status"`
+	}
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, &probe) != nil {
+		return ""
+	}
+	s := bytes.TrimSpace(probe.Status)
+	if len(s) == 0 {
+		return ""
+	}
+	switch s[0] {
+	case '{', 'n':
+		return ""
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// readSnippet reads the start of an error answer as printable text.
+func readSnippet(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, maxErrorBody))
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// parseRetryAfter parses Retry-After as seconds or an HTTP date (RFC 9110
+// 10.2.3); anything else, or a time in the past, means no advice (0).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs > int64(math.MaxInt64/time.Second) {
+			return time.Duration(math.MaxInt64)
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			// HTTP dates have whole seconds; round up so that a retry is
+			// not early.
+			if r := d % time.Second; r != 0 {
+				d += time.Second - r
+			}
+			return d
+		}
+	}
+	return 0
+}

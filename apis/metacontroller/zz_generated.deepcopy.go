@@ -343,6 +343,11 @@ func (in *CompositeControllerSpec) DeepCopyInto(out *CompositeControllerSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Workers != nil {
+		in, out := &in.Workers, &out.Workers
+		*out = new(int32)
+		**out = **in
+	}
 	if in.GenerateSelector != nil {
 		in, out := &in.GenerateSelector, &out.GenerateSelector
 		*out = new(bool)

@@ -25,7 +25,10 @@ func run(m *testing.M) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	stack, err = framework.Start(ctx, framework.Options{Log: os.Stderr})
+	// The controller loop is off: these tests prove the API and the
+	// dry-run preview, and a running loop would create the children a
+	// dry-run must not. e2e/loop runs with it.
+	stack, err = framework.Start(ctx, framework.Options{Log: os.Stderr, CompositeArgs: []string{"--controller-loop=false"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "can't start the e2e stack: %v\n", err)
 		return 1

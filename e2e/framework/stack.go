@@ -256,7 +256,10 @@ func (s *Stack) startControllerManager() error {
 	}
 	s.kcm, err = StartProcess("kube-controller-manager", s.logDir(), s.Bin.KubeControllerManager,
 		"--kubeconfig="+kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		// clusterrole-aggregation fills the aggregated ClusterRole through
+		// which admins grant composite-apiserver rights on parents and
+		// children (artifacts/deploy/rbac.yaml).
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),

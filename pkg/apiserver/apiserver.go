@@ -3,6 +3,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,10 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
+	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
 )
 
@@ -45,6 +50,19 @@ func init() {
 type ExtraConfig struct {
 	// PostStartHooks run once the server serves, by name.
 	PostStartHooks map[string]genericapiserver.PostStartHookFunc
+	// Target is the cluster whose parents and children are synced; nil
+	// in standalone mode.
+	Target *syncrequest.Target
+	// Loop configures the controller loop; nil turns it off.
+	Loop *LoopConfig
+}
+
+// LoopConfig configures the embedded controller loop.
+type LoopConfig struct {
+	// Workers is each controller's number of workers by default.
+	Workers int
+	// LeaderElection, when set, runs the loop on one replica at a time.
+	LeaderElection *controller.LeaderElection
 }
 
 // Config is the whole configuration of a server.
@@ -85,7 +103,7 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, fmt.Errorf("can't create the generic API server: %w", err)
 	}
 
-	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
+	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, syncrequest.NewRunner(c.ExtraConfig.Target))
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +111,53 @@ func (c completedConfig) New() (*Server, error) {
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"compositecontrollers":        storage.CompositeController,
 		"compositecontrollers/status": storage.Status,
+		"compositecontrollers/sync":   storage.Sync,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)
 	}
 
+	if c.ExtraConfig.Loop != nil && c.ExtraConfig.Target != nil {
+		if err := generic.AddPostStartHook("start-composite-controller-loop", c.startLoop); err != nil {
+			return nil, err
+		}
+	}
 	for name, hook := range c.ExtraConfig.PostStartHooks {
 		if err := generic.AddPostStartHook(name, hook); err != nil {
 			return nil, err
 		}
 	}
 	return &Server{GenericAPIServer: generic}, nil
+}
+
+// startLoop runs the controller loop in the background for as long as the
+// server runs, on the leader only when leader election is on.
+func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext) error {
+	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
+	if err != nil {
+		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
+	}
+	controller.RegisterMetrics()
+	target, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
+	run := func(ctx context.Context) {
+		// A new manager per leadership term: nothing of a lost term's
+		// state carries over.
+		m := controller.NewManager(controller.Config{
+			Dynamic: target.Dynamic, Kube: target.Kube, Mapper: target.Mapper,
+			Client: client, Workers: loop.Workers,
+		})
+		if err := m.Run(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "The controller loop stopped")
+		}
+	}
+	go func() {
+		if loop.LeaderElection == nil {
+			run(hookCtx)
+			return
+		}
+		if err := controller.RunWithLeaderElection(hookCtx, target.Kube, *loop.LeaderElection, run); err != nil {
+			klog.FromContext(hookCtx).Error(err, "Leader election failed; the controller loop does not run")
+		}
+	}()
+	return nil
 }

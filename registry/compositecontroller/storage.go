@@ -18,6 +18,8 @@ import (
 type Storage struct {
 	CompositeController *REST
 	Status              *StatusREST
+	// Sync is nil when NewStorage was given no Syncer.
+	Sync *SyncREST
 }
 
 // REST is the compositecontrollers resource, stored in etcd.
@@ -38,7 +40,7 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 
 // NewStorage returns the REST storage of compositecontrollers and its
 // subresources, all on one etcd store.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, syncer Syncer) (*Storage, error) {
 	s := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
@@ -68,10 +70,14 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
 
-	return &Storage{
+	storage := &Storage{
 		CompositeController: &REST{store},
 		Status:              &StatusREST{store: &statusStore},
-	}, nil
+	}
+	if syncer != nil {
+		storage.Sync = NewSyncREST(store, scheme, syncer)
+	}
+	return storage, nil
 }
 
 // StatusREST is the compositecontrollers/status subresource.

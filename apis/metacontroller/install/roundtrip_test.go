@@ -206,6 +206,7 @@ spec:
       usernameKey: username
       passwordKey: password
   resyncPeriodSeconds: 30
+  workers: 3
   generateSelector: true
 `
 

@@ -97,6 +97,9 @@ type SyncPlanItem struct {
 	// +optional
 	// +listType=atomic
 	Diff []string `json:"diff,omitempty"`
+	// error is why the action failed, when the sync was not a dry run.
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // SyncTimings are how long the parts of a sync took, in milliseconds.

@@ -60,6 +60,11 @@ type CompositeControllerSpec struct {
 	// +optional
 	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
 
+	// workers is how many parents of this controller are synced at once;
+	// unset means the server's --workers. Not in Metacontroller.
+	// +optional
+	Workers *int32 `json:"workers,omitempty"`
+
 	// generateSelector, when true, makes the controller label children with
 	// a controller-uid label of the parent and select them by it, instead of
 	// using the parent's spec.selector.

@@ -35,6 +35,8 @@ const (
 	// calls hooks from its sync loop, so one slow hook holds up every parent
 	// queued behind it.
 	MaxHookTimeout = 30 * time.Second
+	// MaxWorkers bounds spec.workers.
+	MaxWorkers = 64
 
 	// shortHookTimeout is the timeout below which a hook call is warned
 	// about: few webhooks answer reliably within it, so the controller would
@@ -141,6 +143,11 @@ func validateSpec(spec *metacontroller.CompositeControllerSpec, fldPath *field.P
 
 	if spec.ResyncPeriodSeconds != nil && *spec.ResyncPeriodSeconds < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("resyncPeriodSeconds"), *spec.ResyncPeriodSeconds, "must be greater than or equal to 0 (0 resyncs only on change)"))
+	}
+	// Each worker holds a hook call open: bound them so one controller
+	// cannot exhaust the server.
+	if spec.Workers != nil && (*spec.Workers < 1 || *spec.Workers > MaxWorkers) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("workers"), *spec.Workers, fmt.Sprintf("must be between 1 and %d", MaxWorkers)))
 	}
 	return allErrs
 }

@@ -827,6 +827,16 @@ func TestValidateCompositeController(t *testing.T) {
 
 		// resync
 		{
+			name:   "workers may not be zero",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Workers = ptr[int32](0) },
+			want:   []wantErr{inv("spec.workers")},
+		},
+		{
+			name:   "workers may not exceed the maximum",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Workers = ptr[int32](65) },
+			want:   []wantErr{inv("spec.workers")},
+		},
+		{
 			name:   "resyncPeriodSeconds may not be negative",
 			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.ResyncPeriodSeconds = ptr[int32](-1) },
 			want:   []wantErr{inv("spec.resyncPeriodSeconds")},

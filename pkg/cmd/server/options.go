@@ -29,8 +29,10 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
+	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 )
 
 // EtcdPathPrefix is where objects live in etcd, so that the server can share
@@ -58,6 +60,17 @@ type Options struct {
 	// AlternateDNS are extra names for the self-signed serving certificate.
 	AlternateDNS []string
 
+	// ControllerLoop runs the embedded controller loop when a target
+	// cluster is configured.
+	ControllerLoop bool
+	// Workers is each CompositeController's number of workers unless its
+	// spec.workers says otherwise.
+	Workers int
+	// LeaderElect runs the loop on one replica at a time.
+	LeaderElect bool
+	// LeaderElection are the Lease's settings.
+	LeaderElection controller.LeaderElection
+
 	Stdout io.Writer
 	Stderr io.Writer
 
@@ -74,8 +87,14 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		),
 		ServerRunOptions: genericoptions.NewServerRunOptions(),
 		DataDir:          "composite-apiserver-data",
-		Stdout:           stdout,
-		Stderr:           stderr,
+		ControllerLoop:   true,
+		Workers:          5,
+		LeaderElection: controller.LeaderElection{
+			Namespace: "composite-system", Name: "composite-apiserver",
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		},
+		Stdout: stdout,
+		Stderr: stderr,
 	}
 	// Close open watches within a few seconds of a shutdown signal instead
 	// of letting the HTTP server wait a minute for them to go idle.
@@ -149,13 +168,27 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Standalone mode: where to write the kubeconfig for kubectl (default <data-dir>/kubeconfig).")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate made when no --tls-cert-file is given.")
+
+	fs.BoolVar(&o.ControllerLoop, "controller-loop", o.ControllerLoop,
+		"Run the embedded controller loop that syncs every CompositeController's parents in the target cluster "+
+			"(the cluster of --kubeconfig, or the one the server runs in). Off in standalone mode, which has no target cluster.")
+	fs.IntVar(&o.Workers, "workers", o.Workers,
+		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Run the controller loop on one replica at a time, chosen with a Lease; every replica serves the API. Turn it on when running more than one replica.")
+	fs.StringVar(&o.LeaderElection.Namespace, "leader-elect-namespace", o.LeaderElection.Namespace, "Namespace of the leader election Lease.")
+	fs.StringVar(&o.LeaderElection.Name, "leader-elect-lease-name", o.LeaderElection.Name, "Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", o.LeaderElection.LeaseDuration,
+		"How long a leader's Lease lasts without renewal: how long a crashed leader's loop stays unrun.")
+	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "How long the leader tries to renew before giving the loop up.")
+	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "How often replicas try to get or renew the Lease.")
 }
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
 // standalone mode would silently ignore; they are refused instead.
 var flagsWithoutEffectInStandalone = []string{
 	"etcd-servers", "authentication-", "authorization-", "requestheader-", "client-ca-file",
-	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins",
+	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop",
 }
 
 // Complete fills in what depends on other options.
@@ -220,6 +253,9 @@ func (o *Options) Validate() error {
 				errs = append(errs, fmt.Errorf("--%s needs --standalone", name))
 			}
 		}
+		if o.Workers < 1 {
+			errs = append(errs, fmt.Errorf("--workers must be at least 1"))
+		}
 		if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 			errs = append(errs, fmt.Errorf("--etcd-servers is required (or run with --standalone for an embedded etcd)"))
 		}
@@ -257,7 +293,24 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := ro.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
-	return &apiserver.Config{GenericConfig: serverConfig}, nil
+	config := &apiserver.Config{GenericConfig: serverConfig}
+	// The cluster of --kubeconfig (or the one the server runs in) is the
+	// one whose parents and children are synced.
+	if serverConfig.ClientConfig != nil {
+		target, err := syncrequest.NewTarget(serverConfig.ClientConfig, serverConfig.Authorization.Authorizer)
+		if err != nil {
+			return nil, err
+		}
+		config.ExtraConfig.Target = target
+		if o.ControllerLoop {
+			config.ExtraConfig.Loop = &apiserver.LoopConfig{Workers: o.Workers}
+			if o.LeaderElect {
+				le := o.LeaderElection
+				config.ExtraConfig.Loop.LeaderElection = &le
+			}
+		}
+	}
+	return config, nil
 }
 
 // Run runs the server until ctx is done.

@@ -646,6 +646,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "int32",
 						},
 					},
+					"workers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "workers is how many parents of this controller are synced at once; unset means the server's --workers. Not in Metacontroller.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"generateSelector": {
 						SchemaProps: spec.SchemaProps{
 							Description: "generateSelector, when true, makes the controller label children with a controller-uid label of the parent and select them by it, instead of using the parent's spec.selector.",
@@ -1086,6 +1093,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref co
 									},
 								},
 							},
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "error is why the action failed, when the sync was not a dry run.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

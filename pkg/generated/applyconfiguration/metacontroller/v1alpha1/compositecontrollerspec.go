@@ -38,6 +38,9 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// resyncPeriodSeconds is how often every parent is synced even when
 	// nothing changed. Zero or unset means only on change.
 	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
+	// workers is how many parents of this controller are synced at once;
+	// unset means the server's --workers. Not in Metacontroller.
+	Workers *int32 `json:"workers,omitempty"`
 	// generateSelector, when true, makes the controller label children with
 	// a controller-uid label of the parent and select them by it, instead of
 	// using the parent's spec.selector.
@@ -97,6 +100,14 @@ func (b *CompositeControllerSpecApplyConfiguration) WithEndpointConfigs(values .
 // If called multiple times, the ResyncPeriodSeconds field is set to the value of the last call.
 func (b *CompositeControllerSpecApplyConfiguration) WithResyncPeriodSeconds(value int32) *CompositeControllerSpecApplyConfiguration {
 	b.ResyncPeriodSeconds = &value
+	return b
+}
+
+// WithWorkers sets the Workers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Workers field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithWorkers(value int32) *CompositeControllerSpecApplyConfiguration {
+	b.Workers = &value
 	return b
 }
 

@@ -1,0 +1,364 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// helloCRD is the parent resource of the tests: namespaced, with a status
+// subresource, any spec.
+const helloCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: hellos.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: hellos, singular: hello, kind: Hello}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// controllerRights is what an admin grants composite-apiserver for the
+// hello controllers, through the aggregated ClusterRole of
+// artifacts/deploy/rbac.yaml.
+const controllerRights = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-hellos
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+`
+
+var hook *framework.PythonHook
+
+// setUpHellos installs the parent CRD, the controller's rights and the
+// Python hook, once for the package.
+func setUpHellos(t *testing.T) *framework.PythonHook {
+	t.Helper()
+	helloOnce.Do(func() {
+		for _, manifest := range []string{helloCRD, controllerRights} {
+			if _, stderr, err := stack.KubectlAs(context.Background(), stack.AdminKubeconfig, strings.NewReader(manifest), "apply", "-f", "-"); err != nil {
+				helloErr = fmt.Errorf("kubectl apply: %v: %s", err, stderr)
+				return
+			}
+		}
+		if _, _, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/hellos.example.com", "--timeout=60s"); err != nil {
+			helloErr = err
+			return
+		}
+		hook, helloErr = framework.StartPythonHook(stack.Dir)
+	})
+	if helloErr != nil {
+		t.Fatal(helloErr)
+	}
+	return hook
+}
+
+func helloController(name, hookURL, method string) string {
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %s
+spec:
+  generateSelector: true
+  parentResource:
+    apiVersion: example.com/v1
+    resource: hellos
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy:
+      method: %s
+  - apiVersion: v1
+    resource: services
+  hooks:
+    sync:
+      webhook:
+        url: %s/sync
+        timeout: 5s
+`, name, method, hookURL)
+}
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := stack.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+type syncAnswer struct {
+	Status struct {
+		Children []map[string]interface{} `json:"children"`
+		Plan     []struct {
+			Action, Kind, Name, Reason string
+			Diff                       []string
+		} `json:"plan"`
+		Warnings []string `json:"warnings"`
+	} `json:"status"`
+}
+
+func dryRunSync(t *testing.T, kubeconfig, controller, namespace, parent string) (syncAnswer, string, error) {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":%q}}}`, namespace, parent)
+	f, err := os.CreateTemp(t.TempDir(), "sync-*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(body); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, stderr, err := stack.KubectlAs(context.Background(), kubeconfig, nil, "create", "--raw",
+		"/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/"+controller+"/sync?dryRun=All", "-f", f.Name())
+	var answer syncAnswer
+	if err == nil {
+		if jerr := json.Unmarshal([]byte(out), &answer); jerr != nil {
+			t.Fatalf("answer is not JSON: %v\n%s", jerr, out)
+		}
+	}
+	return answer, stderr, err
+}
+
+func TestDryRunSyncOfLiveParentShowsCreatesAndPersistsNothing(t *testing.T) {
+	dumpLogsOnFailure(t)
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	const controller, ns = "sync-live", "sync-live"
+	createNamespace(t, ns)
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	parent := `apiVersion: example.com/v1
+kind: Hello
+metadata: {name: p1, namespace: sync-live}
+spec: {color: blue, configMaps: [a, b]}
+`
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+
+	answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p1")
+	if err != nil {
+		t.Fatalf("dry-run sync: %v: %s", err, stderr)
+	}
+	actions := map[string]string{}
+	for _, item := range answer.Status.Plan {
+		actions[item.Kind+"/"+item.Name] = item.Action
+	}
+	if actions["ConfigMap/p1-a"] != "Create" || actions["ConfigMap/p1-b"] != "Create" || len(actions) != 2 {
+		t.Errorf("plan = %v, want Create of ConfigMaps p1-a and p1-b", actions)
+	}
+	// The children are as kube-apiserver would store them: with a uid and
+	// our field manager, owned by the parent.
+	if len(answer.Status.Children) != 2 {
+		t.Fatalf("children = %d, want 2", len(answer.Status.Children))
+	}
+	for _, child := range answer.Status.Children {
+		meta := child["metadata"].(map[string]interface{})
+		if meta["uid"] == nil || meta["creationTimestamp"] == nil {
+			t.Errorf("child %v does not look stored by kube-apiserver (no uid/creationTimestamp)", meta["name"])
+		}
+		managers := fmt.Sprint(meta["managedFields"])
+		if !strings.Contains(managers, "metacontroller.k8s.io/"+controller) {
+			t.Errorf("child %v is not managed by metacontroller.k8s.io/%s: %s", meta["name"], controller, managers)
+		}
+		if refs := fmt.Sprint(meta["ownerReferences"]); !strings.Contains(refs, "p1") {
+			t.Errorf("child %v is not owned by p1: %s", meta["name"], refs)
+		}
+	}
+	// Nothing exists in the cluster.
+	cms, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("the dry-run created %d ConfigMaps", len(cms.Items))
+	}
+}
+
+func TestDryRunSyncPlansUpdatesUnchangedAndDeletesOfExistingChildren(t *testing.T) {
+	dumpLogsOnFailure(t)
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	const controller, ns = "sync-existing", "sync-existing"
+	createNamespace(t, ns)
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	parent := `apiVersion: example.com/v1
+kind: Hello
+metadata: {name: p2, namespace: sync-existing}
+spec: {color: green, configMaps: [same, changed]}
+`
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	p2, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "hellos", "p2").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parentMeta struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(p2, &parentMeta); err != nil {
+		t.Fatal(err)
+	}
+	// Children as the controller would have made them: owned by p2 and
+	// labelled with its generated selector.
+	owned := func(name string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: ns,
+				Labels: map[string]string{"app": "p2", "controller-uid": string(parentMeta.Metadata.UID)},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "example.com/v1", Kind: "Hello", Name: "p2", UID: parentMeta.Metadata.UID,
+					Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true),
+				}},
+			},
+			Data: data,
+		}
+	}
+	for _, cm := range []*corev1.ConfigMap{
+		owned("p2-same", map[string]string{"color": "green", "item": "same"}),
+		owned("p2-changed", map[string]string{"color": "red", "item": "changed"}),
+		owned("p2-stale", map[string]string{"color": "green"}),
+	} {
+		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p2")
+	if err != nil {
+		t.Fatalf("dry-run sync: %v: %s", err, stderr)
+	}
+	actions := map[string]string{}
+	for _, item := range answer.Status.Plan {
+		actions[item.Name] = item.Action
+		if item.Name == "p2-changed" && !strings.Contains(strings.Join(item.Diff, "\n"), "data.color") {
+			t.Errorf("the diff of p2-changed %q does not name data.color", item.Diff)
+		}
+	}
+	want := map[string]string{"p2-same": "Unchanged", "p2-changed": "Update", "p2-stale": "Delete"}
+	for name, action := range want {
+		if actions[name] != action {
+			t.Errorf("plan for %s = %q, want %q (plan %v)", name, actions[name], action, actions)
+		}
+	}
+	// Nothing changed: the stale child is there, the changed one still red.
+	stale, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-stale", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("the dry-run deleted p2-stale: %v", err)
+	} else if stale.DeletionTimestamp != nil {
+		t.Errorf("the dry-run started deleting p2-stale")
+	}
+	changed, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-changed", metav1.GetOptions{})
+	if err != nil || changed.Data["color"] != "red" {
+		t.Errorf("the dry-run changed p2-changed: %v %v", err, changed.Data)
+	}
+}
+
+func TestSyncNeedsCreateOnTheSyncSubresource(t *testing.T) {
+	dumpLogsOnFailure(t)
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	const controller, ns = "sync-rbac", "sync-rbac"
+	createNamespace(t, ns)
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	parent := `apiVersion: example.com/v1
+kind: Hello
+metadata: {name: p3, namespace: sync-rbac}
+spec: {color: blue, configMaps: [a]}
+`
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	// viewer may read controllers but not sync; syncer may sync but not
+	// read the parents.
+	grant := func(name string, rules []rbacv1.PolicyRule) string {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + name}, Rules: rules}
+		if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: name}},
+		}
+		if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		kubeconfig, err := stack.UserKubeconfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kubeconfig
+	}
+	viewer := grant("sync-viewer", []rbacv1.PolicyRule{{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list"}}})
+	syncer := grant("sync-blind", []rbacv1.PolicyRule{{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}}})
+	full := grant("sync-full", []rbacv1.PolicyRule{
+		{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list"}},
+	})
+
+	if _, stderr, err := dryRunSync(t, viewer, controller, ns, "p3"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		t.Errorf("a user without create on compositecontrollers/sync: err=%v %s, want Forbidden", err, stderr)
+	}
+	if _, stderr, err := dryRunSync(t, syncer, controller, ns, "p3"); err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "hellos") {
+		t.Errorf("a user who may sync but not read the parent: err=%v %s, want Forbidden naming hellos", err, stderr)
+	}
+	// Delegated authorization caches answers for a few seconds.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, _, err := dryRunSync(t, full, controller, ns, "p3")
+		return err == nil, nil
+	})
+	if err != nil {
+		_, stderr, _ := dryRunSync(t, full, controller, ns, "p3")
+		t.Errorf("a user with create on compositecontrollers/sync and read rights was refused: %s", stderr)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+var (
+	helloOnce sync.Once
+	helloErr  error
+)

@@ -1,0 +1,46 @@
+// Package apply executes a sync plan against the target cluster:
+// server-side apply of children under one field manager per controller,
+// deletes with UID preconditions, and the parent's status.
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// FieldManager is the server-side apply manager of one CompositeController:
+// each controller owns the fields of the children it applies, and no other.
+func FieldManager(controller string) string {
+	return "metacontroller.k8s.io/" + controller
+}
+
+// Child server-side-applies one desired child. With dryRun the target
+// cluster runs admission and defaulting and answers with what it would
+// store, and stores nothing.
+func Child(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, child *unstructured.Unstructured, controller string, dryRun bool) (*unstructured.Unstructured, error) {
+	opts := metav1.ApplyOptions{FieldManager: FieldManager(controller), Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var ri dynamic.ResourceInterface = client.Resource(gvr)
+	if ns := child.GetNamespace(); ns != "" {
+		ri = client.Resource(gvr).Namespace(ns)
+	}
+	applied, err := ri.Apply(ctx, child.GetName(), child, opts)
+	if err != nil {
+		return nil, fmt.Errorf("can't apply %s %s: %w", child.GetKind(), objectName(child), err)
+	}
+	return applied, nil
+}
+
+func objectName(obj metav1.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}

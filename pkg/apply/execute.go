@@ -1,0 +1,174 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+// Done is one thing a plan's execution did to a child.
+type Done struct {
+	Action v1alpha1.SyncAction
+	GVR    schema.GroupVersionResource
+	Kind   string
+	// Namespace and Name of the child.
+	Namespace, Name string
+	// Err is why it failed; nil when it was done.
+	Err error
+}
+
+func (d Done) String() string {
+	name := d.Name
+	if d.Namespace != "" {
+		name = d.Namespace + "/" + d.Name
+	}
+	return fmt.Sprintf("%s %s %s", d.Action, d.Kind, name)
+}
+
+// Execute carries out a plan: adoptions and releases first, then applies
+// and deletes. It goes on after a failure and returns every failure
+// aggregated, so that one bad child does not hold the others back. Items
+// that change nothing are not reported.
+func Execute(ctx context.Context, client dynamic.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
+	logger := klog.FromContext(ctx)
+	ref := syncengine.ControllerRef(parent)
+	var done []Done
+	var errs []error
+	for _, item := range plan.Items {
+		obj := item.Desired
+		if obj == nil {
+			obj = item.Observed
+		}
+		d := Done{Action: item.Action, GVR: item.GVR, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		switch item.Action {
+		case v1alpha1.SyncActionUnchanged:
+			continue
+		case v1alpha1.SyncActionAdopt:
+			d.Err = setControllerRef(ctx, client, item.GVR, item.Observed, &ref)
+		case v1alpha1.SyncActionOrphan:
+			d.Err = setControllerRef(ctx, client, item.GVR, item.Observed, nil)
+		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
+			child := item.Desired.DeepCopy()
+			child.SetOwnerReferences([]metav1.OwnerReference{ref})
+			_, d.Err = Child(ctx, client, item.GVR, child, controller, false)
+		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
+			// Recreate deletes now; the next sync, once the child is gone,
+			// creates it anew.
+			d.Err = deleteChild(ctx, client, item.GVR, item.Observed)
+		default:
+			d.Err = fmt.Errorf("unknown action %q", item.Action)
+		}
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("can't %s: %w", d, d.Err))
+			logger.V(2).Info("Child action failed", "action", d.Action, "kind", d.Kind, "namespace", d.Namespace, "name", d.Name, "err", d.Err)
+		} else {
+			logger.V(4).Info("Child action done", "action", d.Action, "kind", d.Kind, "namespace", d.Namespace, "name", d.Name)
+		}
+		done = append(done, d)
+	}
+	return done, utilerrors.NewAggregate(errs)
+}
+
+// deleteChild deletes exactly the object that was observed: a child
+// deleted and recreated by someone else since is not touched.
+func deleteChild(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, observed *unstructured.Unstructured) error {
+	uid := observed.GetUID()
+	background := metav1.DeletePropagationBackground
+	err := resource(client, gvr, observed.GetNamespace()).Delete(ctx, observed.GetName(), metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &background,
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// setControllerRef makes ref the object's controller (adopt), or, with a
+// nil ref, removes the object's controller reference (release). The patch
+// carries the object's UID and resourceVersion, so it applies only to the
+// object as observed.
+func setControllerRef(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, observed *unstructured.Unstructured, ref *metav1.OwnerReference) error {
+	var refs []metav1.OwnerReference
+	for _, r := range observed.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			continue
+		}
+		refs = append(refs, r)
+	}
+	if ref != nil {
+		refs = append(refs, *ref)
+	}
+	patch := map[string]interface{}{
+		"metadata": map[string]interface{}{
+			"ownerReferences": refs,
+			"uid":             observed.GetUID(),
+			"resourceVersion": observed.GetResourceVersion(),
+		},
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = resource(client, gvr, observed.GetNamespace()).Patch(ctx, observed.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}
+
+// ParentStatus writes the hook's status and the generation it answered
+// for through the parent's status subresource, only when that changes
+// something. It returns whether it wrote.
+func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]interface{}) (bool, error) {
+	desired := map[string]interface{}{}
+	for k, v := range status {
+		desired[k] = v
+	}
+	desired["observedGeneration"] = parent.GetGeneration()
+	current, _, _ := unstructured.NestedMap(parent.Object, "status")
+	if equality.Semantic.DeepEqual(normalize(current), normalize(desired)) {
+		return false, nil
+	}
+	updated := parent.DeepCopy()
+	updated.Object["status"] = desired
+	_, err := resource(client, gvr, parent.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("can't update the status of %s %s: %w", parent.GetKind(), parent.GetName(), err)
+	}
+	return true, nil
+}
+
+// normalize makes a hook's status and a stored one comparable: JSON
+// numbers decode as int64 or float64 depending on who decoded them.
+func normalize(m map[string]interface{}) interface{} {
+	if m == nil {
+		return map[string]interface{}{}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out interface{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return m
+	}
+	return out
+}
+
+func resource(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return client.Resource(gvr)
+	}
+	return client.Resource(gvr).Namespace(namespace)
+}

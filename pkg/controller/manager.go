@@ -1,0 +1,208 @@
+// Package controller is the loop that makes every CompositeController real:
+// for each one, informers on its parent and child resources, a rate-limited
+// workqueue of parents, and workers that run the sync engine and apply its
+// plan (the sample-controller pattern).
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+)
+
+// Config is what the loop needs.
+type Config struct {
+	// Dynamic, Kube and Mapper reach the target cluster.
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+	Mapper  meta.RESTMapper
+	// Client reaches this server's own API, for CompositeControllers.
+	Client clientset.Interface
+	// Workers is each controller's number of workers unless its spec
+	// says otherwise.
+	Workers int
+	// StatusInterval is how often a controller's status is brought up to
+	// date (and written only when it changed).
+	StatusInterval time.Duration
+}
+
+// Manager runs one parent controller per CompositeController and restarts
+// it when the definition's spec changes.
+type Manager struct {
+	cfg      Config
+	secrets  hooks.SecretSource
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	recorder record.EventRecorder
+	ccLister interface {
+		Get(name string) (*v1alpha1.CompositeController, error)
+	}
+
+	// queue holds names of CompositeControllers whose controller must be
+	// started, restarted or stopped; one worker does it, so a definition's
+	// controller is never started twice.
+	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	running map[string]*parentController
+}
+
+// NewManager returns a Manager; Run starts it.
+func NewManager(cfg Config) *Manager {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 5
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = 5 * time.Second
+	}
+	return &Manager{
+		cfg:     cfg,
+		secrets: hooks.NewClusterSecretSource(cfg.Kube),
+		// One shared informer per resource, whichever controllers use it.
+		factory: dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
+		running: map[string]*parentController{},
+	}
+}
+
+// Run runs the loop until ctx is done, then stops every controller.
+func (m *Manager) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("controller")
+	ctx = klog.NewContext(ctx, logger)
+	defer utilruntime.HandleCrash()
+	defer m.queue.ShutDown()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.cfg.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	m.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
+
+	ccInformers := informers.NewSharedInformerFactory(m.cfg.Client, 0)
+	ccInformer := ccInformers.Metacontroller().V1alpha1().CompositeControllers()
+	m.ccLister = ccInformer.Lister()
+	enqueue := func(obj interface{}) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			m.queue.Add(key)
+		}
+	}
+	if _, err := ccInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, cur interface{}) {
+			// Our own status writes do not change the generation: only
+			// spec changes restart a controller.
+			if old.(*v1alpha1.CompositeController).Generation != cur.(*v1alpha1.CompositeController).Generation {
+				enqueue(cur)
+			}
+		},
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return err
+	}
+	ccInformers.Start(ctx.Done())
+	logger.Info("Starting the CompositeController loop", "workersPerController", m.cfg.Workers)
+	if !cache.WaitForCacheSync(ctx.Done(), ccInformer.Informer().HasSynced) {
+		return fmt.Errorf("can't sync the CompositeController informer")
+	}
+	go func() {
+		for m.processNext(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	logger.Info("Stopping the CompositeController loop")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, pc := range m.running {
+		pc.stop()
+		delete(m.running, name)
+	}
+	return nil
+}
+
+func (m *Manager) processNext(ctx context.Context) bool {
+	name, shutdown := m.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer m.queue.Done(name)
+	if err := m.reconcile(ctx, name); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Can't start a CompositeController's loop", "compositecontroller", name)
+		m.queue.AddRateLimited(name)
+		return true
+	}
+	m.queue.Forget(name)
+	return true
+}
+
+// reconcile makes the running controller of name match its definition.
+func (m *Manager) reconcile(ctx context.Context, name string) error {
+	logger := klog.FromContext(ctx).WithValues("compositecontroller", name)
+	cc, err := m.ccLister.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := m.running[name]
+	if cc == nil || cc.DeletionTimestamp != nil {
+		if current != nil {
+			logger.Info("CompositeController is gone: stopping its loop")
+			current.stop()
+			delete(m.running, name)
+		}
+		return nil
+	}
+	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation {
+		return nil
+	}
+	if current != nil {
+		logger.Info("CompositeController changed: restarting its loop", "generation", cc.Generation)
+		current.stop()
+		delete(m.running, name)
+	}
+	pc, err := newParentController(ctx, m, cc.DeepCopy())
+	if err != nil {
+		m.setNotReady(ctx, cc, err)
+		return err
+	}
+	m.running[name] = pc
+	pc.start(ctx)
+	return nil
+}
+
+// setNotReady says in the CompositeController's status why its loop can't
+// run, e.g. a resource the cluster does not serve or a missing Secret.
+func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, cause error) {
+	updated := cc.DeepCopy()
+	updated.Status.ObservedGeneration = cc.Generation
+	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ConfigurationError",
+		Message: truncate(cause.Error(), 1024), ObservedGeneration: cc.Generation,
+	})
+	updated.Status.LastSyncError = truncate(cause.Error(), 1024)
+	if _, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		klog.FromContext(ctx).V(2).Info("Can't write the CompositeController's status", "compositecontroller", cc.Name, "err", err)
+	}
+}

@@ -1,0 +1,425 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// Hook names, as used in errors and InvalidResponseError.Hook.
+const (
+	HookSync      = "sync"
+	HookFinalize  = "finalize"
+	HookCustomize = "customize"
+)
+
+// Hooks are the hooks Compute may call for a parent.
+type Hooks struct {
+	// Sync computes the parent's status and desired children. Required.
+	Sync hookapi.SyncHook
+	// Finalize is called instead of Sync while the parent is being deleted.
+	// Optional; without it a parent being deleted is not synced at all.
+	Finalize hookapi.SyncHook
+	// Customize selects related objects; called only when the controller
+	// declares a customize hook. Optional.
+	Customize hookapi.CustomizeHook
+}
+
+// RelatedSource returns the objects a customize rule selects. A nil source
+// in Input means there is no cluster: rules produce a warning and no related
+// objects.
+type RelatedSource interface {
+	Related(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error)
+}
+
+// Input is everything Compute needs for one parent. Compute reads it and
+// never modifies it: the objects may come straight from an informer cache.
+type Input struct {
+	Controller *v1alpha1.CompositeController
+	Parent     *unstructured.Unstructured
+	// Parents is the parent's resource.
+	Parents schema.GroupVersionResource
+	// Children is what Claim returned, or, for inline children, all of them
+	// in Owned.
+	Children Claimed
+	Hooks    Hooks
+	Related  RelatedSource
+	Resolver KindResolver
+}
+
+// Item is the plan for one child.
+type Item struct {
+	Action v1alpha1.SyncAction
+	// GVR is the child's resource.
+	GVR schema.GroupVersionResource
+	// Desired is set for Create, Update, Recreate and, when the hook
+	// returned the child, Unchanged. It has no ownerReferences: the apply
+	// code sets ControllerRef itself.
+	Desired *unstructured.Unstructured
+	// Observed is set for Update, Recreate, Delete, Unchanged (when the
+	// parent has such a child), Adopt and Orphan. It is the caller's object,
+	// not a copy.
+	Observed *unstructured.Unstructured
+	// Reason explains the action, e.g. why a changed child is not updated.
+	Reason string
+	// Diff is the difference between Observed and Desired (see Diff).
+	Diff []string
+}
+
+// Plan is the outcome of one sync of one parent: what the hooks were asked
+// and answered, and what to do to each child.
+type Plan struct {
+	// HookRequest is exactly what was sent to the sync or finalize hook;
+	// nil when no hook was called. It holds copies of the observed objects;
+	// an in-process hook that modifies its request modifies only these.
+	HookRequest *hookapi.SyncHookRequest
+	// Response is the hook's answer as it gave it; nil when no hook was
+	// called, in which case the parent's status is not to be touched.
+	Response *hookapi.SyncHookResponse
+	// Desired are the validated desired children, namespace defaulted,
+	// system metadata removed, sorted by apiVersion, kind, namespace, name.
+	Desired []*unstructured.Unstructured
+	// Items are in a deterministic order: Adopt and Orphan first (claims
+	// settle ownership before anything else runs), then by apiVersion,
+	// kind, namespace and name.
+	Items []Item
+	// Finalizing is true when the parent is being deleted. Then the
+	// finalize hook was called if there is one (Response.Finalized says
+	// whether the parent may go), and nothing was called if not.
+	Finalizing bool
+	// Warnings are problems that did not stop the sync.
+	Warnings []string
+	// CustomizeDuration is the time spent in the customize hook.
+	CustomizeDuration time.Duration
+	// SyncDuration is the time spent in the sync or finalize hook.
+	SyncDuration time.Duration
+}
+
+// Compute calls the hooks for one parent and returns the plan. On any hook
+// error or invalid answer it returns (nil, err) — never a partial plan — so
+// that a failing hook can never make its children be deleted. Invalid
+// answers are reported as *InvalidResponseError.
+func Compute(ctx context.Context, in Input) (*Plan, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
+	c := &computation{
+		in:   in,
+		plan: &Plan{},
+		gvrs: map[schema.GroupVersionKind]resolved{},
+	}
+	if err := c.run(ctx); err != nil {
+		return nil, err
+	}
+	return c.plan, nil
+}
+
+func (in *Input) check() error {
+	var errs []error
+	if in.Controller == nil {
+		errs = append(errs, errors.New("no CompositeController"))
+	}
+	if in.Parent == nil {
+		errs = append(errs, errors.New("no parent"))
+	} else if in.Parent.GetAPIVersion() == "" || in.Parent.GetKind() == "" || in.Parent.GetName() == "" {
+		errs = append(errs, errors.New("the parent must have apiVersion, kind and metadata.name"))
+	}
+	if in.Hooks.Sync == nil {
+		errs = append(errs, errors.New("no sync hook"))
+	}
+	if in.Resolver == nil {
+		errs = append(errs, errors.New("no KindResolver"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("can't sync: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// computation holds the state of one Compute call.
+type computation struct {
+	in   Input
+	plan *Plan
+	// gvrs caches the resolver's answers.
+	gvrs map[schema.GroupVersionKind]resolved
+}
+
+type resolved struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	err        error
+}
+
+func (c *computation) resolve(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	r, ok := c.gvrs[gvk]
+	if !ok {
+		r.gvr, r.namespaced, r.err = c.in.Resolver.ResourceFor(gvk)
+		c.gvrs[gvk] = r
+	}
+	return r.gvr, r.namespaced, r.err
+}
+
+func (c *computation) warn(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	for _, w := range c.plan.Warnings {
+		if w == msg {
+			return
+		}
+	}
+	c.plan.Warnings = append(c.plan.Warnings, msg)
+}
+
+func (c *computation) specHooks() v1alpha1.CompositeControllerHooks {
+	if h := c.in.Controller.Spec.Hooks; h != nil {
+		return *h
+	}
+	return v1alpha1.CompositeControllerHooks{}
+}
+
+// hookVersion is the contract version of a hook, v1 when unset.
+func hookVersion(h *v1alpha1.Hook) v1alpha1.HookVersion {
+	if h != nil && h.Version != nil && *h.Version != "" {
+		return *h.Version
+	}
+	return v1alpha1.HookVersionV1
+}
+
+func (c *computation) run(ctx context.Context) error {
+	spec := c.specHooks()
+	hook, hookName, version := c.in.Hooks.Sync, HookSync, hookVersion(spec.Sync)
+
+	if c.in.Parent.GetDeletionTimestamp() != nil {
+		c.plan.Finalizing = true
+		if c.in.Hooks.Finalize == nil {
+			// Without a finalize hook there is nothing to ask: the garbage
+			// collector removes the children with the parent. Only claims
+			// that were already decided are carried out.
+			if spec.Finalize != nil {
+				c.warn("the controller declares a finalize hook but it is not available here; it was not called")
+			}
+			c.warn("parent is being deleted; nothing to sync")
+			items, err := c.claimItems(false)
+			if err != nil {
+				return err
+			}
+			c.plan.Items = items
+			sortItems(c.plan.Items)
+			return nil
+		}
+		hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, hookVersion(spec.Finalize)
+	}
+
+	related, err := c.related(ctx, version)
+	if err != nil {
+		return err
+	}
+
+	req := &hookapi.SyncHookRequest{
+		Controller: c.in.Controller.DeepCopy(),
+		Parent:     c.in.Parent.DeepCopy(),
+		Children:   c.observedMap(version),
+		Related:    related,
+		Finalizing: c.plan.Finalizing,
+	}
+	c.plan.HookRequest = req
+	start := time.Now()
+	resp, err := hook.Sync(ctx, req)
+	c.plan.SyncDuration = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("%s hook: %w", hookName, err)
+	}
+	c.plan.Response = resp
+
+	desired, err := c.validate(hookName, resp)
+	if err != nil {
+		return err
+	}
+	for _, d := range desired {
+		c.plan.Desired = append(c.plan.Desired, d.obj)
+	}
+	return c.buildItems(desired)
+}
+
+// observedMap is the children of the hook request: the owned children and
+// the orphans about to be adopted (Metacontroller sends those too), keyed as
+// the hook version wants. The objects are copies, so that an in-process hook
+// that modifies its request cannot corrupt an informer cache or the plan.
+func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
+	m := hookapi.RelativeObjectMap{}
+	// Send an empty group for each declared child resource, so a hook can
+	// tell "none of this kind" from "kind not watched". Only a resolver that
+	// maps resources to kinds can name the kind of a resource without
+	// objects; otherwise the kinds of the objects at hand have to do.
+	if kf, ok := c.in.Resolver.(KindForResolver); ok {
+		for _, cr := range c.in.Controller.Spec.ChildResources {
+			gv, err := schema.ParseGroupVersion(cr.APIVersion)
+			if err != nil {
+				continue
+			}
+			if gvk, err := kf.KindFor(gv.WithResource(cr.Resource)); err == nil {
+				m.InitGroup(cr.APIVersion, gvk.Kind)
+			}
+		}
+	}
+	ch := c.in.Children
+	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt, ch.Release, ch.Foreign} {
+		for _, obj := range list {
+			if obj != nil {
+				m.InitGroup(obj.GetAPIVersion(), obj.GetKind())
+			}
+		}
+	}
+	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt} {
+		for _, obj := range list {
+			if obj != nil {
+				m.InsertRelative(version, c.in.Parent, obj.DeepCopy())
+			}
+		}
+	}
+	return m
+}
+
+// related calls the customize hook, if the controller has one, and collects
+// the objects its rules select, keyed for the hook version that receives
+// them.
+func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion) (hookapi.RelativeObjectMap, error) {
+	m := hookapi.RelativeObjectMap{}
+	if c.specHooks().Customize == nil {
+		return m, nil
+	}
+	if c.in.Hooks.Customize == nil {
+		c.warn("the controller declares a customize hook but it is not available here; the sync hook gets no related objects")
+		return m, nil
+	}
+	start := time.Now()
+	resp, err := c.in.Hooks.Customize.Customize(ctx, &hookapi.CustomizeHookRequest{
+		Controller: c.in.Controller.DeepCopy(),
+		Parent:     c.in.Parent.DeepCopy(),
+	})
+	c.plan.CustomizeDuration = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("%s hook: %w", HookCustomize, err)
+	}
+	if err := c.validateRules(resp); err != nil {
+		return nil, err
+	}
+	if len(resp.RelatedResourceRules) == 0 {
+		return m, nil
+	}
+	if c.in.Related == nil {
+		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
+		return m, nil
+	}
+	kf, _ := c.in.Resolver.(KindForResolver)
+	for _, rule := range resp.RelatedResourceRules {
+		if kf != nil {
+			gv, _ := schema.ParseGroupVersion(rule.APIVersion)
+			if gvk, err := kf.KindFor(gv.WithResource(rule.Resource)); err == nil {
+				m.InitGroup(rule.APIVersion, gvk.Kind)
+			}
+		}
+		objs, err := c.in.Related.Related(ctx, c.in.Parent, rule)
+		if err != nil {
+			return nil, fmt.Errorf("can't get the related objects of %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
+		}
+		for _, obj := range objs {
+			if obj != nil {
+				m.InsertRelative(version, c.in.Parent, obj.DeepCopy())
+			}
+		}
+	}
+	return m, nil
+}
+
+func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
+	var problems []string
+	if resp == nil {
+		problems = append(problems, "the hook returned no response")
+	} else {
+		for i, rule := range resp.RelatedResourceRules {
+			switch {
+			case rule == nil:
+				problems = append(problems, fmt.Sprintf("relatedResources[%d] is null", i))
+				continue
+			case rule.APIVersion == "":
+				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no apiVersion", i))
+			default:
+				if _, err := schema.ParseGroupVersion(rule.APIVersion); err != nil {
+					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid apiVersion: %v", i, err))
+				}
+			}
+			if rule.Resource == "" {
+				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no resource", i))
+			}
+			if rule.LabelSelector != nil {
+				if _, err := metav1.LabelSelectorAsSelector(rule.LabelSelector); err != nil {
+					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid labelSelector: %v", i, err))
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize, Problems: problems}
+	}
+	return nil
+}
+
+// claimItems are the Orphan items and, with adopt, the Adopt items. A parent
+// that is being deleted without a finalize hook adopts nothing: the garbage
+// collector would delete what it adopted.
+func (c *computation) claimItems(adopt bool) ([]Item, error) {
+	var items []Item
+	toAdopt := c.in.Children.Adopt
+	if !adopt {
+		toAdopt = nil
+	}
+	for _, claim := range []struct {
+		objs   []*unstructured.Unstructured
+		action v1alpha1.SyncAction
+		reason string
+	}{
+		{toAdopt, v1alpha1.SyncActionAdopt, "matches the parent's selector and has no controller"},
+		{c.in.Children.Release, v1alpha1.SyncActionOrphan, "no longer matches the parent's selector; released, not deleted"},
+	} {
+		for _, obj := range claim.objs {
+			if obj == nil {
+				continue
+			}
+			gvr, err := c.observedGVR(obj)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, Item{Action: claim.action, GVR: gvr, Observed: obj, Reason: claim.reason})
+		}
+	}
+	return items, nil
+}
+
+func (c *computation) observedGVR(obj *unstructured.Unstructured) (schema.GroupVersionResource, error) {
+	gvr, _, err := c.resolve(obj.GroupVersionKind())
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("can't resolve the resource of observed child %s: %w", describe(obj), err)
+	}
+	return gvr, nil
+}
+
+// selector is the parent's selector, or nil with a warning when it has none
+// (possible for an inline parent of a preview; the live loop cannot claim
+// children without one and never gets here).
+func (c *computation) selector() labels.Selector {
+	sel, err := ParentSelector(c.in.Controller, c.in.Parent)
+	if err != nil {
+		c.warn("desired children are not checked against the parent's selector: %v", err)
+		return nil
+	}
+	return sel
+}

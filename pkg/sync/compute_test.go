@@ -1,0 +1,593 @@
+package sync
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+func TestComputePlan(t *testing.T) {
+	foreignRef := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Other", Name: "o", UID: "uid-other", Controller: ptr.To(true)}
+
+	for _, tc := range []struct {
+		name       string
+		controller *v1alpha1.CompositeController
+		children   Claimed
+		desired    []*unstructured.Unstructured
+		want       []string
+		check      func(t *testing.T, p *Plan)
+	}{
+		{
+			name:    "a child that does not exist is created",
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Create ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Items[0].GVR != (schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}) || p.Items[0].Observed != nil {
+					t.Errorf("item %+v", p.Items[0])
+				}
+			},
+		},
+		{
+			name:     "a child that matches is unchanged",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}},
+			desired:  []*unstructured.Unstructured{cm("a", "blue")},
+			want:     []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if it := p.Items[0]; it.Desired == nil || it.Observed == nil || len(it.Diff) != 0 || it.Reason != "" {
+					t.Errorf("item %+v", it)
+				}
+			},
+		},
+		{
+			name: "fields the cluster added are no difference",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("apps/v1", "Deployment", parentNS, "web",
+				"spec.replicas", int64(2), "spec.strategy.type", "RollingUpdate", "status.replicas", int64(2)))}},
+			desired: []*unstructured.Unstructured{object("apps/v1", "Deployment", parentNS, "web", "spec.replicas", 2)},
+			want:    []string{"Unchanged Deployment ns/web"},
+		},
+		{
+			name:     "a changed child with updateStrategy InPlace is updated, with a diff naming the field",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}},
+			desired:  []*unstructured.Unstructured{cm("a", "green")},
+			want:     []string{"Update ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				it := p.Items[0]
+				if !reflect.DeepEqual(it.Diff, []string{`data.color: "blue" -> "green"`}) {
+					t.Errorf("diff %q", it.Diff)
+				}
+				if it.Reason != "differs; updateStrategy InPlace updates it in place" || it.Observed == nil || it.Desired == nil {
+					t.Errorf("item %+v", it)
+				}
+			},
+		},
+		{
+			name:     "a changed child with updateStrategy OnDelete is left alone, with the reason and diff",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("apps/v1", "Deployment", parentNS, "web", "spec.replicas", int64(1)))}},
+			desired:  []*unstructured.Unstructured{object("apps/v1", "Deployment", parentNS, "web", "spec.replicas", int64(3))},
+			want:     []string{"Unchanged Deployment ns/web"},
+			check: func(t *testing.T, p *Plan) {
+				it := p.Items[0]
+				if it.Reason != "differs; updateStrategy OnDelete updates it only once deleted" {
+					t.Errorf("reason %q", it.Reason)
+				}
+				if !reflect.DeepEqual(it.Diff, []string{"spec.replicas: 1 -> 3"}) {
+					t.Errorf("diff %q", it.Diff)
+				}
+			},
+		},
+		{
+			name:     "a changed child with updateStrategy Recreate is recreated",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("v1", "Secret", parentNS, "s", "stringData.k", "old"))}},
+			desired:  []*unstructured.Unstructured{object("v1", "Secret", parentNS, "s", "stringData.k", "new")},
+			want:     []string{"Recreate Secret ns/s"},
+		},
+		{
+			name:     "RollingRecreate recreates all at once, with a warning",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("v1", "Service", parentNS, "svc", "spec.type", "ClusterIP"))}},
+			desired:  []*unstructured.Unstructured{object("v1", "Service", parentNS, "svc", "spec.type", "NodePort")},
+			want:     []string{"Recreate Service ns/svc"},
+			check: func(t *testing.T, p *Plan) {
+				if !containsProblem(p.Warnings, "updateStrategy RollingRecreate of services: rolling updates are not supported yet") {
+					t.Errorf("warnings %q", p.Warnings)
+				}
+			},
+		},
+		{
+			name:     "a child the hook no longer returns is deleted",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue")), owned(cm("b", "blue"))}},
+			desired:  []*unstructured.Unstructured{cm("a", "blue")},
+			want:     []string{"Unchanged ConfigMap ns/a", "Delete ConfigMap ns/b"},
+			check: func(t *testing.T, p *Plan) {
+				if it := p.Items[1]; it.Observed == nil || it.Desired != nil || it.Observed.GetUID() != "uid-b" {
+					t.Errorf("delete item %+v", it)
+				}
+			},
+		},
+		{
+			name:     "no children returned deletes all",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}},
+			want:     []string{"Delete ConfigMap ns/a"},
+		},
+		{
+			name:     "a matching orphan is adopted and updated",
+			children: Claimed{Adopt: []*unstructured.Unstructured{cm("z", "blue")}},
+			desired:  []*unstructured.Unstructured{cm("z", "red")},
+			want:     []string{"Adopt ConfigMap ns/z", "Update ConfigMap ns/z"},
+		},
+		{
+			name:     "an adopted orphan the hook does not return is adopted and deleted",
+			children: Claimed{Adopt: []*unstructured.Unstructured{cm("z", "blue")}},
+			want:     []string{"Adopt ConfigMap ns/z", "Delete ConfigMap ns/z"},
+		},
+		{
+			name: "a released child is orphaned, not deleted",
+			children: Claimed{
+				Owned:   []*unstructured.Unstructured{owned(cm("a", "blue"))},
+				Release: []*unstructured.Unstructured{owned(object("v1", "ConfigMap", parentNS, "gone", "metadata.labels.app", "q"))},
+			},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Orphan ConfigMap ns/gone", "Unchanged ConfigMap ns/a"},
+		},
+		{
+			name: "a released child the hook returns again is taken back",
+			children: Claimed{
+				Release: []*unstructured.Unstructured{owned(object("v1", "ConfigMap", parentNS, "a", "metadata.labels.app", "q"))},
+			},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Orphan ConfigMap ns/a", "Create ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if !strings.Contains(p.Items[1].Reason, "released") {
+					t.Errorf("reason %q", p.Items[1].Reason)
+				}
+			},
+		},
+		{
+			name: "a desired child that another owner controls is left alone",
+			children: Claimed{Foreign: []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				o := cm("a", "x")
+				o.SetOwnerReferences([]metav1.OwnerReference{foreignRef})
+				return o
+			}()}},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if !containsProblem(p.Warnings, "controlled by another owner") || !strings.Contains(p.Items[0].Reason, "another owner") {
+					t.Errorf("warnings %q, reason %q", p.Warnings, p.Items[0].Reason)
+				}
+			},
+		},
+		{
+			name:     "a desired child that is being deleted waits for the deletion",
+			children: Claimed{Owned: []*unstructured.Unstructured{deleting(owned(cm("a", "blue")))}},
+			desired:  []*unstructured.Unstructured{cm("a", "green")},
+			want:     []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Items[0].Reason != "waiting for the old child to be deleted" {
+					t.Errorf("reason %q", p.Items[0].Reason)
+				}
+			},
+		},
+		{
+			name:     "an undesired child that is already being deleted is not deleted again",
+			children: Claimed{Owned: []*unstructured.Unstructured{deleting(owned(cm("a", "blue")))}},
+			want:     []string{"Unchanged ConfigMap ns/a"},
+		},
+		{
+			name:    "a child without namespace gets the parent's",
+			desired: []*unstructured.Unstructured{object("v1", "ConfigMap", "", "a")},
+			want:    []string{"Create ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Desired[0].GetNamespace() != parentNS {
+					t.Errorf("desired namespace %q", p.Desired[0].GetNamespace())
+				}
+				if p.Response.Children[0].GetNamespace() != "" {
+					t.Errorf("the hook's own answer was modified")
+				}
+			},
+		},
+		{
+			name:       "generateSelector labels children with controller-uid",
+			controller: newController(withGenerateSelector),
+			desired:    []*unstructured.Unstructured{cm("a", "blue")},
+			want:       []string{"Create ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				want := map[string]string{"app": "p", "controller-uid": parentUID}
+				if got := p.Desired[0].GetLabels(); !reflect.DeepEqual(got, want) {
+					t.Errorf("labels %v, want %v", got, want)
+				}
+			},
+		},
+		{
+			name: "system metadata and owner references from the hook are dropped",
+			desired: []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				o := cm("a", "blue")
+				o.SetResourceVersion("7")
+				o.SetUID("uid-x")
+				o.SetGeneration(3)
+				o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "x", UID: "uid-pod"}})
+				return o
+			}()},
+			want: []string{"Create ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				md := p.Desired[0].Object["metadata"].(map[string]interface{})
+				for _, f := range []string{"resourceVersion", "uid", "generation", "ownerReferences"} {
+					if _, ok := md[f]; ok {
+						t.Errorf("metadata.%s kept", f)
+					}
+				}
+				if !containsProblem(p.Warnings, "ownerReferences set by the hook are dropped") {
+					t.Errorf("warnings %q", p.Warnings)
+				}
+			},
+		},
+		{
+			name:     "returning observed children as they are is no change and no warning",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}},
+			desired:  []*unstructured.Unstructured{owned(cm("a", "blue"))},
+			want:     []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if len(p.Warnings) != 0 {
+					t.Errorf("warnings %q", p.Warnings)
+				}
+			},
+		},
+		{
+			name: "items are ordered: claims first, then by apiVersion, kind, namespace and name",
+			children: Claimed{
+				Owned:   []*unstructured.Unstructured{owned(cm("b", "blue")), owned(object("apps/v1", "Deployment", parentNS, "web"))},
+				Adopt:   []*unstructured.Unstructured{cm("z", "blue")},
+				Release: []*unstructured.Unstructured{owned(object("v1", "ConfigMap", parentNS, "gone", "metadata.labels.app", "q"))},
+			},
+			desired: []*unstructured.Unstructured{object("v1", "Secret", parentNS, "s"), cm("c", "x"), cm("a", "x"), cm("z", "blue")},
+			want: []string{
+				"Orphan ConfigMap ns/gone", "Adopt ConfigMap ns/z",
+				"Delete Deployment ns/web",
+				"Create ConfigMap ns/a", "Delete ConfigMap ns/b", "Create ConfigMap ns/c", "Unchanged ConfigMap ns/z",
+				"Create Secret ns/s",
+			},
+			check: func(t *testing.T, p *Plan) {
+				var got []string
+				for _, d := range p.Desired {
+					got = append(got, d.GetKind()+"/"+d.GetName())
+				}
+				if want := []string{"ConfigMap/a", "ConfigMap/c", "ConfigMap/z", "Secret/s"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("desired %v, want %v", got, want)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := tc.controller
+			if cc == nil {
+				cc = newController()
+			}
+			for i := 0; i < 3; i++ {
+				plan, err := Compute(context.Background(), newInput(cc, newParent(), tc.children, returning(tc.desired...)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := summary(plan); !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("items\n%q\nwant\n%q", got, tc.want)
+				}
+				if plan.Finalizing || plan.Response == nil || plan.HookRequest == nil {
+					t.Errorf("finalizing %v, response %v, request %v", plan.Finalizing, plan.Response, plan.HookRequest)
+				}
+				if tc.check != nil && i == 0 {
+					tc.check(t, plan)
+				}
+			}
+		})
+	}
+}
+
+func TestComputeHookRequest(t *testing.T) {
+	capture := func(req **hookapi.SyncHookRequest) hookapi.SyncHook {
+		return hookapi.SyncHookFunc(func(ctx context.Context, r *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+			*req = r
+			return &hookapi.SyncHookResponse{}, nil
+		})
+	}
+	children := Claimed{
+		Owned:   []*unstructured.Unstructured{owned(cm("a", "blue"))},
+		Adopt:   []*unstructured.Unstructured{cm("z", "blue")},
+		Release: []*unstructured.Unstructured{owned(object("apps/v1", "Deployment", parentNS, "gone", "metadata.labels.app", "q"))},
+	}
+	for _, tc := range []struct {
+		name     string
+		version  v1alpha1.HookVersion
+		wantKeys []string
+	}{
+		{"v1 keys children by name", v1alpha1.HookVersionV1, []string{"a", "z"}},
+		{"v2 keys children by namespace/name", v1alpha1.HookVersionV2, []string{"ns/a", "ns/z"}},
+		{"no version means v1", "", []string{"a", "z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var req *hookapi.SyncHookRequest
+			plan, err := Compute(context.Background(), newInput(newController(withSyncVersion(tc.version)), newParent(), children, capture(&req)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.HookRequest != req {
+				t.Errorf("plan.HookRequest is not the request sent")
+			}
+			var keys []string
+			for k := range req.Children["ConfigMap.v1"] {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if !reflect.DeepEqual(keys, tc.wantKeys) {
+				t.Errorf("ConfigMap keys %v, want %v", keys, tc.wantKeys)
+			}
+			// Released children are not sent, but their kind's group is.
+			if g, ok := req.Children["Deployment.apps/v1"]; !ok || len(g) != 0 {
+				t.Errorf("Deployment group %v (present %v), want present and empty", g, ok)
+			}
+			if req.Finalizing || req.Parent.GetName() != "p" || req.Controller.Name != "things" || req.Related == nil {
+				t.Errorf("request %+v", req)
+			}
+		})
+	}
+}
+
+func TestComputeDoesNotModifyItsInput(t *testing.T) {
+	children := Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}}
+	parent := newParent()
+	cc := newController()
+	before := []interface{}{children.Owned[0].DeepCopy(), parent.DeepCopy(), cc.DeepCopy()}
+	vandal := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		for _, obj := range req.Children.List() {
+			unstructured.SetNestedField(obj.Object, "vandalized", "data", "color")
+		}
+		req.Parent.SetName("vandalized")
+		req.Controller.Name = "vandalized"
+		return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{cm("a", "blue")}}, nil
+	})
+	plan, err := Compute(context.Background(), newInput(cc, parent, children, vandal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := []interface{}{children.Owned[0], parent, cc}
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("input modified")
+	}
+	if got := summary(plan); !reflect.DeepEqual(got, []string{"Unchanged ConfigMap ns/a"}) {
+		t.Errorf("items %q: the hook's changes to its request leaked into the plan", got)
+	}
+}
+
+func TestComputeCustomize(t *testing.T) {
+	rule := &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", Namespace: "shared", Names: []string{"settings"}}
+	customize := hookapi.CustomizeHookFunc(func(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
+		if req.Parent.GetName() != "p" || req.Controller.Name != "things" {
+			t.Errorf("customize request %+v", req)
+		}
+		return &hookapi.CustomizeHookResponse{RelatedResourceRules: []*hookapi.RelatedResourceRule{rule}}, nil
+	})
+	source := relatedFunc(func(ctx context.Context, parent *unstructured.Unstructured, r *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
+		if r != rule || parent.GetName() != "p" {
+			t.Errorf("Related called with %+v for %s", r, parent.GetName())
+		}
+		return []*unstructured.Unstructured{object("v1", "ConfigMap", "shared", "settings")}, nil
+	})
+
+	for _, tc := range []struct {
+		name        string
+		version     v1alpha1.HookVersion
+		source      RelatedSource
+		declared    bool
+		wantRelated map[string][]string
+		wantWarning string
+	}{
+		{
+			name: "related objects are passed to the sync hook keyed for v1", version: v1alpha1.HookVersionV1,
+			source: source, declared: true,
+			wantRelated: map[string][]string{"ConfigMap.v1": {"settings"}},
+		},
+		{
+			name: "related objects are passed to the sync hook keyed for v2", version: v1alpha1.HookVersionV2,
+			source: source, declared: true,
+			wantRelated: map[string][]string{"ConfigMap.v1": {"shared/settings"}},
+		},
+		{
+			name: "without a RelatedSource the sync hook gets none, with a warning", version: v1alpha1.HookVersionV1,
+			declared: true, wantRelated: map[string][]string{},
+			wantWarning: "customize hook asked for related objects but no target cluster is reachable; the sync hook gets none",
+		},
+		{
+			name: "a customize hook the controller does not declare is not called", version: v1alpha1.HookVersionV1,
+			source: source, declared: false, wantRelated: map[string][]string{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := newController(withSyncVersion(tc.version))
+			if tc.declared {
+				withCustomize(cc)
+			}
+			var got *hookapi.SyncHookRequest
+			sync := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+				got = req
+				return &hookapi.SyncHookResponse{}, nil
+			})
+			in := newInput(cc, newParent(), Claimed{}, sync)
+			in.Hooks.Customize = customize
+			in.Related = tc.source
+			plan, err := Compute(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			related := map[string][]string{}
+			for g, objs := range got.Related {
+				related[g] = []string{}
+				for k := range objs {
+					related[g] = append(related[g], k)
+				}
+			}
+			if !reflect.DeepEqual(related, tc.wantRelated) {
+				t.Errorf("related %v, want %v", related, tc.wantRelated)
+			}
+			if tc.wantWarning != "" && !containsProblem(plan.Warnings, tc.wantWarning) {
+				t.Errorf("warnings %q, want %q", plan.Warnings, tc.wantWarning)
+			}
+			if tc.wantWarning == "" && len(plan.Warnings) != 0 {
+				t.Errorf("unexpected warnings %q", plan.Warnings)
+			}
+		})
+	}
+}
+
+func TestComputeFinalizing(t *testing.T) {
+	children := Claimed{
+		Owned:   []*unstructured.Unstructured{owned(cm("a", "blue"))},
+		Adopt:   []*unstructured.Unstructured{cm("z", "blue")},
+		Release: []*unstructured.Unstructured{owned(object("v1", "ConfigMap", parentNS, "gone", "metadata.labels.app", "q"))},
+	}
+
+	t.Run("with a finalize hook: called with finalizing, its answer passed through", func(t *testing.T) {
+		var sent *hookapi.SyncHookRequest
+		finalize := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+			sent = req
+			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"phase": "gone"}}, nil
+		})
+		in := newInput(newController(withFinalize), deleting(newParent()), Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
+		in.Hooks.Finalize = finalize
+		plan, err := Compute(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent == nil || !sent.Finalizing || plan.HookRequest != sent {
+			t.Fatalf("finalize request %+v", sent)
+		}
+		if !plan.Finalizing || plan.Response == nil || !plan.Response.Finalized {
+			t.Errorf("plan finalizing %v, response %+v", plan.Finalizing, plan.Response)
+		}
+		if got := summary(plan); !reflect.DeepEqual(got, []string{"Delete ConfigMap ns/a"}) {
+			t.Errorf("items %q", got)
+		}
+	})
+
+	t.Run("without a finalize hook: no hook call, only orphans", func(t *testing.T) {
+		plan, err := Compute(context.Background(), newInput(newController(), deleting(newParent()), children, mustNotCall(t, "sync")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.HookRequest != nil || plan.Response != nil || !plan.Finalizing {
+			t.Errorf("plan %+v", plan)
+		}
+		if got := summary(plan); !reflect.DeepEqual(got, []string{"Orphan ConfigMap ns/gone"}) {
+			t.Errorf("items %q", got)
+		}
+		if !reflect.DeepEqual(plan.Warnings, []string{"parent is being deleted; nothing to sync"}) {
+			t.Errorf("warnings %q", plan.Warnings)
+		}
+	})
+
+	t.Run("a finalized answer from the sync hook is ignored, with a warning", func(t *testing.T) {
+		sync := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+			return &hookapi.SyncHookResponse{Finalized: true}, nil
+		})
+		plan, err := Compute(context.Background(), newInput(newController(), newParent(), Claimed{}, sync))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Finalizing || !containsProblem(plan.Warnings, "finalized: true") {
+			t.Errorf("finalizing %v, warnings %q", plan.Finalizing, plan.Warnings)
+		}
+	})
+}
+
+func TestComputeClusterScopedParent(t *testing.T) {
+	parent := newParent()
+	parent.SetNamespace("")
+	children := Claimed{Owned: []*unstructured.Unstructured{
+		owned(object("v1", "ConfigMap", "a", "cfg")),
+		owned(object("v1", "ConfigMap", "b", "cfg")),
+	}}
+	var req *hookapi.SyncHookRequest
+	sync := hookapi.SyncHookFunc(func(ctx context.Context, r *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		req = r
+		return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{
+			object("v1", "ConfigMap", "a", "cfg"),
+			object("v1", "Namespace", "", "team"),
+		}}, nil
+	})
+	plan, err := Compute(context.Background(), newInput(newController(), parent, children, sync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Under a cluster-scoped parent even v1 keys need the namespace, as in
+	// Metacontroller, or the two ConfigMaps named cfg would collide.
+	if g := req.Children["ConfigMap.v1"]; len(g) != 2 || g["a/cfg"] == nil || g["b/cfg"] == nil {
+		t.Errorf("ConfigMap group %v", g)
+	}
+	want := []string{"Unchanged ConfigMap a/cfg", "Delete ConfigMap b/cfg", "Create Namespace team"}
+	if got := summary(plan); !reflect.DeepEqual(got, want) {
+		t.Errorf("items %q, want %q", got, want)
+	}
+}
+
+func TestComputeSendsEmptyGroupsForDeclaredResources(t *testing.T) {
+	apps, core, example := schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Version: "v1"},
+		schema.GroupVersion{Group: "example.com", Version: "v1"}
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{apps, core, example})
+	m.Add(apps.WithKind("Deployment"), meta.RESTScopeNamespace)
+	for _, k := range []string{"ConfigMap", "Secret", "Service"} {
+		m.Add(core.WithKind(k), meta.RESTScopeNamespace)
+	}
+	m.Add(core.WithKind("Namespace"), meta.RESTScopeRoot)
+	m.Add(example.WithKind("Thing"), meta.RESTScopeNamespace)
+
+	var req *hookapi.SyncHookRequest
+	sync := hookapi.SyncHookFunc(func(ctx context.Context, r *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		req = r
+		return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{cm("a", "blue")}}, nil
+	})
+	in := newInput(newController(), newParent(), Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}}, sync)
+	in.Resolver = RESTMapperResolver(m)
+	plan, err := Compute(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for g := range req.Children {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	want := []string{"ConfigMap.v1", "Deployment.apps/v1", "Namespace.v1", "Secret.v1", "Service.v1"}
+	if !reflect.DeepEqual(groups, want) {
+		t.Errorf("groups %v, want %v", groups, want)
+	}
+	if got := summary(plan); !reflect.DeepEqual(got, []string{"Unchanged ConfigMap ns/a"}) {
+		t.Errorf("items %q", got)
+	}
+}
+
+func TestComputeWarnsAboutDeclaredHooksItCannotCall(t *testing.T) {
+	in := newInput(newController(withCustomize), newParent(), Claimed{}, returning())
+	plan, err := Compute(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !containsProblem(plan.Warnings, "declares a customize hook but it is not available here") {
+		t.Errorf("warnings %q", plan.Warnings)
+	}
+
+	in = newInput(newController(withFinalize), deleting(newParent()), Claimed{}, mustNotCall(t, "sync"))
+	plan, err = Compute(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !containsProblem(plan.Warnings, "declares a finalize hook but it is not available here") {
+		t.Errorf("warnings %q", plan.Warnings)
+	}
+}

@@ -1,0 +1,172 @@
+package sync
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// Reasons of plan items, for people reading a plan.
+const (
+	reasonCreate         = "returned by the hook and not observed"
+	reasonRetake         = "returned by the hook; it exists but was released (no longer matches the selector), and applying it takes it back"
+	reasonForeign        = "returned by the hook, but an object of that name exists and is controlled by another owner; it is not taken over"
+	reasonWaitDeletion   = "waiting for the old child to be deleted"
+	reasonOnDelete       = "differs; updateStrategy OnDelete updates it only once deleted"
+	reasonInPlace        = "differs; updateStrategy %s updates it in place"
+	reasonRecreate       = "differs; updateStrategy %s deletes and recreates it"
+	reasonDelete         = "no longer returned by the hook"
+	reasonAlreadyDeleted = "no longer returned by the hook; already being deleted"
+)
+
+// buildItems compares the desired children with the observed ones.
+func (c *computation) buildItems(desired []desiredChild) error {
+	items, err := c.claimItems(true)
+	if err != nil {
+		return err
+	}
+
+	// Observed children by ChildKey: owned first, then the orphans being
+	// adopted, which the hook saw as children too. A key seen twice (the
+	// same object listed through two versions) counts once.
+	observed := map[string]*unstructured.Unstructured{}
+	var observedOrder []*unstructured.Unstructured
+	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Adopt} {
+		for _, obj := range list {
+			if obj == nil {
+				continue
+			}
+			k := ChildKey(obj)
+			if _, dup := observed[k]; dup {
+				continue
+			}
+			observed[k] = obj
+			observedOrder = append(observedOrder, obj)
+		}
+	}
+	released := keySet(c.in.Children.Release)
+	foreign := keySet(c.in.Children.Foreign)
+
+	wanted := map[string]bool{}
+	for _, d := range desired {
+		key := ChildKey(d.obj)
+		wanted[key] = true
+		obs, ok := observed[key]
+		switch {
+		case !ok && foreign[key]:
+			c.warn("child %s exists and is controlled by another owner; it is left alone", describe(d.obj))
+			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonForeign})
+		case !ok && released[key]:
+			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake})
+		case !ok:
+			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonCreate})
+		case obs.GetDeletionTimestamp() != nil:
+			// Acting now would race the deletion; once the old child is
+			// gone, the next sync creates it anew.
+			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs, Reason: reasonWaitDeletion})
+		default:
+			items = append(items, c.updateItem(d, obs))
+		}
+	}
+
+	for _, obs := range observedOrder {
+		if wanted[ChildKey(obs)] {
+			continue
+		}
+		gvr, err := c.observedGVR(obs)
+		if err != nil {
+			return err
+		}
+		if obs.GetDeletionTimestamp() != nil {
+			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: gvr, Observed: obs, Reason: reasonAlreadyDeleted})
+			continue
+		}
+		items = append(items, Item{Action: v1alpha1.SyncActionDelete, GVR: gvr, Observed: obs, Reason: reasonDelete})
+	}
+
+	sortItems(items)
+	c.plan.Items = items
+	return nil
+}
+
+// updateItem is the item of a desired child that exists, by the update
+// strategy of its resource.
+func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured) Item {
+	item := Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs}
+	item.Diff = Diff(obs, d.obj)
+	if len(item.Diff) == 0 {
+		return item
+	}
+	switch method := c.updateMethod(d.gvr); method {
+	case v1alpha1.ChildUpdateInPlace, v1alpha1.ChildUpdateRollingInPlace:
+		c.warnRolling(method, d.gvr)
+		item.Action, item.Reason = v1alpha1.SyncActionUpdate, fmt.Sprintf(reasonInPlace, method)
+	case v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateRollingRecreate:
+		c.warnRolling(method, d.gvr)
+		item.Action, item.Reason = v1alpha1.SyncActionRecreate, fmt.Sprintf(reasonRecreate, method)
+	default:
+		// OnDelete, and any method this version does not know: leaving a
+		// child alone is the safe reading.
+		item.Reason = reasonOnDelete
+	}
+	return item
+}
+
+// updateMethod is the update method of the child resource gvr, OnDelete
+// unless the controller says otherwise.
+func (c *computation) updateMethod(gvr schema.GroupVersionResource) v1alpha1.ChildUpdateMethod {
+	for _, cr := range c.in.Controller.Spec.ChildResources {
+		gv, err := schema.ParseGroupVersion(cr.APIVersion)
+		if err != nil || gv.WithResource(cr.Resource) != gvr {
+			continue
+		}
+		if cr.UpdateStrategy != nil && cr.UpdateStrategy.Method != "" {
+			return cr.UpdateStrategy.Method
+		}
+		break
+	}
+	return v1alpha1.ChildUpdateOnDelete
+}
+
+func (c *computation) warnRolling(method v1alpha1.ChildUpdateMethod, gvr schema.GroupVersionResource) {
+	if method == v1alpha1.ChildUpdateRollingInPlace || method == v1alpha1.ChildUpdateRollingRecreate {
+		c.warn("updateStrategy %s of %s: rolling updates are not supported yet; all changed children are updated at once", method, gvr.GroupResource())
+	}
+}
+
+func keySet(objs []*unstructured.Unstructured) map[string]bool {
+	s := map[string]bool{}
+	for _, obj := range objs {
+		if obj != nil {
+			s[ChildKey(obj)] = true
+		}
+	}
+	return s
+}
+
+// sortItems puts claims first, then orders by apiVersion, kind, namespace
+// and name of the desired (else observed) child.
+func sortItems(items []Item) {
+	rank := func(a v1alpha1.SyncAction) int {
+		if a == v1alpha1.SyncActionAdopt || a == v1alpha1.SyncActionOrphan {
+			return 0
+		}
+		return 1
+	}
+	obj := func(it Item) *unstructured.Unstructured {
+		if it.Desired != nil {
+			return it.Desired
+		}
+		return it.Observed
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if ri, rj := rank(items[i].Action), rank(items[j].Action); ri != rj {
+			return ri < rj
+		}
+		return objectLess(obj(items[i]), obj(items[j]))
+	})
+}

@@ -1,0 +1,261 @@
+package sync
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// InvalidResponseError is a hook answer that breaks the contract. Nothing is
+// planned from such an answer, so no child is created, changed or deleted.
+type InvalidResponseError struct {
+	// Controller is the CompositeController's name.
+	Controller string
+	// Hook is HookSync, HookFinalize or HookCustomize.
+	Hook string
+	// Problems lists every problem found, not only the first, so that a
+	// hook author can fix them in one go.
+	Problems []string
+}
+
+func (e *InvalidResponseError) Error() string {
+	return fmt.Sprintf("CompositeController %q: the %s hook's answer is invalid, so no child is changed: %s",
+		e.Controller, e.Hook, strings.Join(e.Problems, "; "))
+}
+
+// systemMetadata are the metadata fields only the API server sets. A hook
+// that builds children from observed ones returns them; dropping them keeps
+// an apply from failing on, say, a stale resourceVersion. ownerReferences
+// are dropped too: the apply code sets the controller reference itself.
+var systemMetadata = []string{
+	"resourceVersion", "uid", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink",
+	"ownerReferences",
+}
+
+// desiredChild is a validated desired child and its resource.
+type desiredChild struct {
+	obj *unstructured.Unstructured
+	gvr schema.GroupVersionResource
+}
+
+// validate checks the hook's answer and returns the desired children,
+// normalized: copies of what the hook returned (JSON round-tripped, so that
+// numbers have the types decoded objects have and the hook's objects stay
+// untouched), namespace defaulted, system metadata removed, controller-uid
+// label added with generateSelector, sorted. All problems are collected
+// into one InvalidResponseError.
+func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) ([]desiredChild, error) {
+	invalid := func(problems []string) error {
+		return &InvalidResponseError{Controller: c.in.Controller.Name, Hook: hookName, Problems: problems}
+	}
+	if resp == nil {
+		return nil, invalid([]string{"the hook returned no response"})
+	}
+
+	var problems []string
+	problem := func(format string, args ...interface{}) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	if math.IsNaN(resp.ResyncAfterSeconds) || math.IsInf(resp.ResyncAfterSeconds, 0) {
+		problem("resyncAfterSeconds is %v", resp.ResyncAfterSeconds)
+	}
+	if resp.Finalized && hookName != HookFinalize {
+		c.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
+	}
+
+	declared := map[schema.GroupVersionResource]bool{}
+	for _, cr := range c.in.Controller.Spec.ChildResources {
+		if gv, err := schema.ParseGroupVersion(cr.APIVersion); err == nil {
+			declared[gv.WithResource(cr.Resource)] = true
+		}
+	}
+	parent := c.in.Parent
+	parentNS := parent.GetNamespace()
+	parentKey := ChildKey(parent)
+	generate := ptr.Deref(c.in.Controller.Spec.GenerateSelector, false)
+	var selector labels.Selector
+	if len(resp.Children) > 0 {
+		selector = c.selector()
+	}
+
+	var out []desiredChild
+	seen := map[string]int{}
+	for i, child := range resp.Children {
+		if child == nil {
+			problem("children[%d] is null", i)
+			continue
+		}
+		apiVersion, kind, name, idProblems := identity(child)
+		if len(idProblems) > 0 {
+			for _, p := range idProblems {
+				problem("children[%d] %s", i, p)
+			}
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			problem("children[%d] has an invalid apiVersion %q: %v", i, apiVersion, err)
+			continue
+		}
+		obj, err := normalize(child)
+		if err != nil {
+			problem("children[%d] (%s.%s %s) is not a valid object: %v", i, kind, apiVersion, name, err)
+			continue
+		}
+		// Name the child as the hook wrote it; the namespace may be
+		// defaulted below.
+		desc := "child " + describe(obj)
+		for _, field := range []string{"labels", "annotations"} {
+			if _, _, err := unstructured.NestedStringMap(obj.Object, "metadata", field); err != nil {
+				problem("%s: metadata.%s must map strings to strings: %v", desc, field, err)
+			}
+		}
+
+		gvr, namespaced, err := c.resolve(gv.WithKind(kind))
+		if err != nil {
+			if !meta.IsNoMatchError(err) {
+				// Discovery failing says nothing about the answer, but we
+				// can't plan without knowing where the child lives.
+				return nil, fmt.Errorf("can't resolve the resource of %s: %w", desc, err)
+			}
+			problem("%s: %v", desc, err)
+			continue
+		}
+		if !declared[gvr] {
+			problem("%s: %s (%s) is not one of the controller's childResources", desc, gvr.GroupResource(), gv)
+		}
+
+		ns := obj.GetNamespace()
+		switch {
+		case parentNS != "" && !namespaced:
+			problem("%s: %s is cluster-scoped; a namespaced parent can only have children in its own namespace", desc, gvr.GroupResource())
+		case parentNS != "" && ns == "":
+			obj.SetNamespace(parentNS)
+		case parentNS != "" && ns != parentNS:
+			problem("%s is in namespace %s, not the parent's namespace %s", desc, ns, parentNS)
+		case parentNS == "" && namespaced && ns == "":
+			problem("%s: %s is namespaced and the parent is cluster-scoped, so the child must set metadata.namespace", desc, gvr.GroupResource())
+		case parentNS == "" && !namespaced && ns != "":
+			problem("%s: %s is cluster-scoped but the child sets metadata.namespace %s", desc, gvr.GroupResource(), ns)
+		}
+
+		key := ChildKey(obj)
+		if key == parentKey || (c.in.Parents.Resource != "" && gvr.GroupResource() == c.in.Parents.GroupResource() &&
+			obj.GetNamespace() == parentNS && name == parent.GetName()) {
+			problem("%s is the parent itself", desc)
+		}
+		seen[key]++
+		if seen[key] == 2 {
+			// Named after namespace defaulting: that is why they collide.
+			problem("child %s is returned more than once", describe(obj))
+		}
+
+		c.stripSystemMetadata(desc, obj)
+		if generate {
+			// As Metacontroller: add the label when the hook did not set
+			// it; a different value fails the selector check below.
+			l := obj.GetLabels()
+			if _, ok := l[ControllerUIDLabel]; !ok {
+				if l == nil {
+					l = map[string]string{}
+				}
+				l[ControllerUIDLabel] = string(parent.GetUID())
+				obj.SetLabels(l)
+			}
+		}
+		if selector != nil && !selector.Matches(labels.Set(obj.GetLabels())) {
+			// Such a child would be released right after it is created and
+			// recreated on every sync.
+			problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(obj.GetLabels()), selector)
+		}
+		out = append(out, desiredChild{obj: obj, gvr: gvr})
+	}
+	if len(problems) > 0 {
+		return nil, invalid(problems)
+	}
+	sortDesired(out)
+	return out, nil
+}
+
+// identity reads apiVersion, kind and metadata.name, reporting what is
+// missing or mistyped.
+func identity(obj *unstructured.Unstructured) (apiVersion, kind, name string, problems []string) {
+	get := func(what string, fields ...string) string {
+		v, found, err := unstructured.NestedString(obj.Object, fields...)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("has a malformed %s: %v", what, err))
+		case !found || v == "":
+			problems = append(problems, "has no "+what)
+		}
+		return v
+	}
+	apiVersion = get("apiVersion", "apiVersion")
+	kind = get("kind", "kind")
+	name = get("metadata.name", "metadata", "name")
+	if len(problems) > 0 {
+		// Name the child as well as is known, to help find it.
+		var known []string
+		for _, s := range []string{kind, apiVersion, name} {
+			if s != "" {
+				known = append(known, s)
+			}
+		}
+		if len(known) > 0 {
+			for i := range problems {
+				problems[i] = "(" + strings.Join(known, " ") + ") " + problems[i]
+			}
+		}
+	}
+	return apiVersion, kind, name, problems
+}
+
+// normalize copies obj through JSON. Besides copying, this gives numbers the
+// types decoded objects have (int64, float64), whatever an in-process hook
+// used, and rejects values JSON can't carry.
+func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]interface{}{}
+	if err := utiljson.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstructured) {
+	// Only owner references other than the parent's own deserve a warning:
+	// a hook that returns observed children as they are carries the
+	// parent's controller reference.
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != c.in.Parent.GetUID() {
+			c.warn("%s: metadata.ownerReferences set by the hook are dropped; the controller sets its own controller reference", desc)
+			break
+		}
+	}
+	md, ok := obj.Object["metadata"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	for _, f := range systemMetadata {
+		delete(md, f)
+	}
+}
+
+func sortDesired(ds []desiredChild) {
+	sort.SliceStable(ds, func(i, j int) bool { return objectLess(ds[i].obj, ds[j].obj) })
+}

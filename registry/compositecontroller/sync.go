@@ -1,0 +1,114 @@
+package compositecontroller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/util/dryrun"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// Syncer runs one sync of a parent with a controller's hooks.
+type Syncer interface {
+	Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error)
+}
+
+// SyncREST is compositecontrollers/sync: POST a SyncRequest naming a parent,
+// get it back with the hook's answer and the plan in its status. Like
+// TokenRequest, nothing of the request is stored.
+type SyncREST struct {
+	store  rest.Getter
+	scheme *runtime.Scheme
+	syncer Syncer
+}
+
+var (
+	_ rest.NamedCreater             = &SyncREST{}
+	_ rest.GroupVersionKindProvider = &SyncREST{}
+)
+
+// NewSyncREST returns the /sync subresource of the store's objects.
+func NewSyncREST(store rest.Getter, scheme *runtime.Scheme, syncer Syncer) *SyncREST {
+	return &SyncREST{store: store, scheme: scheme, syncer: syncer}
+}
+
+// New returns an empty SyncRequest.
+func (r *SyncREST) New() runtime.Object { return &metacontroller.SyncRequest{} }
+
+// Destroy has nothing to release: the store is the main resource's.
+func (r *SyncREST) Destroy() {}
+
+// GroupVersionKind says the subresource speaks SyncRequest, not
+// CompositeController.
+func (r *SyncREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
+	return v1alpha1.SchemeGroupVersion.WithKind("SyncRequest")
+}
+
+// Create runs the sync. A Connecter could not take dryRun; a NamedCreater
+// gets it in options, validated by the generic endpoint.
+func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	req, ok := obj.(*metacontroller.SyncRequest)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SyncRequest: %T", obj))
+	}
+	if errs := validateSyncRequest(name, req); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(metacontroller.Kind("SyncRequest"), name, errs)
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cc := &v1alpha1.CompositeController{}
+	if err := r.scheme.Convert(stored, cc, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	versioned := &v1alpha1.SyncRequest{}
+	if err := r.scheme.Convert(req, versioned, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	status, err := r.syncer.Run(ctx, cc, versioned, dryrun.IsDryRun(options.DryRun))
+	if err != nil {
+		return nil, err
+	}
+	versioned.Status = *status
+	out := &metacontroller.SyncRequest{}
+	if err := r.scheme.Convert(versioned, out, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out.Name = name
+	return out, nil
+}
+
+// validateSyncRequest checks what the request itself must get right; what
+// depends on the controller or the cluster is checked when running it.
+func validateSyncRequest(name string, req *metacontroller.SyncRequest) field.ErrorList {
+	var errs field.ErrorList
+	if req.Name != "" && req.Name != name {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), req.Name, "must be empty or the CompositeController's name in the URL"))
+	}
+	spec := field.NewPath("spec")
+	switch {
+	case req.Spec.ParentRef == nil && req.Spec.Parent == nil:
+		errs = append(errs, field.Required(spec.Child("parentRef"), "name a live parent with parentRef, or send one inline in parent"))
+	case req.Spec.ParentRef != nil && req.Spec.Parent != nil:
+		errs = append(errs, field.Invalid(spec, "parentRef and parent", "exactly one of parentRef and parent may be set"))
+	case req.Spec.ParentRef != nil && req.Spec.ParentRef.Name == "":
+		errs = append(errs, field.Required(spec.Child("parentRef", "name"), ""))
+	case req.Spec.Parent != nil && len(req.Spec.Parent.Raw) == 0:
+		errs = append(errs, field.Required(spec.Child("parent"), "an inline parent object"))
+	}
+	return errs
+}

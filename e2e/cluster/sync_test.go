@@ -19,50 +19,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// helloCRD is the parent resource of the tests: namespaced, with a status
-// subresource, any spec.
-const helloCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: hellos.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: hellos, singular: hello, kind: Hello}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
-
-// controllerRights is what an admin grants composite-apiserver for the
-// hello controllers, through the aggregated ClusterRole of
-// artifacts/deploy/rbac.yaml.
-const controllerRights = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-hellos
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["example.com"]
-  resources: ["hellos"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-- apiGroups: ["example.com"]
-  resources: ["hellos/status"]
-  verbs: ["get", "update", "patch"]
-- apiGroups: [""]
-  resources: ["configmaps", "services"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`
-
 var hook *framework.PythonHook
 
 // setUpHellos installs the parent CRD, the controller's rights and the
@@ -70,14 +26,7 @@ var hook *framework.PythonHook
 func setUpHellos(t *testing.T) *framework.PythonHook {
 	t.Helper()
 	helloOnce.Do(func() {
-		for _, manifest := range []string{helloCRD, controllerRights} {
-			if _, stderr, err := stack.KubectlAs(context.Background(), stack.AdminKubeconfig, strings.NewReader(manifest), "apply", "-f", "-"); err != nil {
-				helloErr = fmt.Errorf("kubectl apply: %v: %s", err, stderr)
-				return
-			}
-		}
-		if _, _, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/hellos.example.com", "--timeout=60s"); err != nil {
-			helloErr = err
+		if helloErr = stack.InstallHellos(context.Background()); helloErr != nil {
 			return
 		}
 		hook, helloErr = framework.StartPythonHook(stack.Dir)
@@ -89,34 +38,12 @@ func setUpHellos(t *testing.T) *framework.PythonHook {
 }
 
 func helloController(name, hookURL, method string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: %s
-  - apiVersion: v1
-    resource: services
-  hooks:
-    sync:
-      webhook:
-        url: %s/sync
-        timeout: 5s
-`, name, method, hookURL)
+	return framework.HelloController(name, hookURL, method, "")
 }
 
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := stack.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := stack.CreateNamespace(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
 }

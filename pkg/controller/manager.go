@@ -63,6 +63,9 @@ type Manager struct {
 	// controller is never started twice.
 	queue workqueue.TypedRateLimitingInterface[string]
 
+	// stopCh stops the shared informers when the manager stops.
+	stopCh <-chan struct{}
+
 	mu      sync.Mutex
 	running map[string]*parentController
 }
@@ -91,6 +94,7 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("controller")
 	ctx = klog.NewContext(ctx, logger)
+	m.stopCh = ctx.Done()
 	defer utilruntime.HandleCrash()
 	defer m.queue.ShutDown()
 

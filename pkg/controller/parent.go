@@ -134,7 +134,9 @@ func (pc *parentController) start(parent context.Context) {
 			DeleteFunc: pc.childChanged,
 		})
 	}
-	pc.m.factory.Start(ctx.Done())
+	// Shared informers live as long as the manager, not this controller:
+	// other controllers may use them.
+	pc.m.factory.Start(pc.m.stopCh)
 
 	pc.done.Add(1)
 	go func() {
@@ -291,6 +293,16 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	return true
 }
 
+// eventReasons name the Events of what a sync did to children.
+var eventReasons = map[v1alpha1.SyncAction]string{
+	v1alpha1.SyncActionCreate:   "ChildCreated",
+	v1alpha1.SyncActionUpdate:   "ChildUpdated",
+	v1alpha1.SyncActionRecreate: "ChildRecreating",
+	v1alpha1.SyncActionDelete:   "ChildDeleted",
+	v1alpha1.SyncActionAdopt:    "ChildAdopted",
+	v1alpha1.SyncActionOrphan:   "ChildReleased",
+}
+
 type syncResult struct {
 	requeueAfter time.Duration
 }
@@ -359,7 +371,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (syncResult, e
 			pc.m.recorder.Eventf(parent, corev1.EventTypeWarning, "ChildError", "can't %s: %v", d, d.Err)
 			continue
 		}
-		pc.m.recorder.Eventf(parent, corev1.EventTypeNormal, string(d.Action)+"d", "%s", d)
+		pc.m.recorder.Eventf(parent, corev1.EventTypeNormal, eventReasons[d.Action], "%s", d)
 	}
 	if plan.Finalizing {
 		if plan.Response.Finalized && applyErr == nil {
@@ -522,7 +534,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 	pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: changed, UpdateFunc: func(_, cur interface{}) { changed(cur) }, DeleteFunc: changed,
 	})
-	pc.m.factory.Start(ctx.Done())
+	pc.m.factory.Start(pc.m.stopCh)
 	return inf
 }
 

@@ -1,0 +1,117 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HelloCRD is the parent resource of the end-to-end tests: hellos.example.com,
+// namespaced, with a status subresource and any spec.
+const HelloCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: hellos.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: hellos, singular: hello, kind: Hello}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// HelloControllerRights is what an admin grants composite-apiserver for
+// controllers of hellos with ConfigMap and Service children, through the
+// aggregated ClusterRole of artifacts/deploy/rbac.yaml.
+const HelloControllerRights = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-hellos
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps", "services", "secrets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+`
+
+// Apply runs `kubectl apply` of manifest as the administrator.
+func (s *Stack) Apply(ctx context.Context, manifest string, extraArgs ...string) error {
+	args := append([]string{"apply", "-f", "-"}, extraArgs...)
+	if _, stderr, err := s.KubectlAs(ctx, s.AdminKubeconfig, strings.NewReader(manifest), args...); err != nil {
+		return fmt.Errorf("kubectl apply: %w: %s", err, stderr)
+	}
+	return nil
+}
+
+// InstallHellos installs HelloCRD and HelloControllerRights and waits for
+// the CRD to be served.
+func (s *Stack) InstallHellos(ctx context.Context) error {
+	for _, m := range []string{HelloCRD, HelloControllerRights} {
+		if err := s.Apply(ctx, m); err != nil {
+			return err
+		}
+	}
+	if _, stderr, err := s.Kubectl(ctx, "wait", "--for=condition=Established", "crd/hellos.example.com", "--timeout=60s"); err != nil {
+		return fmt.Errorf("CRD hellos.example.com not established: %w: %s", err, stderr)
+	}
+	return nil
+}
+
+// CreateNamespace creates a namespace, or leaves an existing one.
+func (s *Stack) CreateNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// HelloController is a CompositeController of hellos with ConfigMap and
+// Service children, its sync hook at hookURL/sync; method is the ConfigMaps'
+// update strategy. extraSpec is appended to the spec, indented.
+func HelloController(name, hookURL, method, extraSpec string) string {
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %s
+spec:
+  generateSelector: true
+  parentResource:
+    apiVersion: example.com/v1
+    resource: hellos
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy:
+      method: %s
+  - apiVersion: v1
+    resource: services
+    updateStrategy:
+      method: InPlace
+  hooks:
+    sync:
+      webhook:
+        url: %s/sync
+        timeout: 5s
+%s`, name, method, hookURL, extraSpec)
+}

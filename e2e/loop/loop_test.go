@@ -1,0 +1,342 @@
+package loop
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+func spec(color string, configMaps ...string) map[string]interface{} {
+	items := make([]interface{}, len(configMaps))
+	for i, c := range configMaps {
+		items[i] = c
+	}
+	return map[string]interface{}{"color": color, "configMaps": items}
+}
+
+func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-basic")
+	controller{Name: "loop-basic", HookURL: hook.URL}.create(t)
+
+	s := spec("blue", "a", "b")
+	s["service"] = true
+	parent := createParent(t, ns, "p", "loop-basic", s)
+
+	cms := waitConfigMaps(t, ns, "p-a", "p-b")
+	for _, cm := range cms {
+		if !ownedBy(&cm, parent) {
+			t.Errorf("ConfigMap %s is not controlled by its parent: %v", cm.Name, cm.OwnerReferences)
+		}
+		if cm.Data["color"] != "blue" {
+			t.Errorf("ConfigMap %s data %v, want color blue", cm.Name, cm.Data)
+		}
+	}
+	eventually(t, "Service p", func() (bool, error) {
+		svc, err := stack.Kube.CoreV1().Services(ns).Get(context.Background(), "p", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return ownedBy(svc, parent), nil
+	})
+	got := waitObserved(t, ns, "p", parent.GetGeneration())
+	if c, _, _ := unstructured.NestedString(got.Object, "status", "color"); c != "blue" {
+		t.Errorf("parent status %v, want the hook's color blue", got.Object["status"])
+	}
+	waitEvent(t, ns, "p", "ChildCreated")
+
+	// The CompositeController says how it runs.
+	eventually(t, "CompositeController status counts the parent", func() (bool, error) {
+		c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), "loop-basic", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return c.Status.Parents == 1 && c.Status.Children == 3 && c.Status.LastSyncTime != nil &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionHookReachable), nil
+	})
+}
+
+func TestUpdateStrategies(t *testing.T) {
+	hook := setUp(t)
+	for _, tc := range []struct {
+		method string
+		check  func(t *testing.T, before, after corev1.ConfigMap)
+	}{
+		{"OnDelete", func(t *testing.T, before, after corev1.ConfigMap) {
+			if after.Data["color"] != "blue" || after.UID != before.UID {
+				t.Errorf("OnDelete: child changed (%v, uid %s -> %s); it must wait until deleted", after.Data, before.UID, after.UID)
+			}
+		}},
+		{"InPlace", func(t *testing.T, before, after corev1.ConfigMap) {
+			if after.Data["color"] != "green" || after.UID != before.UID {
+				t.Errorf("InPlace: child %v uid %s -> %s, want green with the same uid", after.Data, before.UID, after.UID)
+			}
+		}},
+		{"Recreate", func(t *testing.T, before, after corev1.ConfigMap) {
+			if after.Data["color"] != "green" || after.UID == before.UID {
+				t.Errorf("Recreate: child %v uid %s -> %s, want green with a new uid", after.Data, before.UID, after.UID)
+			}
+		}},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			name := "loop-" + strings.ToLower(tc.method)
+			ns := namespace(t, name)
+			controller{Name: name, HookURL: hook.URL, Method: tc.method}.create(t)
+			createParent(t, ns, "p", name, spec("blue", "a"))
+			before := waitConfigMaps(t, ns, "p-a")["p-a"]
+
+			generation := setParentSpec(t, ns, "p", spec("green", "a"))
+			waitObserved(t, ns, "p", generation)
+			var after corev1.ConfigMap
+			if tc.method == "OnDelete" {
+				after = configMaps(t, ns)["p-a"]
+			} else {
+				eventually(t, "p-a green", func() (bool, error) {
+					after = configMaps(t, ns)["p-a"]
+					return after.Data["color"] == "green", nil
+				})
+			}
+			tc.check(t, before, after)
+		})
+	}
+}
+
+func TestChildrenFollowTheHook(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-follow")
+	controller{Name: "loop-follow", HookURL: hook.URL, Method: "InPlace"}.create(t)
+	parent := createParent(t, ns, "p", "loop-follow", spec("blue", "a", "b"))
+	cms := waitConfigMaps(t, ns, "p-a", "p-b")
+
+	t.Run("a child the hook stops returning is deleted", func(t *testing.T) {
+		setParentSpec(t, ns, "p", spec("blue", "a"))
+		waitConfigMaps(t, ns, "p-a")
+		waitEvent(t, ns, "p", "ChildDeleted")
+	})
+	t.Run("a child deleted by hand is recreated", func(t *testing.T) {
+		if err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "p-a", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "p-a recreated", func() (bool, error) {
+			cm, ok := configMaps(t, ns)["p-a"]
+			return ok && cm.UID != cms["p-a"].UID && ownedBy(&cm, parent), nil
+		})
+	})
+	t.Run("a child edited by hand is restored", func(t *testing.T) {
+		patch := []byte(`{"data":{"color":"vandalised"}}`)
+		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "p-a restored", func() (bool, error) {
+			return configMaps(t, ns)["p-a"].Data["color"] == "blue", nil
+		})
+	})
+}
+
+func TestAdoptionAndRelease(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-adopt")
+	ctx := context.Background()
+	controller{Name: "loop-adopt", HookURL: hook.URL, Method: "InPlace", ParentSelector: true}.create(t)
+
+	// Before the parent exists: an orphan its selector (app=p) matches, and
+	// a matching object controlled by another owner.
+	orphan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"app": "p"}}, Data: map[string]string{"color": "old"}}
+	orphan, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, orphan, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone-else", Namespace: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-b", Namespace: ns, Labels: map[string]string{"app": "p"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptrTo(true)}}},
+		Data: map[string]string{"color": "theirs"}}
+	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := spec("blue", "a", "b")
+	s["selector"] = map[string]interface{}{"matchLabels": map[string]interface{}{"app": "p"}}
+	parent := createParent(t, ns, "p", "loop-adopt", s)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("events of p: %q", events(t, ns, "p"))
+		}
+	})
+	eventually(t, "p-a adopted", func() (bool, error) {
+		cm := configMaps(t, ns)["p-a"]
+		return ownedBy(&cm, parent) && cm.UID == orphan.UID && cm.Data["color"] == "blue", nil
+	})
+	waitEvent(t, ns, "p", "ChildAdopted")
+	waitEvent(t, ns, "p", "ErrResourceExists")
+	if cm := configMaps(t, ns)["p-b"]; cm.Data["color"] != "theirs" || ownedBy(&cm, parent) {
+		t.Errorf("a child controlled by another owner was touched: %v %v", cm.Data, cm.OwnerReferences)
+	}
+
+	// A child whose labels stop matching is released, not deleted (and,
+	// as the hook still wants it, taken back as it is).
+	patch := []byte(`{"metadata":{"labels":{"app":null}}}`)
+	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ns, "p", "ChildReleased")
+	eventually(t, "p-a taken back with the same uid", func() (bool, error) {
+		cm, ok := configMaps(t, ns)["p-a"]
+		return ok && cm.UID == orphan.UID && ownedBy(&cm, parent) && cm.Labels["app"] == "p", nil
+	})
+}
+
+func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-finalize")
+	ctx := context.Background()
+	controller{Name: "loop-finalize", HookURL: hook.URL, Hooks: "    finalize:\n      webhook:\n        url: " + hook.URL + "/finalize\n"}.create(t)
+	createParent(t, ns, "p", "loop-finalize", spec("blue", "a"))
+	waitConfigMaps(t, ns, "p-a")
+	eventually(t, "the finalizer on the parent", func() (bool, error) {
+		for _, f := range getParent(t, ns, "p").GetFinalizers() {
+			if f == "metacontroller.io/compositecontroller-loop-finalize" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parent gone", func() (bool, error) {
+		_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	calls, err := hook.Calls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls["/finalize"] < 2 {
+		t.Errorf("finalize hook called %d times; it answers finalized only on its second call", calls["/finalize"])
+	}
+	// The garbage collector removes the children through their ownerReferences.
+	waitConfigMaps(t, ns)
+}
+
+func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-failures")
+	ctx := context.Background()
+	controller{Name: "loop-failures", HookURL: hook.URL, Method: "InPlace"}.create(t)
+	parent := createParent(t, ns, "p", "loop-failures", spec("blue", "a", "b"))
+	before := waitConfigMaps(t, ns, "p-a", "p-b")
+	waitObserved(t, ns, "p", parent.GetGeneration())
+
+	for _, mode := range []string{"timeout", "error500", "garbage", "undeclared", "othernamespace"} {
+		t.Run(mode, func(t *testing.T) {
+			if err := hook.SetMode(mode); err != nil {
+				t.Fatal(err)
+			}
+			// A change the broken hook would have to act on: drop b.
+			generation := setParentSpec(t, ns, "p", spec("red", "a"))
+			waitEvent(t, ns, "p", "SyncError")
+			eventually(t, "lastSyncError on the CompositeController", func() (bool, error) {
+				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-failures", metav1.GetOptions{})
+				return err == nil && c.Status.LastSyncError != "", err
+			})
+			// Nothing was deleted or changed, here or in kube-system.
+			after := configMaps(t, ns)
+			if names(after) != names(before) {
+				t.Errorf("with the hook %s, ConfigMaps went from %s to %s", mode, names(before), names(after))
+			}
+			for name, cm := range after {
+				if cm.Data["color"] != "blue" || cm.UID != before[name].UID {
+					t.Errorf("with the hook %s, %s changed: %v", mode, name, cm.Data)
+				}
+			}
+			if _, err := stack.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "p-elsewhere", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a child in another namespace was created: %v", err)
+			}
+			if _, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "p-sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a child of an undeclared type was created: %v", err)
+			}
+
+			// Fixed, it recovers by itself.
+			if err := hook.SetMode("ok"); err != nil {
+				t.Fatal(err)
+			}
+			waitObserved(t, ns, "p", generation)
+			eventually(t, "p-a red and p-b gone", func() (bool, error) {
+				cms := configMaps(t, ns)
+				return names(cms) == "p-a" && cms["p-a"].Data["color"] == "red", nil
+			})
+			// Put b back for the next failure.
+			generation = setParentSpec(t, ns, "p", spec("blue", "a", "b"))
+			waitObserved(t, ns, "p", generation)
+			before = waitConfigMaps(t, ns, "p-a", "p-b")
+			eventually(t, "p-a blue", func() (bool, error) { return configMaps(t, ns)["p-a"].Data["color"] == "blue", nil })
+			before = configMaps(t, ns)
+		})
+	}
+}
+
+func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-definition")
+	ctx := context.Background()
+	// Only ConfigMaps at first.
+	ctrl := controller{Name: "loop-definition", HookURL: hook.URL}
+	only := strings.Replace(ctrl.manifest(), "  - apiVersion: v1\n    resource: services\n    updateStrategy:\n      method: InPlace\n", "", 1)
+	if err := stack.Apply(ctx, only); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl.Name, metav1.DeleteOptions{})
+	})
+	s := spec("blue", "a")
+	s["service"] = true
+	createParent(t, ns, "p", ctrl.Name, s)
+	// The hook returns a Service the controller does not declare: an
+	// invalid answer, nothing applied.
+	waitEvent(t, ns, "p", "not one of the controller's childResources")
+	if _, err := stack.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a Service was created before it was declared: %v", err)
+	}
+
+	// Edited to declare Services: the loop picks it up.
+	ctrl.create(t)
+	eventually(t, "Service p", func() (bool, error) {
+		_, err := stack.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	waitConfigMaps(t, ns, "p-a")
+
+	// Deleted: its loop stops; a new parent gets nothing.
+	if err := cc.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, ctrl.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the CompositeController gone", func() (bool, error) {
+		_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	calls, _ := hook.Calls()
+	createParent(t, ns, "q", ctrl.Name, spec("blue", "z"))
+	time.Sleep(3 * time.Second) // the absence of an effect can only be waited for
+	if _, ok := configMaps(t, ns)["q-z"]; ok {
+		t.Errorf("a deleted controller still created children")
+	}
+	if after, _ := hook.Calls(); after["/sync"] != calls["/sync"] {
+		t.Errorf("a deleted controller still called its hook (%d -> %d calls)", calls["/sync"], after["/sync"])
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

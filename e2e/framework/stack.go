@@ -332,6 +332,41 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 	return s.waitHTTP(ctx, "composite-apiserver", p, client, s.compositeServerURL+"/readyz", 60*time.Second)
 }
 
+// StartReplica starts another composite-apiserver on the stack's etcd and
+// identity, as a second replica of a Deployment would run; it is not
+// behind the APIService. It returns once /readyz answers; the caller stops it.
+func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...string) (*Process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--etcd-servers=" + s.EtcdURL,
+		"--etcd-prefix=" + CompositeEtcdPrefix,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + s.Certs.CompositeServing.CertFile,
+		"--tls-private-key-file=" + s.Certs.CompositeServing.KeyFile,
+		"--authentication-kubeconfig=" + s.CompositeIdentity,
+		"--authorization-kubeconfig=" + s.CompositeIdentity,
+		"--kubeconfig=" + s.CompositeIdentity,
+	}
+	p, err := StartProcess(name, s.logDir(), s.Bin.CompositeAPIServer, append(args, extraArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	client, err := s.compositeHTTPClient(nil)
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	if err := s.waitHTTP(ctx, name, p, client, "https://127.0.0.1:"+strconv.Itoa(port)+"/readyz", 60*time.Second); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return p, nil
+}
+
 // StopComposite stops composite-apiserver gracefully.
 func (s *Stack) StopComposite() error {
 	s.mu.Lock()

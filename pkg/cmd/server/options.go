@@ -70,6 +70,9 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElection are the Lease's settings.
 	LeaderElection controller.LeaderElection
+	// TargetQPS and TargetBurst limit requests to the target cluster.
+	TargetQPS   float32
+	TargetBurst int
 
 	Stdout io.Writer
 	Stderr io.Writer
@@ -88,6 +91,8 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ServerRunOptions: genericoptions.NewServerRunOptions(),
 		DataDir:          "composite-apiserver-data",
 		ControllerLoop:   true,
+		TargetQPS:        100,
+		TargetBurst:      200,
 		Workers:          5,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
@@ -172,6 +177,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ControllerLoop, "controller-loop", o.ControllerLoop,
 		"Run the embedded controller loop that syncs every CompositeController's parents in the target cluster "+
 			"(the cluster of --kubeconfig, or the one the server runs in). Off in standalone mode, which has no target cluster.")
+	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS,
+		"Requests per second to the target cluster (reading parents, applying children, writing status, recording Events). "+
+			"client-go's default of 5 would make a controller of a few hundred parents take minutes to converge.")
+	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target cluster above --target-qps.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
@@ -188,7 +197,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // standalone mode would silently ignore; they are refused instead.
 var flagsWithoutEffectInStandalone = []string{
 	"etcd-servers", "authentication-", "authorization-", "requestheader-", "client-ca-file",
-	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop",
+	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop", "target-",
 }
 
 // Complete fills in what depends on other options.
@@ -297,7 +306,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// The cluster of --kubeconfig (or the one the server runs in) is the
 	// one whose parents and children are synced.
 	if serverConfig.ClientConfig != nil {
-		target, err := syncrequest.NewTarget(serverConfig.ClientConfig, serverConfig.Authorization.Authorizer)
+		targetConfig := rest.CopyConfig(serverConfig.ClientConfig)
+		targetConfig.QPS, targetConfig.Burst = o.TargetQPS, o.TargetBurst
+		target, err := syncrequest.NewTarget(targetConfig, serverConfig.Authorization.Authorizer)
 		if err != nil {
 			return nil, err
 		}

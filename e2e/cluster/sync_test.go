@@ -14,9 +14,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 )
 
 var hook *framework.PythonHook
@@ -289,3 +292,29 @@ var (
 	helloOnce sync.Once
 	helloErr  error
 )
+
+// TestTypedClientSyncMethodPreviews uses the generated clientset's Sync
+// method, as a Go program would.
+func TestTypedClientSyncMethodPreviews(t *testing.T) {
+	dumpLogsOnFailure(t)
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	const controller = "sync-typed"
+	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	client, err := clientset.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"inline","namespace":"default"},"spec":{"color":"blue","configMaps":["x"]}}`)
+	answer, err := client.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, controller,
+		&v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{Raw: parent}}},
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if !answer.Status.DryRun || len(answer.Status.Plan) != 1 || answer.Status.Plan[0].Action != v1alpha1.SyncActionCreate || answer.Status.Plan[0].Name != "inline-x" {
+		t.Errorf("Sync answered %+v, want a dry-run plan creating inline-x", answer.Status)
+	}
+}

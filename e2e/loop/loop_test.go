@@ -340,3 +340,27 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-related")
+	ctx := context.Background()
+	controller{Name: "loop-related", HookURL: hook.URL, Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n"}.create(t)
+	s := spec("blue", "a")
+	s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "secrets", "labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"related-to": "p"}}}
+	createParent(t, ns, "p", "loop-related", s)
+	waitConfigMaps(t, ns, "p-a")
+	related := func() int64 {
+		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "p").Object, "status", "relatedObjects")
+		return n
+	}
+	if n := related(); n != 0 {
+		t.Fatalf("relatedObjects = %d before any related Secret exists", n)
+	}
+	// A new related object resyncs the parent: the hook sees it.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns, Labels: map[string]string{"related-to": "p"}}}
+	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hook to see the related Secret", func() (bool, error) { return related() == 1, nil })
+}

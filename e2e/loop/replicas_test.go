@@ -40,7 +40,9 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 		holder = *l.Spec.HolderIdentity
 		return true, nil
 	})
-	leading := func(p *framework.Process) bool { return strings.Contains(p.Tail(1<<20), "Leading: starting the controller loop") }
+	leading := func(p *framework.Process) bool {
+		return strings.Contains(p.Tail(1<<20), "Leading: starting the controller loop")
+	}
 	eventually(t, "one replica leading", func() (bool, error) { return leading(a) != leading(b), nil })
 	leader, follower := a, b
 	if leading(b) {

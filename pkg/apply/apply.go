@@ -27,11 +27,7 @@ func Child(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersio
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	var ri dynamic.ResourceInterface = client.Resource(gvr)
-	if ns := child.GetNamespace(); ns != "" {
-		ri = client.Resource(gvr).Namespace(ns)
-	}
-	applied, err := ri.Apply(ctx, child.GetName(), child, opts)
+	applied, err := resource(client, gvr, child.GetNamespace()).Apply(ctx, child.GetName(), child, opts)
 	if err != nil {
 		return nil, fmt.Errorf("can't apply %s %s: %w", child.GetKind(), objectName(child), err)
 	}

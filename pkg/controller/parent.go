@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,11 +42,13 @@ type parentController struct {
 	cc        *v1alpha1.CompositeController
 	parentGVR schema.GroupVersionResource
 	parentGVK schema.GroupVersionKind
-	childGVRs []schema.GroupVersionResource
-	selector  labels.Selector // parentResource.labelSelector; Everything when unset
-	hooks     syncengine.Hooks
-	webhooks  []*hooks.Webhook
-	workers   int
+	// namespaced tells whether parents are namespaced.
+	namespaced bool
+	childGVRs  []schema.GroupVersionResource
+	selector   labels.Selector // parentResource.labelSelector; Everything when unset
+	hooks      syncengine.Hooks
+	webhooks   []*hooks.Webhook
+	workers    int
 
 	parents  informers.GenericInformer
 	children map[schema.GroupVersionResource]informers.GenericInformer
@@ -85,6 +88,11 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	if pc.parentGVK, err = m.cfg.Mapper.KindFor(pc.parentGVR); err != nil {
 		return nil, fmt.Errorf("parent resource %s is not served by the target cluster: %w", pc.parentGVR, err)
 	}
+	mapping, err := m.cfg.Mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
+	if err != nil {
+		return nil, err
+	}
+	pc.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	if s := cc.Spec.ParentResource.LabelSelector; s != nil {
 		if pc.selector, err = metav1.LabelSelectorAsSelector(s); err != nil {
 			return nil, err
@@ -222,7 +230,7 @@ func (pc *parentController) childChanged(obj interface{}) {
 		if err != nil || gv.Group != pc.parentGVK.Group || ref.Kind != pc.parentGVK.Kind {
 			return
 		}
-		pc.queue.Add(parentKey(child.GetNamespace(), ref.Name, pc.parentNamespaced()))
+		pc.queue.Add(parentKey(child.GetNamespace(), ref.Name, pc.namespaced))
 		return
 	}
 	pc.enqueueNamespace(child.GetNamespace())
@@ -230,7 +238,7 @@ func (pc *parentController) childChanged(obj interface{}) {
 
 func (pc *parentController) enqueueNamespace(namespace string) {
 	var objs []interface{}
-	if pc.parentNamespaced() && namespace != "" {
+	if pc.namespaced && namespace != "" {
 		objs, _ = pc.parents.Informer().GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	} else {
 		objs = pc.parents.Informer().GetStore().List()
@@ -238,11 +246,6 @@ func (pc *parentController) enqueueNamespace(namespace string) {
 	for _, obj := range objs {
 		pc.enqueueParent(obj)
 	}
-}
-
-func (pc *parentController) parentNamespaced() bool {
-	mapping, err := pc.m.cfg.Mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
-	return err != nil || mapping.Scope.Name() == "namespace"
 }
 
 func parentKey(namespace, name string, namespaced bool) string {
@@ -315,7 +318,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (syncResult, e
 		return syncResult{}, nil
 	}
 	obj, err := pc.parents.Lister().ByNamespace(namespace).Get(name)
-	if !pc.parentNamespaced() {
+	if !pc.namespaced {
 		obj, err = pc.parents.Lister().Get(name)
 	}
 	if apierrors.IsNotFound(err) {

@@ -35,12 +35,10 @@ func (l *relatedLister) Related(ctx context.Context, parent *unstructured.Unstru
 		}
 		opts.LabelSelector = selector.String()
 	}
-	r := &Runner{target: l.target}
-	if err := r.authorize(ctx, "list", gvr, namespace, ""); err != nil {
+	if err := l.target.authorize(ctx, "list", gvr, namespace, ""); err != nil {
 		return nil, err
 	}
-	var ri = l.target.Dynamic.Resource(gvr).Namespace(namespace)
-	list, err := ri.List(ctx, opts)
+	list, err := l.target.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("can't list related %s: %w", gvr.Resource, err)
 	}

@@ -181,7 +181,7 @@ func (r *Runner) parent(ctx context.Context, cc *v1alpha1.CompositeController, g
 	if r.target == nil {
 		return nil, apierrors.NewBadRequest("spec.parentRef needs a target cluster, and this server runs standalone; send the parent inline in spec.parent")
 	}
-	if err := r.authorize(ctx, "get", gvr, ref.Namespace, ref.Name); err != nil {
+	if err := r.target.authorize(ctx, "get", gvr, ref.Namespace, ref.Name); err != nil {
 		return nil, err
 	}
 	parent, err := r.resource(gvr, ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -231,7 +231,7 @@ func (r *Runner) children(ctx context.Context, cc *v1alpha1.CompositeController,
 			return syncengine.Claimed{}, nil, apierrors.NewBadRequest(fmt.Sprintf("spec.childResources[%d].apiVersion: %v", i, err))
 		}
 		gvr := gv.WithResource(child.Resource)
-		if err := r.authorize(ctx, "list", gvr, parent.GetNamespace(), ""); err != nil {
+		if err := r.target.authorize(ctx, "list", gvr, parent.GetNamespace(), ""); err != nil {
 			return syncengine.Claimed{}, nil, err
 		}
 		list, err := r.resource(gvr, parent.GetNamespace()).List(ctx, metav1.ListOptions{})
@@ -254,7 +254,7 @@ func (r *Runner) children(ctx context.Context, cc *v1alpha1.CompositeController,
 // apply carries the plan out as the controller loop does, noting each
 // child's failure in its plan item, and writes the parent's status.
 func (r *Runner) apply(ctx context.Context, cc *v1alpha1.CompositeController, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *syncengine.Plan, status *v1alpha1.SyncRequestStatus) ([]string, error) {
-	if err := r.authorize(ctx, "update", parentGVR, parent.GetNamespace(), parent.GetName()); err != nil {
+	if err := r.target.authorize(ctx, "update", parentGVR, parent.GetNamespace(), parent.GetName()); err != nil {
 		return nil, err
 	}
 	done, _ := apply.Execute(ctx, r.target.Dynamic, cc.Name, parent, plan)
@@ -324,17 +324,17 @@ func (r *Runner) resource(gvr schema.GroupVersionResource, namespace string) dyn
 	return r.target.Dynamic.Resource(gvr).Namespace(namespace)
 }
 
-// authorize refuses to read, on the caller's behalf, what the caller could
-// not read themselves.
-func (r *Runner) authorize(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
-	if r.target.Authorizer == nil {
+// authorize refuses to read or write, on the caller's behalf, what the
+// caller could not themselves.
+func (t *Target) authorize(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+	if t.Authorizer == nil {
 		return nil
 	}
 	user, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return apierrors.NewForbidden(gvr.GroupResource(), name, errors.New("no user in the request"))
 	}
-	decision, reason, err := r.target.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
+	decision, reason, err := t.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
 		User: user, Verb: verb, Namespace: namespace, Name: name, ResourceRequest: true,
 		APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
 	})

@@ -445,7 +445,9 @@ func (s *Stack) registerAPIService(ctx context.Context) error {
 // is (or, with want false, is not) True.
 func (s *Stack) WaitAPIServiceAvailable(ctx context.Context, want bool) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	// The aggregator re-checks an ExternalName service's availability on
+	// its own schedule (about every 30s): allow a few rounds.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		svc, err := s.Aggregator.ApiregistrationV1().APIServices().Get(ctx, APIServiceName, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()

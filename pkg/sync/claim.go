@@ -33,8 +33,13 @@ type Claimed struct {
 	// Release are controlled by the parent but no longer match its
 	// selector; they are orphaned, never deleted.
 	Release []*unstructured.Unstructured
-	// Foreign are controlled by another owner and never touched.
+	// Foreign are controlled by another owner yet match the selector: a
+	// conflict worth reporting. They are never touched.
 	Foreign []*unstructured.Unstructured
+	// Others are controlled by another owner and do not match the
+	// selector, such as other parents' children: not a conflict unless the
+	// hook asks for one of their names. They are never touched.
+	Others []*unstructured.Unstructured
 }
 
 // Claim sorts candidate children (already filtered to the declared child
@@ -44,7 +49,8 @@ type Claimed struct {
 //     selector: Owned;
 //   - owned and not matching: Release (orphaned, never deleted);
 //   - no controller ref, matching, canAdopt and not being deleted: Adopt;
-//   - controlled by another owner: Foreign (never touched);
+//   - controlled by another owner: Foreign when matching, else Others
+//     (never touched either way);
 //   - no controller ref and not matching: ignored.
 //
 // Like the ControllerRefManager of kube-controller-manager, a parent that is
@@ -69,8 +75,10 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 		matches := selector.Matches(labels.Set(obj.GetLabels()))
 		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 			switch {
-			case ref.UID != parent.GetUID():
+			case ref.UID != parent.GetUID() && matches:
 				c.Foreign = append(c.Foreign, obj)
+			case ref.UID != parent.GetUID():
+				c.Others = append(c.Others, obj)
 			case matches:
 				c.Owned = append(c.Owned, obj)
 			case !parentDeleting:
@@ -82,7 +90,7 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 			c.Adopt = append(c.Adopt, obj)
 		}
 	}
-	for _, list := range [][]*unstructured.Unstructured{c.Owned, c.Adopt, c.Release, c.Foreign} {
+	for _, list := range [][]*unstructured.Unstructured{c.Owned, c.Adopt, c.Release, c.Foreign, c.Others} {
 		sortObjects(list)
 	}
 	return c

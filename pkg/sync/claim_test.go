@@ -47,11 +47,11 @@ func TestClaim(t *testing.T) {
 		{"orphan is not adopted by a parent being deleted", deleting(newParent()), cm("a", "x"), true, "ignored"},
 		{"orphan not matching is ignored", newParent(), relabel(cm("a", "x")), true, "ignored"},
 		{"controlled by another owner is foreign", newParent(), other(cm("a", "x")), true, "foreign"},
-		{"controlled by another owner and not matching is foreign", newParent(), relabel(other(cm("a", "x"))), true, "foreign"},
+		{"controlled by another owner and not matching is another's, not a conflict", newParent(), relabel(other(cm("a", "x"))), true, "others"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Claim(tc.parent, selector, []*unstructured.Unstructured{tc.child, nil}, tc.canAdopt)
-			got := map[string][]*unstructured.Unstructured{"owned": c.Owned, "adopt": c.Adopt, "release": c.Release, "foreign": c.Foreign}
+			got := map[string][]*unstructured.Unstructured{"owned": c.Owned, "adopt": c.Adopt, "release": c.Release, "foreign": c.Foreign, "others": c.Others}
 			n := 0
 			for bucket, objs := range got {
 				n += len(objs)

@@ -168,6 +168,17 @@ func TestComputePlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a desired child whose name another parent's child holds is left alone",
+			children: Claimed{Others: []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				o := cm("a", "x")
+				o.SetOwnerReferences([]metav1.OwnerReference{foreignRef})
+				o.SetLabels(nil)
+				return o
+			}()}},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Unchanged ConfigMap ns/a"},
+		},
+		{
 			name:     "a desired child that is being deleted waits for the deletion",
 			children: Claimed{Owned: []*unstructured.Unstructured{deleting(owned(cm("a", "blue")))}},
 			desired:  []*unstructured.Unstructured{cm("a", "green")},

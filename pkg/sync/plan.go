@@ -49,7 +49,7 @@ func (c *computation) buildItems(desired []desiredChild) error {
 		}
 	}
 	released := keySet(c.in.Children.Release)
-	foreign := keySet(c.in.Children.Foreign)
+	foreign := keySet(append(append([]*unstructured.Unstructured{}, c.in.Children.Foreign...), c.in.Children.Others...))
 
 	wanted := map[string]bool{}
 	for _, d := range desired {

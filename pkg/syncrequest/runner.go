@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
+
+// maxConcurrentDryRunApplies bounds the dry-run applies of one preview.
+const maxConcurrentDryRunApplies = 16
 
 // Target is the cluster whose parents and children a sync reads and
 // writes: the cluster of --kubeconfig, or the one the server runs in.
@@ -295,24 +299,40 @@ func (r *Runner) wouldStore(ctx context.Context, cc *v1alpha1.CompositeControlle
 	if r.target == nil {
 		return plan.Desired, nil
 	}
-	var out []*unstructured.Unstructured
-	var warnings []string
-	ref := syncengine.ControllerRef(parent)
+	var items []syncengine.Item
 	for _, item := range plan.Items {
-		if item.Desired == nil || item.Action == v1alpha1.SyncActionDelete {
-			continue
+		if item.Desired != nil && item.Action != v1alpha1.SyncActionDelete {
+			items = append(items, item)
 		}
-		child := item.Desired.DeepCopy()
-		if parent.GetUID() != "" {
-			child.SetOwnerReferences([]metav1.OwnerReference{ref})
-		}
-		stored, err := apply.Child(ctx, r.target.Dynamic, item.GVR, child, cc.Name, true)
+	}
+	// The dry-run applies are independent: send them at once, in order of
+	// the plan in the answer. A preview's latency is then one round trip,
+	// not one per child.
+	out := make([]*unstructured.Unstructured, len(items))
+	errs := make([]error, len(items))
+	ref := syncengine.ControllerRef(parent)
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, maxConcurrentDryRunApplies)
+	for i, item := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			child := item.Desired.DeepCopy()
+			if parent.GetUID() != "" {
+				child.SetOwnerReferences([]metav1.OwnerReference{ref})
+			}
+			out[i], errs[i] = apply.Child(ctx, r.target.Dynamic, item.GVR, child, cc.Name, true)
+		}()
+	}
+	wg.Wait()
+	var warnings []string
+	for i, err := range errs {
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("the target cluster would refuse this child: %v", err))
-			out = append(out, item.Desired)
-			continue
+			out[i] = items[i].Desired
 		}
-		out = append(out, stored)
 	}
 	return out, warnings
 }

@@ -91,8 +91,8 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ServerRunOptions: genericoptions.NewServerRunOptions(),
 		DataDir:          "composite-apiserver-data",
 		ControllerLoop:   true,
-		TargetQPS:        100,
-		TargetBurst:      200,
+		TargetQPS:        300,
+		TargetBurst:      600,
 		Workers:          5,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
@@ -179,7 +179,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"(the cluster of --kubeconfig, or the one the server runs in). Off in standalone mode, which has no target cluster.")
 	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS,
 		"Requests per second to the target cluster (reading parents, applying children, writing status, recording Events). "+
-			"client-go's default of 5 would make a controller of a few hundred parents take minutes to converge.")
+			"client-go's default of 5 would make a controller of a few hundred parents take minutes to converge; "+
+			"a negative value turns client-side limiting off and leaves it to kube-apiserver's priority and fairness.")
 	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target cluster above --target-qps.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise.")

@@ -1,0 +1,372 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// syncBench is the state BenchmarkDryRunSync's variants share.
+type syncBench struct {
+	controller *v1alpha1.CompositeController
+	namespace  string
+	hookURL    string
+	children   int
+
+	bareClient   *http.Client
+	directClient *http.Client
+	directURL    string
+
+	// bareRPS is the baseline's throughput, once measured.
+	bareRPS float64
+	// refusals are the answers to identity headers without the
+	// certificate and to the certificate without the headers.
+	refusals string
+}
+
+var (
+	syncOnce  sync.Once
+	syncState *syncBench
+	syncErr   error
+)
+
+// setUpSync creates, once, the controller the dry-run syncs run, and checks
+// that composite-apiserver takes a front-proxy client certificate with
+// identity headers the way kube-apiserver's aggregator sends them.
+func setUpSync(ctx context.Context) (*syncBench, error) {
+	syncOnce.Do(func() { syncState, syncErr = newSyncBench(ctx) })
+	return syncState, syncErr
+}
+
+func newSyncBench(ctx context.Context) (*syncBench, error) {
+	s := &syncBench{namespace: "bench-sync", children: *syncChildren}
+	if err := stack.CreateNamespace(ctx, s.namespace); err != nil {
+		return nil, err
+	}
+	cc, err := createController(ctx, "bench-sync")
+	if err != nil {
+		return nil, err
+	}
+	s.controller = cc
+	s.hookURL = env.hook.register(cc.Name) + "/sync"
+	s.bareClient = &http.Client{Transport: &http.Transport{
+		// As the server's hook client: several workers call one hook.
+		MaxIdleConns: 100, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
+	}}
+
+	// A client certificate of the front-proxy CA with the name the
+	// aggregated server allows, as kube-apiserver's --proxy-client-cert-file.
+	cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	if s.directClient, err = stack.CompositeHTTPClient(&cert); err != nil {
+		return nil, err
+	}
+	s.directURL = stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
+
+	// requestheader authentication must be what lets the requests in: the
+	// certificate with the headers is admin, the certificate without them
+	// or the headers without it are nobody.
+	get := stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name
+	if code, body, err := s.do(ctx, s.directClient, http.MethodGet, get, nil, true); err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("front-proxy certificate with X-Remote-User admin: got %d %s (%v), want 200", code, body, err)
+	}
+	noHeaders, _, err := s.do(ctx, s.directClient, http.MethodGet, get, nil, false)
+	if err != nil || noHeaders == http.StatusOK {
+		return nil, fmt.Errorf("front-proxy certificate without identity headers: got %d (%v), want a refusal", noHeaders, err)
+	}
+	noCert, err := stack.CompositeHTTPClient(nil)
+	if err != nil {
+		return nil, err
+	}
+	noCertCode, _, err := s.do(ctx, noCert, http.MethodGet, get, nil, true)
+	if err != nil || noCertCode == http.StatusOK {
+		return nil, fmt.Errorf("identity headers without the front-proxy certificate: got %d (%v), want a refusal", noCertCode, err)
+	}
+	s.refusals = fmt.Sprintf("certificate without headers: %d, headers without certificate: %d", noHeaders, noCertCode)
+	return s, nil
+}
+
+// do sends one request straight to composite-apiserver, with the
+// aggregator's identity headers when asIdentity.
+func (s *syncBench) do(ctx context.Context, client *http.Client, method, url string, body []byte, asIdentity bool) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if asIdentity {
+		req.Header.Set("X-Remote-User", "admin")
+		req.Header.Set("X-Remote-Group", "system:masters")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// parent is the inline parent of request i: a Hello that does not exist
+// (no uid), so the server reads nothing of the cluster for it and the
+// measured work is the hook call plus one dry-run apply per child.
+func (s *syncBench) parent(i int) []byte {
+	data, _ := json.Marshal(newParent(s.namespace, fmt.Sprintf("p%d", i), s.controller.Name, s.children).Object)
+	return data
+}
+
+func (s *syncBench) syncRequest(i int) *v1alpha1.SyncRequest {
+	return &v1alpha1.SyncRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncRequest"},
+		Spec:     v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{Raw: s.parent(i)}},
+	}
+}
+
+// bare does what the server does around the hook, and nothing else: build
+// the hook request (the controller, the parent, an empty ConfigMap group),
+// encode it, POST it, decode the answer as the server's webhook client does.
+func (s *syncBench) bare(ctx context.Context, i int) error {
+	parent := &unstructured.Unstructured{}
+	if err := parent.UnmarshalJSON(s.parent(i)); err != nil {
+		return err
+	}
+	children := hookapi.RelativeObjectMap{}
+	children.InitGroup("v1", "ConfigMap")
+	body, err := json.Marshal(&hookapi.SyncHookRequest{
+		Controller: s.controller.DeepCopy(), Parent: parent, Children: children, Related: hookapi.RelativeObjectMap{},
+	})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.hookURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.bareClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("hook answered %d: %s", resp.StatusCode, data)
+	}
+	out := &hookapi.SyncHookResponse{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, out); err != nil {
+		return err
+	}
+	if len(out.Children) != s.children {
+		return fmt.Errorf("hook returned %d children, want %d", len(out.Children), s.children)
+	}
+	return nil
+}
+
+// direct POSTs the SyncRequest straight to composite-apiserver as
+// kube-apiserver's aggregator would.
+func (s *syncBench) direct(ctx context.Context, i int) error {
+	body, err := json.Marshal(s.syncRequest(i))
+	if err != nil {
+		return err
+	}
+	code, data, err := s.do(ctx, s.directClient, http.MethodPost, s.directURL, body, true)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusCreated {
+		return fmt.Errorf("POST sync answered %d: %s", code, data)
+	}
+	out := &v1alpha1.SyncRequest{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	return s.check(out)
+}
+
+// throughKube calls the sync subresource through kube-apiserver with the
+// generated clientset.
+func (s *syncBench) throughKube(ctx context.Context, i int) error {
+	out, err := env.cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, s.controller.Name, s.syncRequest(i),
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return err
+	}
+	return s.check(out)
+}
+
+// check makes sure a sync answer did the whole work: every child was
+// dry-run applied by kube-apiserver (it has a uid), none fell back to the
+// hook's version with a warning.
+func (s *syncBench) check(out *v1alpha1.SyncRequest) error {
+	st := out.Status
+	if !st.DryRun || len(st.Children) != s.children || len(st.Plan) != s.children {
+		return fmt.Errorf("answer has dryRun=%v, %d children and %d plan items, want true, %d, %d (warnings %q)",
+			st.DryRun, len(st.Children), len(st.Plan), s.children, s.children, st.Warnings)
+	}
+	for _, item := range st.Plan {
+		if item.Action != v1alpha1.SyncActionCreate {
+			return fmt.Errorf("plan item %s %s is %s, want Create", item.Kind, item.Name, item.Action)
+		}
+	}
+	for _, raw := range st.Children {
+		var child struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw.Raw, &child); err != nil {
+			return err
+		}
+		if child.Metadata.UID == "" {
+			return fmt.Errorf("child %s was not dry-run applied by kube-apiserver (no uid); warnings %q", child.Metadata.Name, st.Warnings)
+		}
+	}
+	return nil
+}
+
+type syncResult struct {
+	requests int
+	elapsed  time.Duration
+	lat      []time.Duration
+}
+
+func (r syncResult) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+// measure runs b.N batches of n requests on the configured concurrency.
+func (s *syncBench) measure(b *testing.B, n int, call func(ctx context.Context, i int) error) syncResult {
+	ctx := context.Background()
+	// Warm connections, caches and the hook client up, and spend the
+	// burst of the server's rate limiter of the target cluster, so that
+	// what is measured is the steady state; not measured.
+	warm := 3 * *syncConcurrency
+	if _, err := forEach(ctx, warm, *syncConcurrency, func(ctx context.Context, i int) error { return call(ctx, -1-i) }); err != nil {
+		b.Fatalf("warm-up: %v", err)
+	}
+	var res syncResult
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		start := time.Now()
+		lat, err := forEach(ctx, n, *syncConcurrency, func(ctx context.Context, i int) error { return call(ctx, it*n+i) })
+		res.elapsed += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.requests += n
+		res.lat = append(res.lat, lat...)
+	}
+	b.StopTimer()
+	return res
+}
+
+func (s *syncBench) report(b *testing.B, name string, r syncResult) {
+	sorted := sortedCopy(r.lat)
+	p50, p99 := percentile(sorted, 0.5), percentile(sorted, 0.99)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(r.rps(), "ops/s")
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	line := fmt.Sprintf("%s: %d requests, concurrency %d, %d children each: %.1f req/s, p50 %.1f ms, p99 %.1f ms",
+		name, r.requests, *syncConcurrency, s.children, r.rps(), ms(p50), ms(p99))
+	if s.bareRPS > 0 && name != "bare" {
+		ratio := r.rps() / s.bareRPS
+		b.ReportMetric(ratio, "ratio-vs-bare")
+		line += fmt.Sprintf(", throughput %.4f× bare (%.1f req/s)", ratio, s.bareRPS)
+	}
+	b.Log(line)
+}
+
+// ensureBaseline measures the bare baseline when the bare sub-benchmark
+// did not run (e.g. -bench DryRunSync/direct).
+func (s *syncBench) ensureBaseline(b *testing.B) {
+	if s.bareRPS > 0 {
+		return
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := forEach(ctx, *syncBareRequests, *syncConcurrency, s.bare); err != nil {
+		b.Fatal(err)
+	}
+	s.bareRPS = float64(*syncBareRequests) / time.Since(start).Seconds()
+}
+
+// BenchmarkDryRunSync measures POST compositecontrollers/<cc>/sync?dryRun=All
+// with an inline parent (spec.parent, a Hello that does not exist, so no
+// cluster reads) whose hook returns 10 ConfigMaps:
+//
+//   - bare: the hook call alone, encoded and decoded as the server does it
+//     (the baseline);
+//   - direct: straight to composite-apiserver, authenticated as
+//     kube-apiserver's aggregator (front-proxy certificate, X-Remote-*);
+//   - through-kube-apiserver: the generated clientset through the
+//     aggregator.
+//
+// A server sync also dry-run applies every child to kube-apiserver through
+// the server's client of the target cluster.
+func BenchmarkDryRunSync(b *testing.B) {
+	setUp(b)
+	ctx := context.Background()
+	s, err := setUpSync(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bare", func(b *testing.B) {
+		r := s.measure(b, *syncBareRequests, s.bare)
+		s.bareRPS = r.rps()
+		s.report(b, "bare", r)
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.Logf("direct: requestheader authentication accepts the front-proxy certificate with X-Remote-User admin (200); refused: %s", s.refusals)
+		s.ensureBaseline(b)
+		r := s.measure(b, *syncServerRequests, s.direct)
+		s.report(b, "direct", r)
+		s.logServerTimings(b, ctx)
+	})
+	b.Run("through-kube-apiserver", func(b *testing.B) {
+		s.ensureBaseline(b)
+		r := s.measure(b, *syncServerRequests, s.throughKube)
+		s.report(b, "through-kube-apiserver", r)
+	})
+}
+
+// logServerTimings logs, for one more request, how the server split its
+// time, which says where a slow sync spends it.
+func (s *syncBench) logServerTimings(b *testing.B, ctx context.Context) {
+	body, err := json.Marshal(s.syncRequest(1 << 30))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	code, data, err := s.do(ctx, s.directClient, http.MethodPost, s.directURL, body, true)
+	if err != nil || (code != http.StatusOK && code != http.StatusCreated) {
+		b.Fatalf("sync: %d %s %v", code, data, err)
+	}
+	elapsed := time.Since(start)
+	out := &v1alpha1.SyncRequest{}
+	if err := json.Unmarshal(data, out); err != nil {
+		b.Fatal(err)
+	}
+	t := out.Status.Timings
+	b.Logf("direct: one request alone took %.0f ms: server total %d ms, of which sync hook %d ms; the rest is mostly the %d dry-run applies of the children",
+		ms(elapsed), t.TotalMillis, t.SyncHookMillis, s.children)
+}

@@ -1,0 +1,434 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+// widgetCRD is the baseline's parent resource: like hellos, in a group of
+// its own, so that no controller of the benchmarks watches it.
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.bench.example.com
+spec:
+  group: bench.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+var widgetsGVR = schema.GroupVersionResource{Group: "bench.example.com", Version: "v1", Resource: "widgets"}
+
+var (
+	widgetOnce sync.Once
+	widgetErr  error
+	// baselineRate is the client-go baseline's objects/s, once measured.
+	baselineRate float64
+)
+
+func installWidgets(ctx context.Context) error {
+	widgetOnce.Do(func() {
+		if widgetErr = stack.Apply(ctx, widgetCRD); widgetErr != nil {
+			return
+		}
+		if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/widgets.bench.example.com", "--timeout=60s"); err != nil {
+			widgetErr = fmt.Errorf("CRD widgets.bench.example.com not established: %w: %s", err, stderr)
+		}
+	})
+	return widgetErr
+}
+
+// runBaseline is what a plain client-go program does to get the loop's
+// result: per parent, create it, create its ConfigMaps (owned by it,
+// labelled as the loop labels them) and write its status, on
+// loop.baseline-workers goroutines with no client-side rate limit.
+func runBaseline(b *testing.B) (rate float64) {
+	ctx := context.Background()
+	if err := installWidgets(ctx); err != nil {
+		b.Fatal(err)
+	}
+	parents, children := *loopParents, *loopChildren
+	l := newLayout(uniqueName("bench-baseline"), parents, *loopPerNamespace)
+	if err := l.create(ctx, parents); err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	timed := func(f func() error) error {
+		start := time.Now()
+		err := f()
+		d := time.Since(start)
+		mu.Lock()
+		lat = append(lat, d)
+		mu.Unlock()
+		return err
+	}
+	start := time.Now()
+	_, err := forEach(ctx, parents, *loopBaselineWorkers, func(ctx context.Context, i int) error {
+		ns := l.namespace(i)
+		parent := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "bench.example.com/v1", "kind": "Widget",
+			"metadata": map[string]interface{}{"name": fmt.Sprintf("w%d", i), "namespace": ns},
+			"spec":     map[string]interface{}{"children": int64(children)},
+		}}
+		var created *unstructured.Unstructured
+		if err := timed(func() (err error) {
+			created, err = env.dyn.Resource(widgetsGVR).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+		ref := syncengine.ControllerRef(created)
+		for c := 0; c < children; c++ {
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: fmt.Sprintf("%s-%d", created.GetName(), c), Namespace: ns,
+					Labels:          map[string]string{syncengine.ControllerUIDLabel: string(created.GetUID())},
+					OwnerReferences: []metav1.OwnerReference{ref},
+				},
+				Data: map[string]string{"parent": created.GetName(), "index": strconv.Itoa(c)},
+			}
+			if err := timed(func() error {
+				_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		created.Object["status"] = map[string]interface{}{"children": int64(children), "phase": "Ready", "observedGeneration": created.GetGeneration()}
+		return timed(func() error {
+			_, err := env.dyn.Resource(widgetsGVR).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			return err
+		})
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	objects := parents + parents*children + parents
+	rate = float64(objects) / elapsed.Seconds()
+	sorted := sortedCopy(lat)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(rate, "objects/s")
+	b.ReportMetric(ms(percentile(sorted, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(sorted, 0.99)), "p99-ms")
+	b.ReportMetric(elapsed.Seconds(), "elapsed-s")
+	b.Logf("client-go baseline: %d parents (%s) + %d ConfigMaps + %d status updates = %d objects in %.1f s with %d workers: %.0f objects/s; per request p50 %.1f ms, p99 %.1f ms",
+		parents, l, parents*children, parents, objects, elapsed.Seconds(), *loopBaselineWorkers, rate,
+		ms(percentile(sorted, 0.5)), ms(percentile(sorted, 0.99)))
+	return rate
+}
+
+// layout spreads parents over namespaces: perNamespace parents in each of
+// <base>-0, <base>-1, ... A namespace holding many parents makes each of
+// their syncs see the others' children.
+type layout struct {
+	base         string
+	perNamespace int
+}
+
+func newLayout(base string, parents, perNamespace int) layout {
+	if perNamespace <= 0 || perNamespace > parents {
+		perNamespace = max(parents, 1)
+	}
+	return layout{base: base, perNamespace: perNamespace}
+}
+
+func (l layout) namespace(i int) string { return fmt.Sprintf("%s-%d", l.base, i/l.perNamespace) }
+
+func (l layout) prefix() string { return l.base + "-" }
+
+func (l layout) count(parents int) int { return (parents + l.perNamespace - 1) / l.perNamespace }
+
+// create creates the namespaces of parents.
+func (l layout) create(ctx context.Context, parents int) error {
+	_, err := forEach(ctx, l.count(parents), 16, func(ctx context.Context, i int) error {
+		return stack.CreateNamespace(ctx, fmt.Sprintf("%s-%d", l.base, i))
+	})
+	return err
+}
+
+func (l layout) String() string {
+	return fmt.Sprintf("%d per namespace", l.perNamespace)
+}
+
+// watcher follows a benchmark's parents (labelled bench=<controller>) and
+// the controlled ConfigMaps in its namespaces through informers, and notes
+// when each parent's status first catches up with its generation and when
+// each ConfigMap appears.
+type watcher struct {
+	mu       sync.Mutex
+	created  map[string]time.Time // parent namespace/name -> when its creation was sent
+	observed map[string]time.Time // parent namespace/name -> when observedGeneration == generation was first seen
+	cms      map[string]bool
+	lastCM   time.Time
+	stop     chan struct{}
+}
+
+func watch(ctx context.Context, controller string, l layout) (*watcher, error) {
+	w := &watcher{created: map[string]time.Time{}, observed: map[string]time.Time{}, cms: map[string]bool{}, stop: make(chan struct{})}
+	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(env.dyn, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.LabelSelector = "bench=" + controller
+	})
+	parentInf := dynFactory.ForResource(hellosGVR).Informer()
+	onParent := func(obj interface{}) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		got, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		if got == 0 || got != u.GetGeneration() {
+			return
+		}
+		now := time.Now()
+		key := u.GetNamespace() + "/" + u.GetName()
+		w.mu.Lock()
+		if _, seen := w.observed[key]; !seen {
+			w.observed[key] = now
+		}
+		w.mu.Unlock()
+	}
+	if _, err := parentInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onParent, UpdateFunc: func(_, cur interface{}) { onParent(cur) },
+	}); err != nil {
+		return nil, err
+	}
+	kubeFactory := informers.NewSharedInformerFactory(env.kube, 0)
+	cmInf := kubeFactory.Core().V1().ConfigMaps().Informer()
+	prefix := l.prefix()
+	if _, err := cmInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			cm, ok := obj.(*corev1.ConfigMap)
+			if !ok || !strings.HasPrefix(cm.Namespace, prefix) || metav1.GetControllerOfNoCopy(cm) == nil {
+				return
+			}
+			now := time.Now()
+			key := cm.Namespace + "/" + cm.Name
+			w.mu.Lock()
+			if !w.cms[key] {
+				w.cms[key] = true
+				w.lastCM = now
+			}
+			w.mu.Unlock()
+		},
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if cm, ok := obj.(*corev1.ConfigMap); ok && strings.HasPrefix(cm.Namespace, prefix) {
+				w.mu.Lock()
+				delete(w.cms, cm.Namespace+"/"+cm.Name)
+				w.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	dynFactory.Start(w.stop)
+	kubeFactory.Start(w.stop)
+	if !cache.WaitForCacheSync(ctx.Done(), parentInf.HasSynced, cmInf.HasSynced) {
+		close(w.stop)
+		return nil, fmt.Errorf("the benchmark's informers did not sync")
+	}
+	return w, nil
+}
+
+func (w *watcher) close() { close(w.stop) }
+
+// createParents creates parents Hellos of controller in layout l on
+// workers goroutines, noting when each was sent.
+func (w *watcher) createParents(ctx context.Context, controller string, l layout, parents, children, workers int) error {
+	_, err := forEach(ctx, parents, workers, func(ctx context.Context, i int) error {
+		p := newParent(l.namespace(i), fmt.Sprintf("p%d", i), controller, children)
+		w.mu.Lock()
+		w.created[p.GetNamespace()+"/"+p.GetName()] = time.Now()
+		w.mu.Unlock()
+		_, err := env.dyn.Resource(hellosGVR).Namespace(p.GetNamespace()).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	return err
+}
+
+// progress returns how many parents are observed, how many ConfigMaps
+// exist, and when the last of either was seen.
+func (w *watcher) progress() (observed, cms int, last time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last = w.lastCM
+	for _, t := range w.observed {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return len(w.observed), len(w.cms), last
+}
+
+// latencies are, for each observed parent, the time from sending its
+// creation to seeing its status caught up.
+func (w *watcher) latencies() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for key, t := range w.observed {
+		if c, ok := w.created[key]; ok {
+			out = append(out, t.Sub(c))
+		}
+	}
+	return sortedCopy(out)
+}
+
+// missing names up to limit created parents whose status has not caught
+// up.
+func (w *watcher) missing(limit int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for key := range w.created {
+		if _, ok := w.observed[key]; !ok {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// BenchmarkLoopConvergence measures the controller loop end to end: from
+// creating loop.parents Hellos (on loop.creators workers) until every
+// parent's status.observedGeneration equals its generation and all of
+// their loop.children ConfigMaps exist. objects = parents + children +
+// status writes. The baseline is a plain client-go program writing the
+// same objects (of another CRD, in another namespace) to the same
+// kube-apiserver.
+func BenchmarkLoopConvergence(b *testing.B) {
+	setUp(b)
+	b.Run("client-go-baseline", func(b *testing.B) {
+		baselineRate = runBaseline(b)
+	})
+	b.Run("loop", func(b *testing.B) {
+		if baselineRate == 0 {
+			b.Log("measuring the client-go baseline first")
+			baselineRate = runBaseline(b)
+		}
+		runLoop(b)
+	})
+}
+
+func runLoop(b *testing.B) {
+	ctx := context.Background()
+	name := uniqueName("bench-loop")
+	parents, children := *loopParents, *loopChildren
+	l := newLayout(name, parents, *loopPerNamespace)
+	if err := l.create(ctx, parents); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := createController(ctx, name); err != nil {
+		b.Fatal(err)
+	}
+	// Stop this controller afterwards, so that it writes nothing while
+	// the next benchmarks measure.
+	b.Cleanup(func() { deleteController(name) })
+	hook := env.hook.of(name)
+	w, err := watch(ctx, name, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.close()
+	before, err := writeCounts(ctx, "configmaps", "hellos", "events")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
+		b.Fatal(err)
+	}
+	createdIn := time.Since(start)
+
+	deadline := start.Add(*loopTimeout)
+	converged := false
+	var observed, cms int
+	var last time.Time
+	for {
+		observed, cms, last = w.progress()
+		if observed == parents && cms == parents*children {
+			converged = true
+			break
+		}
+		if time.Now().After(deadline) {
+			last = time.Now()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := last.Sub(start)
+	after, err := writeCounts(ctx, "configmaps", "hellos", "events")
+	if err != nil {
+		b.Fatal(err)
+	}
+	writes, _ := diffCounts(before, after)
+	// Everything but our creation of the parents is the loop's (and
+	// Events are also written by others, e.g. kube-controller-manager).
+	childWrites := sumWhere(writes, "configmaps ")
+	statusWrites := sumWhere(writes, "hellos/status ")
+	otherParentWrites := sumWhere(writes, "hellos ") - float64(parents)
+	eventWrites := sumWhere(writes, "events ")
+
+	done := parents + cms + observed
+	objects := parents + parents*children + parents
+	rate := float64(done) / elapsed.Seconds()
+	lat := w.latencies()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(rate, "objects/s")
+	b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(elapsed.Seconds(), "elapsed-s")
+	b.ReportMetric(rate/baselineRate, "ratio-vs-baseline")
+	b.ReportMetric(float64(hook.calls.Load()), "hook-calls")
+	b.ReportMetric(childWrites+statusWrites+otherParentWrites, "loop-writes")
+	b.ReportMetric(eventWrites, "event-writes")
+	converged01 := 0.0
+	if converged {
+		converged01 = 1
+	}
+	b.ReportMetric(converged01, "converged")
+
+	b.Logf("loop: %d parents (%s) created in %.1f s by %d workers; %s after %.1f s: %d/%d parents observed, %d/%d ConfigMaps: %.0f objects/s (%.3f× the client-go baseline's %.0f objects/s); "+
+		"parent creation to status p50 %.0f ms, p99 %.0f ms; %d hook calls; writes: %s",
+		parents, l, createdIn.Seconds(), *loopCreators, map[bool]string{true: "converged", false: "NOT converged"}[converged], elapsed.Seconds(),
+		observed, parents, cms, parents*children, rate, rate/baselineRate, baselineRate,
+		ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), hook.calls.Load(), formatCounts(writes))
+	if !converged {
+		b.Logf("loop: not converged within -loop.timeout=%s; %d objects of %d done, at this rate all would take %.0f s; parents without status include %v",
+			*loopTimeout, done, objects, float64(objects)/rate, w.missing(10))
+	}
+}

@@ -1,0 +1,416 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+var (
+	hellosGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
+	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// environment holds the clients and the hook every benchmark uses. The
+// clients are the administrator's with client-side rate limiting off, so
+// that the benchmark's own requests are never what is measured.
+type environment struct {
+	fast *rest.Config
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	// cc reaches composite-apiserver through kube-apiserver.
+	cc   clientset.Interface
+	hook *hookServer
+}
+
+func newEnvironment(ctx context.Context) (*environment, error) {
+	if err := stack.InstallHellos(ctx); err != nil {
+		return nil, err
+	}
+	e := &environment{fast: rest.CopyConfig(stack.AdminConfig)}
+	// A negative QPS turns client-go's token bucket off.
+	e.fast.QPS, e.fast.Burst = -1, 0
+	var err error
+	if e.kube, err = kubernetes.NewForConfig(e.fast); err != nil {
+		return nil, err
+	}
+	if e.dyn, err = dynamic.NewForConfig(e.fast); err != nil {
+		return nil, err
+	}
+	if e.cc, err = clientset.NewForConfig(e.fast); err != nil {
+		return nil, err
+	}
+	e.hook = newHookServer()
+	return e, nil
+}
+
+// hookServer is the in-process Go sync hook of every benchmark controller,
+// served over real HTTP on 127.0.0.1: controller <name> has its hook at
+// <URL>/<name>/sync. It answers spec.children (default 10) ConfigMaps
+// <parent>-0..n-1 and a status, and counts its calls per parent.
+type hookServer struct {
+	srv *httptest.Server
+	mux *http.ServeMux
+
+	mu    sync.Mutex
+	stats map[string]*hookStats
+}
+
+type hookStats struct {
+	calls atomic.Int64
+
+	mu      sync.Mutex
+	parents map[string]int
+}
+
+func newHookServer() *hookServer {
+	h := &hookServer{mux: http.NewServeMux(), stats: map[string]*hookStats{}}
+	h.srv = httptest.NewServer(h.mux)
+	return h
+}
+
+// register serves controller's hook and returns the URL its webhook takes
+// (the manifest appends /sync).
+func (h *hookServer) register(controller string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.stats[controller]; !ok {
+		st := &hookStats{parents: map[string]int{}}
+		h.stats[controller] = st
+		h.mux.Handle("/"+controller+"/sync", hookapi.SyncHandler(hookapi.SyncHookFunc(
+			func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+				st.calls.Add(1)
+				st.mu.Lock()
+				st.parents[req.Parent.GetNamespace()+"/"+req.Parent.GetName()]++
+				st.mu.Unlock()
+				return hookResponse(req.Parent), nil
+			})))
+	}
+	return h.srv.URL + "/" + controller
+}
+
+func (h *hookServer) of(controller string) *hookStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats[controller]
+}
+
+// reset forgets the calls so far.
+func (s *hookStats) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls.Store(0)
+	s.parents = map[string]int{}
+}
+
+// distinct is the number of parents the hook was called for.
+func (s *hookStats) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parents)
+}
+
+// hookResponse is the benchmarks' hook: spec.children ConfigMaps named
+// <parent>-<i>, and a status.
+func hookResponse(parent *unstructured.Unstructured) *hookapi.SyncHookResponse {
+	n, found, _ := unstructured.NestedInt64(parent.Object, "spec", "children")
+	if !found {
+		n = 10
+	}
+	name := parent.GetName()
+	children := make([]*unstructured.Unstructured, 0, n)
+	for i := int64(0); i < n; i++ {
+		children = append(children, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1",
+			"kind":       "ConfigMap",
+			"metadata":   map[string]interface{}{"name": fmt.Sprintf("%s-%d", name, i)},
+			"data":       map[string]interface{}{"parent": name, "index": strconv.FormatInt(i, 10)},
+		}})
+	}
+	return &hookapi.SyncHookResponse{
+		Status:   map[string]interface{}{"children": n, "phase": "Ready"},
+		Children: children,
+	}
+}
+
+// controllerManifest is a CompositeController of the hellos labelled
+// bench=<name>, with ConfigMap children and a generated selector: each
+// benchmark's controller sees only its own parents.
+func controllerManifest(name, hookURL string) string {
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %[1]s
+spec:
+  generateSelector: true
+  parentResource:
+    apiVersion: example.com/v1
+    resource: hellos
+    labelSelector:
+      matchLabels: {bench: %[1]s}
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy:
+      method: InPlace
+  hooks:
+    sync:
+      webhook:
+        url: %[2]s/sync
+        timeout: 30s
+`, name, hookURL)
+}
+
+// createController applies the benchmark controller name with the
+// in-process hook and waits until its loop runs.
+func createController(ctx context.Context, name string) (*v1alpha1.CompositeController, error) {
+	url := env.hook.register(name)
+	if err := stack.Apply(ctx, controllerManifest(name, url)); err != nil {
+		return nil, err
+	}
+	var got *v1alpha1.CompositeController
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = env.cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) && got.Status.ObservedGeneration == got.Generation, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("CompositeController %s never became Ready: %w", name, err)
+	}
+	return got, nil
+}
+
+func deleteController(name string) {
+	_ = env.cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// newParent is a Hello of controller ctrl that asks for children
+// ConfigMaps.
+func newParent(namespace, name, ctrl string, children int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1",
+		"kind":       "Hello",
+		"metadata": map[string]interface{}{
+			"name": name, "namespace": namespace,
+			"labels": map[string]interface{}{"bench": ctrl},
+		},
+		"spec": map[string]interface{}{"children": int64(children)},
+	}}
+}
+
+// runCount numbers the invocations of a benchmark, so that each one gets
+// namespaces and controllers of its own.
+var runCount atomic.Int64
+
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, runCount.Add(1))
+}
+
+// forEach calls do(i) for i in [0, n) on workers goroutines and returns
+// each call's latency (indexed by i) and the first error.
+func forEach(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var once sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				start := time.Now()
+				err := do(ctx, i)
+				lat[i] = time.Since(start)
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, firstErr
+}
+
+// percentile returns the p-th percentile (0 < p <= 1) of sorted by the
+// nearest-rank method.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p*float64(len(sorted))+0.999999) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+func sortedCopy(d []time.Duration) []time.Duration {
+	out := append([]time.Duration(nil), d...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// writeVerbs are the verbs of apiserver_request_total that change stored
+// objects: it labels requests with their HTTP method (create is POST,
+// update is PUT, delete and deletecollection are DELETE), except that a
+// server-side apply is APPLY rather than PATCH.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true}
+
+// writeCounts reads kube-apiserver's apiserver_request_total and sums the
+// non-dry-run writes on resources, keyed "<resource>[/<subresource>]
+// <VERB>".
+func writeCounts(ctx context.Context, resources ...string) (map[string]float64, error) {
+	data, err := env.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("can't read kube-apiserver's /metrics: %w", err)
+	}
+	want := map[string]bool{}
+	for _, r := range resources {
+		want[r] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, err := parseSample(line[len("apiserver_request_total"):])
+		if err != nil {
+			return nil, fmt.Errorf("can't parse %q: %w", line, err)
+		}
+		if !want[labels["resource"]] || !writeVerbs[labels["verb"]] || labels["dry_run"] != "" {
+			continue
+		}
+		key := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key+" "+labels["verb"]] += value
+	}
+	return out, sc.Err()
+}
+
+// parseSample parses `{k="v",...} value` of the Prometheus text format.
+func parseSample(s string) (map[string]string, float64, error) {
+	labels := map[string]string{}
+	if !strings.HasPrefix(s, "{") {
+		return nil, 0, fmt.Errorf("no labels")
+	}
+	i := 1
+	for i < len(s) && s[i] != '}' {
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			return nil, 0, fmt.Errorf("no = in labels")
+		}
+		name := strings.TrimSpace(s[i : i+eq])
+		i += eq + 1
+		if i >= len(s) || s[i] != '"' {
+			return nil, 0, fmt.Errorf("label %s has no quoted value", name)
+		}
+		i++
+		var v strings.Builder
+		for ; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+				switch s[i] {
+				case 'n':
+					v.WriteByte('\n')
+				default:
+					v.WriteByte(s[i])
+				}
+				continue
+			}
+			v.WriteByte(s[i])
+		}
+		i++ // closing quote
+		labels[name] = v.String()
+		if i < len(s) && s[i] == ',' {
+			i++
+		}
+	}
+	if i >= len(s) {
+		return nil, 0, fmt.Errorf("unterminated labels")
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) == 0 {
+		return nil, 0, fmt.Errorf("no value")
+	}
+	value, err := strconv.ParseFloat(fields[0], 64)
+	return labels, value, err
+}
+
+// diffCounts returns after-before for every key that changed, and the total.
+func diffCounts(before, after map[string]float64) (map[string]float64, float64) {
+	out := map[string]float64{}
+	var total float64
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+			total += d
+		}
+	}
+	return out, total
+}
+
+// formatCounts renders counts sorted by key.
+func formatCounts(c map[string]float64) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, c[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sumWhere sums the counts whose key starts with prefix.
+func sumWhere(c map[string]float64, prefix string) float64 {
+	var total float64
+	for k, v := range c {
+		if strings.HasPrefix(k, prefix) {
+			total += v
+		}
+	}
+	return total
+}

@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// The helpers run in every `go test ./...`, without a stack.
+
+func TestBenchmarksWanted(t *testing.T) {
+	for pattern, want := range map[string]bool{
+		"":                          false,
+		".":                         true,
+		"DryRunSync":                true,
+		"DryRunSync/direct":         true,
+		"Loop|Resync":               true,
+		"BenchmarkSomethingElse":    false,
+		"SomethingElse/DryRunSync":  false,
+		"ConvergedResync$":          true,
+		"^BenchmarkLoopConvergence": true,
+	} {
+		if got := benchmarksWanted(pattern); got != want {
+			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)
+		}
+	}
+}
+
+func TestParseSample(t *testing.T) {
+	labels, value, err := parseSample(`{code="201",component="apiserver",dry_run="",group="example.com",resource="hellos",scope="resource",subresource="status",verb="PUT",version="v1",x="a\"b"} 42`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value != 42 || labels["resource"] != "hellos" || labels["subresource"] != "status" || labels["verb"] != "PUT" || labels["dry_run"] != "" || labels["x"] != `a"b` {
+		t.Errorf("got %v %v", labels, value)
+	}
+	for _, bad := range []string{`42`, `{a="b" 42`, `{a=b} 42`, `{a="b"}`} {
+		if _, _, err := parseSample(bad); err == nil {
+			t.Errorf("parseSample(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	if p := percentile(d, 0.5); p != 50 {
+		t.Errorf("p50 = %d, want 50", p)
+	}
+	if p := percentile(d, 0.99); p != 99 {
+		t.Errorf("p99 = %d, want 99", p)
+	}
+	if p := percentile(d[:1], 0.99); p != 1 {
+		t.Errorf("p99 of one = %d, want 1", p)
+	}
+	if p := percentile(nil, 0.5); p != 0 {
+		t.Errorf("p50 of none = %d, want 0", p)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	l := newLayout("b", 10, 3)
+	if l.namespace(0) != "b-0" || l.namespace(2) != "b-0" || l.namespace(3) != "b-1" || l.count(10) != 4 {
+		t.Errorf("layout of 3 per namespace: %s %s %s, %d namespaces", l.namespace(0), l.namespace(2), l.namespace(3), l.count(10))
+	}
+	if one := newLayout("b", 10, 0); one.count(10) != 1 || one.namespace(9) != "b-0" {
+		t.Errorf("layout of all in one: %d namespaces", one.count(10))
+	}
+}

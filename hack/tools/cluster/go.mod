@@ -1,4 +1,4 @@
-// Module cluster pins the kube-apiserver, kube-controller-manager and etcd
+// Module cluster pins the kube-apiserver, kube-controller-manager, kubectl and etcd
 // that the end-to-end tests run against. It is its own module so that the
 // main module's dependency graph never sees k8s.io/kubernetes.
 module github.com/composite-apiserver/composite-apiserver/hack/tools/cluster

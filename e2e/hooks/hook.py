@@ -11,7 +11,8 @@ Parents look like:
 
 The hook's behaviour can be switched while it runs (POST /mode with
 {"mode": ...}) so tests can break it and fix it again:
-  ok, error500, timeout, garbage, undeclared, othernamespace, finalizeslowly
+  ok, error500, timeout, garbage, undeclared, othernamespace, throttle (429 with
+  Retry-After: 1)
 GET /calls answers how many calls each path had.
 
 Usage: hook.py PORT  (0 picks a free port; the chosen one is printed)
@@ -89,6 +90,14 @@ class Hook(BaseHTTPRequestHandler):
         req = json.loads(body)
         if mode == "error500":
             return self.reply(500, b"hook is broken on purpose", "text/plain")
+        if mode == "throttle":
+            data = b"slow down"
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if mode == "timeout":
             time.sleep(30)
             return self.reply(200, {})

@@ -364,3 +364,35 @@ func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
 	}
 	eventually(t, "the hook to see the related Secret", func() (bool, error) { return related() == 1, nil })
 }
+
+// TestThrottlingHookIsCalledAgainAfterRetryAfter: a hook answering 429
+// changes nothing and is called again after its Retry-After, not with a
+// failure's backoff.
+func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "loop-throttle")
+	controller{Name: "loop-throttle", HookURL: hook.URL}.create(t)
+	parent := createParent(t, ns, "p", "loop-throttle", spec("blue", "a"))
+	waitObserved(t, ns, "p", parent.GetGeneration())
+	before := waitConfigMaps(t, ns, "p-a")
+
+	if err := hook.SetMode("throttle"); err != nil {
+		t.Fatal(err)
+	}
+	generation := setParentSpec(t, ns, "p", spec("green"))
+	waitEvent(t, ns, "p", "HookThrottled")
+	calls, _ := hook.Calls()
+	// Called again and again, about once a second.
+	eventually(t, "the hook called again after Retry-After", func() (bool, error) {
+		now, err := hook.Calls()
+		return now["/sync"] >= calls["/sync"]+2, err
+	})
+	if after := configMaps(t, ns); names(after) != names(before) {
+		t.Errorf("while throttled, ConfigMaps went from %s to %s", names(before), names(after))
+	}
+	if err := hook.SetMode("ok"); err != nil {
+		t.Fatal(err)
+	}
+	waitObserved(t, ns, "p", generation)
+	waitConfigMaps(t, ns)
+}

@@ -361,7 +361,13 @@ func (pc *parentController) sync(ctx context.Context, key string) (syncResult, e
 		Resolver:   syncengine.RESTMapperResolver(pc.m.cfg.Mapper),
 	})
 	pc.status.hookCalled(err)
-	if err != nil {
+	var tooMany *hooks.TooManyRequestsError
+	switch {
+	case errors.As(err, &tooMany):
+		// Back-pressure, not a failure: the hook said when to come back.
+		pc.m.recorder.Eventf(parent, corev1.EventTypeNormal, "HookThrottled", "the hook asked to be called again in %s", tooMany.RetryAfter)
+		return syncResult{}, err
+	case err != nil:
 		pc.m.recorder.Eventf(parent, corev1.EventTypeWarning, "SyncError", "%v", err)
 		return syncResult{}, err
 	}

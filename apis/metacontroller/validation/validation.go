@@ -593,24 +593,23 @@ func validateSecretReference(ref *metacontroller.SecretReference, fldPath *field
 // validateObjectName checks the name of a Secret or ConfigMap, which is a
 // DNS subdomain.
 func validateObjectName(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
+	return validateRequired(name, fldPath, utilvalidation.IsDNS1123Subdomain)
 }
 
 // validateDNSLabel checks a required DNS-1123 label: a namespace, or the
 // name of a Service.
 func validateDNSLabel(value string, fldPath *field.Path) field.ErrorList {
+	return validateRequired(value, fldPath, utilvalidation.IsDNS1123Label)
+}
+
+// validateRequired checks a required value with one of apimachinery's
+// name validators.
+func validateRequired(value string, fldPath *field.Path, check func(string) []string) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
 	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
+	for _, msg := range check(value) {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
 	}
 	return allErrs

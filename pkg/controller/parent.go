@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -458,18 +460,20 @@ func (pc *parentController) setFinalizer(ctx context.Context, parent *unstructur
 	if add {
 		finalizers = append(finalizers, finalizer)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s,"resourceVersion":%q}}`, jsonStrings(finalizers), parent.GetResourceVersion())
-	_, err := pc.resource(pc.parentGVR, parent.GetNamespace()).Patch(ctx, parent.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"finalizers": finalizers, "resourceVersion": parent.GetResourceVersion()},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = pc.resource(pc.parentGVR, parent.GetNamespace()).Patch(ctx, parent.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-func (pc *parentController) resource(gvr schema.GroupVersionResource, namespace string) interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions, subresources ...string) (*unstructured.Unstructured, error)
-	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*unstructured.Unstructured, error)
-} {
+func (pc *parentController) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
 		return pc.m.cfg.Dynamic.Resource(gvr)
 	}
@@ -574,18 +578,4 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func jsonStrings(list []string) string {
-	if len(list) == 0 {
-		return "null"
-	}
-	out := "["
-	for i, s := range list {
-		if i > 0 {
-			out += ","
-		}
-		out += fmt.Sprintf("%q", s)
-	}
-	return out + "]"
 }

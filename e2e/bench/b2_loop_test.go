@@ -154,6 +154,28 @@ type layout struct {
 	perNamespace int
 }
 
+// startMeasuredController lays out the namespaces of parents, starts a
+// controller of hellos with the benchmarks' Go hook, and watches its
+// parents and children. The controller is deleted when b ends, so that it
+// writes nothing while the next benchmark measures.
+func startMeasuredController(ctx context.Context, b *testing.B, name string, parents, perNamespace int) (layout, *hookStats, *watcher) {
+	b.Helper()
+	l := newLayout(name, parents, perNamespace)
+	if err := l.create(ctx, parents); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := createController(ctx, name); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { deleteController(name) })
+	w, err := watch(ctx, name, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.close)
+	return l, env.hook.of(name), w
+}
+
 func newLayout(base string, parents, perNamespace int) layout {
 	if perNamespace <= 0 || perNamespace > parents {
 		perNamespace = max(parents, 1)
@@ -347,22 +369,7 @@ func runLoop(b *testing.B) {
 	ctx := context.Background()
 	name := uniqueName("bench-loop")
 	parents, children := *loopParents, *loopChildren
-	l := newLayout(name, parents, *loopPerNamespace)
-	if err := l.create(ctx, parents); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := createController(ctx, name); err != nil {
-		b.Fatal(err)
-	}
-	// Stop this controller afterwards, so that it writes nothing while
-	// the next benchmarks measure.
-	b.Cleanup(func() { deleteController(name) })
-	hook := env.hook.of(name)
-	w, err := watch(ctx, name, l)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.close()
+	l, hook, w := startMeasuredController(ctx, b, name, parents, *loopPerNamespace)
 	before, err := writeCounts(ctx, "configmaps", "hellos", "events")
 	if err != nil {
 		b.Fatal(err)

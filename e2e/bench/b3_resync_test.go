@@ -19,20 +19,7 @@ func BenchmarkConvergedResync(b *testing.B) {
 	ctx := context.Background()
 	name := uniqueName("bench-resync")
 	parents, children := *resyncParents, *resyncChildren
-	l := newLayout(name, parents, *resyncPerNamespace)
-	if err := l.create(ctx, parents); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := createController(ctx, name); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { deleteController(name) })
-	hook := env.hook.of(name)
-	w, err := watch(ctx, name, l)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.close()
+	l, hook, w := startMeasuredController(ctx, b, name, parents, *resyncPerNamespace)
 
 	// Converge: the loop itself creates every child and status.
 	start := time.Now()

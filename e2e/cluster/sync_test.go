@@ -90,17 +90,13 @@ func TestDryRunSyncOfLiveParentShowsCreatesAndPersistsNothing(t *testing.T) {
 	ctx := context.Background()
 	const controller, ns = "sync-live", "sync-live"
 	createNamespace(t, ns)
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, helloController(controller, hook.URL, "InPlace"))
 	parent := `apiVersion: example.com/v1
 kind: Hello
 metadata: {name: p1, namespace: sync-live}
 spec: {color: blue, configMaps: [a, b]}
 `
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, parent)
 
 	answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p1")
 	if err != nil {
@@ -147,17 +143,13 @@ func TestDryRunSyncPlansUpdatesUnchangedAndDeletesOfExistingChildren(t *testing.
 	ctx := context.Background()
 	const controller, ns = "sync-existing", "sync-existing"
 	createNamespace(t, ns)
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, helloController(controller, hook.URL, "InPlace"))
 	parent := `apiVersion: example.com/v1
 kind: Hello
 metadata: {name: p2, namespace: sync-existing}
 spec: {color: green, configMaps: [same, changed]}
 `
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, parent)
 	p2, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "hellos", "p2").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -229,17 +221,13 @@ func TestSyncNeedsCreateOnTheSyncSubresource(t *testing.T) {
 	ctx := context.Background()
 	const controller, ns = "sync-rbac", "sync-rbac"
 	createNamespace(t, ns)
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, helloController(controller, hook.URL, "InPlace"))
 	parent := `apiVersion: example.com/v1
 kind: Hello
 metadata: {name: p3, namespace: sync-rbac}
 spec: {color: blue, configMaps: [a]}
 `
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, parent, "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, parent)
 	// viewer may read controllers but not sync; syncer may sync but not
 	// read the parents.
 	grant := func(name string, rules []rbacv1.PolicyRule) string {
@@ -300,9 +288,7 @@ func TestTypedClientSyncMethodPreviews(t *testing.T) {
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller = "sync-typed"
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, helloController(controller, hook.URL, "InPlace"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
+	mustApply(t, helloController(controller, hook.URL, "InPlace"))
 	client, err := clientset.NewForConfig(stack.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -316,5 +302,13 @@ func TestTypedClientSyncMethodPreviews(t *testing.T) {
 	}
 	if !answer.Status.DryRun || len(answer.Status.Plan) != 1 || answer.Status.Plan[0].Action != v1alpha1.SyncActionCreate || answer.Status.Plan[0].Name != "inline-x" {
 		t.Errorf("Sync answered %+v, want a dry-run plan creating inline-x", answer.Status)
+	}
+}
+
+// mustApply applies manifest as the administrator, failing t if it fails.
+func mustApply(t *testing.T, manifest string) {
+	t.Helper()
+	if err := stack.Apply(context.Background(), manifest); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,11 +5,13 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
@@ -20,6 +22,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
 )
 
@@ -52,7 +55,9 @@ type ExtraConfig struct {
 	PostStartHooks map[string]genericapiserver.PostStartHookFunc
 	// Target is the cluster whose parents and children are synced; nil
 	// in standalone mode.
-	Target *syncrequest.Target
+	Target *target.Cluster
+	// DiscoveryInterval is how often the target's discovery is refreshed.
+	DiscoveryInterval time.Duration
 	// Loop configures the controller loop; nil turns it off.
 	Loop *LoopConfig
 }
@@ -61,6 +66,9 @@ type ExtraConfig struct {
 type LoopConfig struct {
 	// Workers is each controller's number of workers by default.
 	Workers int
+	// ResyncPeriod is how often every parent is synced with nothing
+	// changed; 0 never.
+	ResyncPeriod time.Duration
 	// LeaderElection, when set, runs the loop on one replica at a time.
 	LeaderElection *controller.LeaderElection
 }
@@ -103,7 +111,12 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, fmt.Errorf("can't create the generic API server: %w", err)
 	}
 
-	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, syncrequest.NewRunner(c.ExtraConfig.Target))
+	var authz authorizer.Authorizer
+	if c.ExtraConfig.Target != nil {
+		authz = c.GenericConfig.Authorization.Authorizer
+	}
+	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz)
+	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, runner)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +130,11 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)
 	}
 
+	if c.ExtraConfig.Target != nil {
+		if err := generic.AddPostStartHook("refresh-target-discovery", c.refreshDiscovery); err != nil {
+			return nil, err
+		}
+	}
 	if c.ExtraConfig.Loop != nil && c.ExtraConfig.Target != nil {
 		if err := generic.AddPostStartHook("start-composite-controller-loop", c.startLoop); err != nil {
 			return nil, err
@@ -130,6 +148,17 @@ func (c completedConfig) New() (*Server, error) {
 	return &Server{GenericAPIServer: generic}, nil
 }
 
+// refreshDiscovery reads the target's discovery again now and then, on
+// every replica: /sync uses it as much as the loop.
+func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHookContext) error {
+	interval := c.ExtraConfig.DiscoveryInterval
+	if interval <= 0 {
+		interval = target.DefaultDiscoveryRefresh
+	}
+	go c.ExtraConfig.Target.Discovery.Run(hookCtx, interval)
+	return nil
+}
+
 // startLoop runs the controller loop in the background for as long as the
 // server runs, on the leader only when leader election is on.
 func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext) error {
@@ -138,13 +167,13 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
 	}
 	controller.RegisterMetrics()
-	target, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
+	cluster, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
 	run := func(ctx context.Context) {
 		// A new manager per leadership term: nothing of a lost term's
 		// state carries over.
 		m := controller.NewManager(controller.Config{
-			Dynamic: target.Dynamic, Kube: target.Kube, Mapper: target.Mapper,
-			Client: client, Workers: loop.Workers,
+			Dynamic: cluster.Dynamic, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
+			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")
@@ -155,7 +184,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			run(hookCtx)
 			return
 		}
-		if err := controller.RunWithLeaderElection(hookCtx, target.Kube, *loop.LeaderElection, run); err != nil {
+		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, run); err != nil {
 			klog.FromContext(hookCtx).Error(err, "Leader election failed; the controller loop does not run")
 		}
 	}()

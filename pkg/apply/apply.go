@@ -11,13 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
-// FieldManager is the server-side apply manager of one CompositeController:
-// each controller owns the fields of the children it applies, and no other.
-func FieldManager(controller string) string {
-	return "metacontroller.k8s.io/" + controller
-}
+// FieldManager is the server-side apply manager of one CompositeController.
+func FieldManager(controller string) string { return syncengine.FieldManager(controller) }
 
 // Child server-side-applies one desired child. With dryRun the target
 // cluster runs admission and defaulting and answers with what it would

@@ -53,6 +53,22 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 			obj = item.Observed
 		}
 		d := Done{Action: item.Action, GVR: item.GVR, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if item.Takeover != nil && item.Observed != nil {
+			// Before the apply, so that the apply prunes what Metacontroller
+			// set and the hook dropped.
+			if err := takeOver(ctx, client, item.GVR, item.Observed, item.Takeover); err != nil {
+				d.Action = "TakeOver"
+				d.Err = err
+				errs = append(errs, fmt.Errorf("can't %s: %w", d, d.Err))
+				done = append(done, d)
+				continue
+			}
+			if item.Action == v1alpha1.SyncActionUnchanged {
+				d.Action = "TakeOver"
+				done = append(done, d)
+				continue
+			}
+		}
 		switch item.Action {
 		case v1alpha1.SyncActionUnchanged:
 			continue
@@ -80,6 +96,13 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		done = append(done, d)
 	}
 	return done, utilerrors.NewAggregate(errs)
+}
+
+// takeOver sends the JSON patch that moves Metacontroller's fields of the
+// observed child to this controller's field manager.
+func takeOver(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, observed *unstructured.Unstructured, patch []byte) error {
+	_, err := resource(client, gvr, observed.GetNamespace()).Patch(ctx, observed.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // deleteChild deletes exactly the object that was observed: a child

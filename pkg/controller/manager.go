@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -26,17 +26,21 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // Config is what the loop needs.
 type Config struct {
-	// Dynamic, Kube and Mapper reach the target cluster.
-	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
-	Mapper  meta.RESTMapper
+	// Dynamic, Kube and Discovery reach the target cluster.
+	Dynamic   dynamic.Interface
+	Kube      kubernetes.Interface
+	Discovery *target.Discovery
 	// Client reaches this server's own API, for CompositeControllers.
 	Client clientset.Interface
 	// Workers is each controller's number of workers unless its spec
@@ -45,6 +49,11 @@ type Config struct {
 	// StatusInterval is how often a controller's status is brought up to
 	// date (and written only when it changed).
 	StatusInterval time.Duration
+	// ResyncPeriod is how often every parent is synced even when nothing
+	// changed; 0 turns that off.
+	ResyncPeriod time.Duration
+	// Schemas compare desired children with what a controller applied.
+	Schemas *fieldowner.Schemas
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -68,6 +77,9 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*parentController
+	// waiting are controllers that could not start, retried whenever
+	// discovery is refreshed.
+	waiting map[string]bool
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -84,9 +96,13 @@ func NewManager(cfg Config) *Manager {
 		// One shared informer per resource, whichever controllers use it.
 		factory: dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+			// A controller that can't start yet (its CRD is being
+			// installed) is retried within seconds, never minutes: the
+			// discovery refresh requeues it too.
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
 		running: map[string]*parentController{},
+		waiting: map[string]bool{},
 	}
 }
 
@@ -102,7 +118,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.cfg.Kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	m.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
+	// Our scheme, so that Events about CompositeControllers name them;
+	// parents are unstructured and name themselves.
+	m.recorder = broadcaster.NewRecorder(versionedscheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 
 	ccInformers := informers.NewSharedInformerFactory(m.cfg.Client, 0)
 	ccInformer := ccInformers.Metacontroller().V1alpha1().CompositeControllers()
@@ -130,6 +148,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), ccInformer.Informer().HasSynced) {
 		return fmt.Errorf("can't sync the CompositeController informer")
 	}
+	m.cfg.Discovery.OnRefresh(m.retryWaiting)
 	go func() {
 		for m.processNext(ctx) {
 		}
@@ -143,6 +162,16 @@ func (m *Manager) Run(ctx context.Context) error {
 		delete(m.running, name)
 	}
 	return nil
+}
+
+// retryWaiting requeues every controller that could not start: discovery
+// changed, and its resources may be served now.
+func (m *Manager) retryWaiting() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.waiting {
+		m.queue.Add(name)
+	}
 }
 
 func (m *Manager) processNext(ctx context.Context) bool {
@@ -171,10 +200,12 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	defer m.mu.Unlock()
 	current := m.running[name]
 	if cc == nil || cc.DeletionTimestamp != nil {
+		delete(m.waiting, name)
 		if current != nil {
 			logger.Info("CompositeController is gone: stopping its loop")
 			current.stop()
 			delete(m.running, name)
+			m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 		}
 		return nil
 	}
@@ -185,24 +216,58 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		logger.Info("CompositeController changed: restarting its loop", "generation", cc.Generation)
 		current.stop()
 		delete(m.running, name)
+		m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 	}
 	pc, err := newParentController(ctx, m, cc.DeepCopy())
-	if err != nil {
-		m.setNotReady(ctx, cc, err)
+	var noStatus *noStatusError
+	switch {
+	case errors.As(err, &noStatus):
+		// As Metacontroller: no loop for such a parent, and an Event that
+		// says why; a CRD updated to have a status is picked up by the next
+		// discovery refresh.
+		m.waiting[name] = true
+		m.setNotReady(ctx, cc, "NoStatusSubresource", err)
+		m.event(cc, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
+		return nil
+	case err != nil:
+		m.waiting[name] = true
+		reason := "ConfigurationError"
+		if errors.Is(err, errNotServed) {
+			reason = "ResourceNotServed"
+		}
+		m.setNotReady(ctx, cc, reason, err)
+		m.event(cc, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
 		return err
 	}
+	delete(m.waiting, name)
 	m.running[name] = pc
 	pc.start(ctx)
+	m.event(cc, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil
+}
+
+func (m *Manager) ownership() syncengine.FieldOwnership {
+	if m.cfg.Schemas == nil {
+		return nil
+	}
+	return m.cfg.Schemas
+}
+
+// event records an Event on a CompositeController, as Metacontroller does
+// for its controllers' lifecycle.
+func (m *Manager) event(cc *v1alpha1.CompositeController, eventType, reason, message string) {
+	if m.recorder != nil {
+		m.recorder.Event(cc, eventType, reason, message)
+	}
 }
 
 // setNotReady says in the CompositeController's status why its loop can't
 // run, e.g. a resource the cluster does not serve or a missing Secret.
-func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, cause error) {
+func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, reason string, cause error) {
 	updated := cc.DeepCopy()
 	updated.Status.ObservedGeneration = cc.Generation
 	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ConfigurationError",
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
 		Message: truncate(cause.Error(), 1024), ObservedGeneration: cc.Generation,
 	})
 	updated.Status.LastSyncError = truncate(cause.Error(), 1024)

@@ -2,13 +2,11 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,40 +14,30 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
-	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 )
 
-// FinalizerPrefix names the finalizer a controller with a finalize hook puts
-// on its parents, as Metacontroller does.
-const FinalizerPrefix = "metacontroller.io/compositecontroller-"
-
 // parentController runs one CompositeController: it syncs each of its
-// parents with the engine and applies the plan.
+// parents with the one reconcile step the loop shares with /sync.
 type parentController struct {
-	m         *Manager
-	cc        *v1alpha1.CompositeController
-	parentGVR schema.GroupVersionResource
-	parentGVK schema.GroupVersionKind
-	// namespaced tells whether parents are namespaced.
+	m   *Manager
+	cc  *v1alpha1.CompositeController
+	rec *reconcile.Controller
+	// parentGVK and namespaced describe the parent resource.
+	parentGVK  schema.GroupVersionKind
 	namespaced bool
-	childGVRs  []schema.GroupVersionResource
-	selector   labels.Selector // parentResource.labelSelector; Everything when unset
-	hooks      syncengine.Hooks
-	webhooks   []*hooks.Webhook
+	hooks      *hooks.ControllerHooks
+	customize  *customizeCache
 	workers    int
 
 	parents  informers.GenericInformer
@@ -70,48 +58,60 @@ type handlerRegistration struct {
 	reg      cache.ResourceEventHandlerRegistration
 }
 
+// errNotServed is a resource the target cluster does not serve (yet): the
+// manager retries such a controller as soon as discovery changes.
+var errNotServed = errors.New("not served by the target cluster")
+
 func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) (*parentController, error) {
-	parentGV, err := schema.ParseGroupVersion(cc.Spec.ParentResource.APIVersion)
+	res, err := syncengine.ResourcesOf(cc)
 	if err != nil {
 		return nil, err
 	}
 	pc := &parentController{
-		m:         m,
-		cc:        cc,
-		parentGVR: parentGV.WithResource(cc.Spec.ParentResource.Resource),
-		children:  map[schema.GroupVersionResource]informers.GenericInformer{},
-		related:   map[schema.GroupVersionResource]informers.GenericInformer{},
-		selector:  labels.Everything(),
-		workers:   m.cfg.Workers,
+		m:        m,
+		cc:       cc,
+		children: map[schema.GroupVersionResource]informers.GenericInformer{},
+		related:  map[schema.GroupVersionResource]informers.GenericInformer{},
+		workers:  m.cfg.Workers,
 	}
 	if cc.Spec.Workers != nil {
 		pc.workers = int(*cc.Spec.Workers)
 	}
-	if pc.parentGVK, err = m.cfg.Mapper.KindFor(pc.parentGVR); err != nil {
-		return nil, fmt.Errorf("parent resource %s is not served by the target cluster: %w", pc.parentGVR, err)
+	mapper := m.cfg.Discovery
+	if pc.parentGVK, err = mapper.KindFor(res.Parent); err != nil {
+		return nil, fmt.Errorf("parent resource %s is %w: %v", res.Parent, errNotServed, err)
 	}
-	mapping, err := m.cfg.Mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
+	mapping, err := mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
+	if err != nil {
+		return nil, fmt.Errorf("parent resource %s is %w: %v", res.Parent, errNotServed, err)
+	}
+	pc.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	for _, gvr := range res.Children {
+		if _, err := mapper.KindFor(gvr); err != nil {
+			return nil, fmt.Errorf("child resource %s is %w: %v", gvr, errNotServed, err)
+		}
+	}
+	hasStatus, err := mapper.HasSubresource(res.Parent, "status")
 	if err != nil {
 		return nil, err
 	}
-	pc.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	if s := cc.Spec.ParentResource.LabelSelector; s != nil {
-		if pc.selector, err = metav1.LabelSelectorAsSelector(s); err != nil {
-			return nil, err
-		}
+	if !hasStatus {
+		return nil, &noStatusError{gvr: res.Parent}
 	}
-	for _, child := range cc.Spec.ChildResources {
-		gv, err := schema.ParseGroupVersion(child.APIVersion)
-		if err != nil {
-			return nil, err
-		}
-		gvr := gv.WithResource(child.Resource)
-		if _, err := m.cfg.Mapper.KindFor(gvr); err != nil {
-			return nil, fmt.Errorf("child resource %s is not served by the target cluster: %w", gvr, err)
-		}
-		pc.childGVRs = append(pc.childGVRs, gvr)
+	if pc.hooks, err = hooks.Build(ctx, cc, m.secrets); err != nil {
+		return nil, err
 	}
-	if pc.hooks, pc.webhooks, err = syncrequest.BuildHooks(ctx, cc, m.secrets); err != nil {
+	h := pc.hooks.Hooks
+	if h.Customize != nil {
+		version := v1alpha1.HookVersionV1
+		if v := cc.Spec.Hooks.Customize.Version; v != nil && *v != "" {
+			version = *v
+		}
+		pc.customize = newCustomizeCache(h.Customize, version)
+		h.Customize = pc.customize
+	}
+	if pc.rec, err = reconcile.NewController(cc, h); err != nil {
+		pc.hooks.Close()
 		return nil, err
 	}
 	pc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -122,6 +122,15 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	return pc, nil
 }
 
+// noStatusError is a parent resource without a status subresource, which
+// Metacontroller does not run a controller for: every sync ends in a
+// status write.
+type noStatusError struct{ gvr schema.GroupVersionResource }
+
+func (e *noStatusError) Error() string {
+	return fmt.Sprintf("parent resource %s has no status subresource: enable it (subresources: {status: {}} in its CRD) so that the hook's status can be written", e.gvr)
+}
+
 // start wires the informers and runs the workers until stop.
 func (pc *parentController) start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
@@ -129,13 +138,13 @@ func (pc *parentController) start(parent context.Context) {
 	logger := klog.FromContext(ctx).WithValues("compositecontroller", pc.cc.Name)
 	ctx = klog.NewContext(ctx, logger)
 
-	pc.parents = pc.m.factory.ForResource(pc.parentGVR)
+	pc.parents = pc.m.factory.ForResource(pc.rec.Resources.Parent)
 	pc.addHandler(pc.parents.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    pc.enqueueParent,
 		UpdateFunc: pc.updateParent,
-		DeleteFunc: pc.enqueueParent,
+		DeleteFunc: pc.deleteParent,
 	})
-	for _, gvr := range pc.childGVRs {
+	for _, gvr := range pc.rec.Resources.Children {
 		inf := pc.m.factory.ForResource(gvr)
 		pc.children[gvr] = inf
 		pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
@@ -148,11 +157,12 @@ func (pc *parentController) start(parent context.Context) {
 	// other controllers may use them.
 	pc.m.factory.Start(pc.m.stopCh)
 
+	pc.m.event(pc.cc, "Normal", "Starting", "Starting controller: "+pc.cc.Name)
 	pc.done.Add(1)
 	go func() {
 		defer pc.done.Done()
 		defer utilruntime.HandleCrash()
-		logger.Info("Starting controller", "parent", pc.parentGVR.String(), "children", len(pc.childGVRs), "workers", pc.workers)
+		logger.Info("Starting controller", "parent", pc.rec.Resources.Parent.String(), "children", len(pc.rec.Resources.Children), "workers", pc.workers)
 		synced := []cache.InformerSynced{pc.parents.Informer().HasSynced}
 		for _, inf := range pc.children {
 			synced = append(synced, inf.Informer().HasSynced)
@@ -168,6 +178,16 @@ func (pc *parentController) start(parent context.Context) {
 				wait.UntilWithContext(ctx, pc.runWorker, time.Second)
 			}()
 		}
+		if period := pc.m.cfg.ResyncPeriod; period > 0 {
+			pc.done.Add(1)
+			go func() {
+				defer pc.done.Done()
+				// Every parent now and then, so that hooks reading the
+				// world outside the cluster get called (Metacontroller's
+				// periodic cache flush does the same).
+				wait.JitterUntilWithContext(ctx, func(context.Context) { pc.enqueueAll() }, period, 0.1, false)
+			}()
+		}
 		pc.status.run(ctx, pc)
 	}()
 }
@@ -175,15 +195,17 @@ func (pc *parentController) start(parent context.Context) {
 // stop ends the workers and removes this controller's handlers from the
 // shared informers, which other controllers may still use.
 func (pc *parentController) stop() {
+	pc.m.event(pc.cc, "Normal", "Stopping", "Stopping controller: "+pc.cc.Name)
 	pc.cancel()
 	pc.queue.ShutDown()
+	pc.done.Wait()
+	// Workers may have added handlers of related informers until now.
+	pc.relatedMu.Lock()
 	for _, h := range pc.handlers {
 		_ = h.informer.RemoveEventHandler(h.reg)
 	}
-	pc.done.Wait()
-	for _, w := range pc.webhooks {
-		w.CloseIdleConnections()
-	}
+	pc.relatedMu.Unlock()
+	pc.hooks.Close()
 }
 
 func (pc *parentController) addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
@@ -195,13 +217,17 @@ func (pc *parentController) addHandler(inf cache.SharedIndexInformer, h cache.Re
 	pc.handlers = append(pc.handlers, handlerRegistration{informer: inf, reg: reg})
 }
 
+// enqueueParent queues a parent the controller syncs: one that matches the
+// label selector, or that carries the finalizer and so still needs its
+// finalize hook.
 func (pc *parentController) enqueueParent(obj interface{}) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.selector.Matches(labels.Set(u.GetLabels())) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) &&
+		!syncengine.HasFinalizer(u, pc.rec.Finalizer) {
 		return
 	}
 	pc.queue.Add(key)
@@ -215,6 +241,22 @@ func (pc *parentController) updateParent(old, cur interface{}) {
 		}
 	}
 	pc.enqueueParent(cur)
+}
+
+func (pc *parentController) deleteParent(obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && pc.customize != nil {
+		pc.customize.forget(u.GetUID())
+	}
+	pc.enqueueParent(obj)
+}
+
+func (pc *parentController) enqueueAll() {
+	for _, obj := range pc.parents.Informer().GetStore().List() {
+		pc.enqueueParent(obj)
+	}
 }
 
 // childChanged queues the parent a child belongs to; an orphan may match
@@ -235,13 +277,9 @@ func (pc *parentController) childChanged(obj interface{}) {
 		pc.queue.Add(parentKey(child.GetNamespace(), ref.Name, pc.namespaced))
 		return
 	}
-	pc.enqueueNamespace(child.GetNamespace())
-}
-
-func (pc *parentController) enqueueNamespace(namespace string) {
 	var objs []interface{}
-	if pc.namespaced && namespace != "" {
-		objs, _ = pc.parents.Informer().GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if pc.namespaced && child.GetNamespace() != "" {
+		objs, _ = pc.parents.Informer().GetIndexer().ByIndex(cache.NamespaceIndex, child.GetNamespace())
 	} else {
 		objs = pc.parents.Informer().GetStore().List()
 	}
@@ -272,7 +310,7 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 
 	start := time.Now()
-	result, err := pc.sync(ctx, key)
+	requeueAfter, err := pc.sync(ctx, key)
 	syncLatency.WithLabelValues(pc.cc.Name).Observe(time.Since(start).Seconds())
 	pc.status.synced(err)
 	var tooMany *hooks.TooManyRequestsError
@@ -280,8 +318,8 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	case err == nil:
 		syncsTotal.WithLabelValues(pc.cc.Name, "success").Inc()
 		pc.queue.Forget(key)
-		if result.requeueAfter > 0 {
-			pc.queue.AddAfter(key, result.requeueAfter)
+		if requeueAfter > 0 {
+			pc.queue.AddAfter(key, requeueAfter)
 		}
 	case errors.As(err, &tooMany):
 		// The hook said when to come back; that is not a failure to back
@@ -298,257 +336,44 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	return true
 }
 
-// eventReasons name the Events of what a sync did to children.
-var eventReasons = map[v1alpha1.SyncAction]string{
-	v1alpha1.SyncActionCreate:   "ChildCreated",
-	v1alpha1.SyncActionUpdate:   "ChildUpdated",
-	v1alpha1.SyncActionRecreate: "ChildRecreating",
-	v1alpha1.SyncActionDelete:   "ChildDeleted",
-	v1alpha1.SyncActionAdopt:    "ChildAdopted",
-	v1alpha1.SyncActionOrphan:   "ChildReleased",
-}
-
-type syncResult struct {
-	requeueAfter time.Duration
-}
-
-// sync brings one parent's children and status to what the hook wants.
-// It is level-based: it reads everything again from the informers.
-func (pc *parentController) sync(ctx context.Context, key string) (syncResult, error) {
+// sync runs the shared reconcile step for the parent of key, read from the
+// informer: level-based, it reads everything again on every sync.
+func (pc *parentController) sync(ctx context.Context, key string) (time.Duration, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return syncResult{}, nil
+		return 0, nil
 	}
-	obj, err := pc.parents.Lister().ByNamespace(namespace).Get(name)
-	if !pc.namespaced {
+	var obj interface{}
+	if pc.namespaced {
+		obj, err = pc.parents.Lister().ByNamespace(namespace).Get(name)
+	} else {
 		obj, err = pc.parents.Lister().Get(name)
 	}
 	if apierrors.IsNotFound(err) {
 		// Gone: its children go with it through their ownerReferences.
-		return syncResult{}, nil
+		return 0, nil
 	}
 	if err != nil {
-		return syncResult{}, err
+		return 0, err
 	}
 	parent := obj.(*unstructured.Unstructured).DeepCopy()
-	if !pc.selector.Matches(labels.Set(parent.GetLabels())) {
-		return syncResult{}, nil
-	}
-	deleting := parent.GetDeletionTimestamp() != nil
-	finalizer := FinalizerPrefix + pc.cc.Name
-	hasFinalizer := containsString(parent.GetFinalizers(), finalizer)
-	if deleting && (pc.hooks.Finalize == nil || !hasFinalizer) {
-		// Nothing to finalize: the garbage collector removes the children.
-		return syncResult{}, nil
-	}
-	if pc.hooks.Finalize != nil && !deleting && !hasFinalizer {
-		if err := pc.setFinalizer(ctx, parent, finalizer, true); err != nil {
-			return syncResult{}, err
-		}
-		// The update event of the finalizer brings the parent back.
-		return syncResult{}, nil
-	}
-
-	claimed, err := pc.claim(ctx, parent)
-	if err != nil {
-		return syncResult{}, err
-	}
-	plan, err := syncengine.Compute(ctx, syncengine.Input{
-		Controller: pc.cc,
-		Parent:     parent,
-		Parents:    pc.parentGVR,
-		Children:   claimed,
-		Hooks:      pc.hooks,
-		Related:    &informerRelated{pc: pc, ctx: ctx},
-		Resolver:   syncengine.RESTMapperResolver(pc.m.cfg.Mapper),
-	})
-	pc.status.hookCalled(err)
-	var tooMany *hooks.TooManyRequestsError
-	switch {
-	case errors.As(err, &tooMany):
-		// Back-pressure, not a failure: the hook said when to come back.
-		pc.m.recorder.Eventf(parent, corev1.EventTypeNormal, "HookThrottled", "the hook asked to be called again in %s", tooMany.RetryAfter)
-		return syncResult{}, err
-	case err != nil:
-		pc.m.recorder.Eventf(parent, corev1.EventTypeWarning, "SyncError", "%v", err)
-		return syncResult{}, err
-	}
-	for _, w := range plan.Warnings {
-		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "SyncWarning", w)
-	}
-	done, applyErr := apply.Execute(ctx, pc.m.cfg.Dynamic, pc.cc.Name, parent, plan)
-	for _, d := range done {
-		if d.Err != nil {
-			pc.m.recorder.Eventf(parent, corev1.EventTypeWarning, "ChildError", "can't %s: %v", d, d.Err)
-			continue
-		}
-		pc.m.recorder.Eventf(parent, corev1.EventTypeNormal, eventReasons[d.Action], "%s", d)
-	}
-	if plan.Finalizing {
-		if plan.Response.Finalized && applyErr == nil {
-			return syncResult{}, pc.setFinalizer(ctx, parent, finalizer, false)
-		}
-	} else if plan.Response.Status != nil || parent.Object["status"] != nil {
-		if _, err := apply.ParentStatus(ctx, pc.m.cfg.Dynamic, pc.parentGVR, parent, plan.Response.Status); err != nil {
-			applyErr = errors.Join(applyErr, err)
-		}
-	}
-	if applyErr != nil {
-		return syncResult{}, applyErr
-	}
-	result := syncResult{}
-	if s := plan.Response.ResyncAfterSeconds; s > 0 {
-		result.requeueAfter = time.Duration(s * float64(time.Second))
-	} else if p := pc.cc.Spec.ResyncPeriodSeconds; p != nil && *p > 0 {
-		result.requeueAfter = time.Duration(*p) * time.Second
-	} else if plan.Finalizing {
-		// Not finalized yet: ask again, as Metacontroller does.
-		result.requeueAfter = 5 * time.Second
-	}
-	return result, nil
-}
-
-// claim finds the parent's children in the informers and sorts them the
-// ControllerRef way. Before adopting orphans it reads the parent again from
-// the cluster: a parent deleted or replaced since the informer saw it must
-// not adopt anything.
-func (pc *parentController) claim(ctx context.Context, parent *unstructured.Unstructured) (syncengine.Claimed, error) {
-	selector, err := syncengine.ParentSelector(pc.cc, parent)
-	if err != nil {
-		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "InvalidSelector", err.Error())
-		return syncengine.Claimed{}, err
-	}
-	var candidates []*unstructured.Unstructured
-	for _, gvr := range pc.childGVRs {
-		objs, err := pc.children[gvr].Lister().ByNamespace(parent.GetNamespace()).List(labels.Everything())
-		if parent.GetNamespace() == "" {
-			objs, err = pc.children[gvr].Lister().List(labels.Everything())
-		}
-		if err != nil {
-			return syncengine.Claimed{}, err
-		}
-		for _, o := range objs {
-			candidates = append(candidates, o.(*unstructured.Unstructured))
-		}
-	}
-	canAdopt := parent.GetDeletionTimestamp() == nil
-	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
-	if len(claimed.Adopt) > 0 {
-		fresh, err := pc.resource(pc.parentGVR, parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
-		if err != nil || fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil {
-			claimed = syncengine.Claim(parent, selector, candidates, false)
-		}
-	}
-	for _, foreign := range claimed.Foreign {
-		ref := metav1.GetControllerOfNoCopy(foreign)
-		pc.m.recorder.Eventf(parent, corev1.EventTypeWarning, "ErrResourceExists",
-			"%s %s matches the selector but is controlled by %s %s; it is left alone", foreign.GetKind(), foreign.GetName(), ref.Kind, ref.Name)
-	}
-	return claimed, nil
-}
-
-// setFinalizer adds or removes the controller's finalizer. The patch
-// carries the resourceVersion, so it never overwrites a change it did not
-// see.
-func (pc *parentController) setFinalizer(ctx context.Context, parent *unstructured.Unstructured, finalizer string, add bool) error {
-	var finalizers []string
-	for _, f := range parent.GetFinalizers() {
-		if f != finalizer {
-			finalizers = append(finalizers, f)
-		}
-	}
-	if add {
-		finalizers = append(finalizers, finalizer)
-	}
-	patch, err := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{"finalizers": finalizers, "resourceVersion": parent.GetResourceVersion()},
-	})
-	if err != nil {
-		return err
-	}
-	_, err = pc.resource(pc.parentGVR, parent.GetNamespace()).Patch(ctx, parent.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func (pc *parentController) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
-	if namespace == "" {
-		return pc.m.cfg.Dynamic.Resource(gvr)
-	}
-	return pc.m.cfg.Dynamic.Resource(gvr).Namespace(namespace)
-}
-
-// informerRelated serves a customize hook's related objects from shared
-// informers, started the first time a rule names a resource; a change to a
-// related object resyncs the parents in its namespace.
-type informerRelated struct {
-	pc  *parentController
-	ctx context.Context
-}
-
-func (r *informerRelated) Related(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
-	gv, err := schema.ParseGroupVersion(rule.APIVersion)
-	if err != nil {
-		return nil, err
-	}
-	inf := r.pc.relatedInformer(r.ctx, gv.WithResource(rule.Resource))
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		return nil, fmt.Errorf("related %s did not sync", rule.Resource)
-	}
-	selector := labels.Everything()
-	if rule.LabelSelector != nil {
-		if selector, err = metav1.LabelSelectorAsSelector(rule.LabelSelector); err != nil {
-			return nil, err
-		}
-	}
-	namespace := rule.Namespace
-	if namespace == "" {
-		namespace = parent.GetNamespace()
-	}
-	objs, err := inf.Lister().ByNamespace(namespace).List(selector)
-	if namespace == "" {
-		objs, err = inf.Lister().List(selector)
+	lister := &informerLister{pc: pc, ctx: ctx}
+	res, err := pc.rec.Sync(ctx, reconcile.Env{
+		Client:   pc.m.cfg.Dynamic,
+		Resolver: syncengine.RESTMapperResolver(pc.m.cfg.Discovery),
+		Children: lister,
+		Related:  lister,
+		Recorder: pc.m.recorder,
+		// A nil *Schemas must stay a nil interface.
+		Ownership: pc.m.ownership(),
+	}, parent, reconcile.Options{})
+	if res.Plan != nil || err != nil {
+		pc.status.hookCalled(err)
 	}
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	names := map[string]bool{}
-	for _, n := range rule.Names {
-		names[n] = true
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		u := o.(*unstructured.Unstructured)
-		if len(names) == 0 || names[u.GetName()] {
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
-
-func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) informers.GenericInformer {
-	pc.relatedMu.Lock()
-	defer pc.relatedMu.Unlock()
-	if inf, ok := pc.related[gvr]; ok {
-		return inf
-	}
-	inf := pc.m.factory.ForResource(gvr)
-	pc.related[gvr] = inf
-	changed := func(obj interface{}) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			pc.enqueueNamespace(u.GetNamespace())
-		}
-	}
-	pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: changed, UpdateFunc: func(_, cur interface{}) { changed(cur) }, DeleteFunc: changed,
-	})
-	pc.m.factory.Start(pc.m.stopCh)
-	return inf
+	return res.RequeueAfter, nil
 }
 
 func ignoreStatusChanges(cc *v1alpha1.CompositeController) bool {
@@ -569,13 +394,4 @@ func onlyStatusChanged(old, cur *unstructured.Unstructured) bool {
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(old), strip(cur))
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -155,7 +155,7 @@ func (pc *parentController) counts() (parents, children int) {
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
-		if pc.selector.Matches(labels.Set(u.GetLabels())) {
+		if pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
 		}
 	}

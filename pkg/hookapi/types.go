@@ -66,6 +66,9 @@ type RelatedResourceRule struct {
 	Resource string `json:"resource"`
 	// LabelSelector selects objects by label; nil selects by names alone.
 	LabelSelector *metav1.LabelSelector `json:"labelSelector"`
+	// NamespaceSelector selects the namespaces whose objects are related;
+	// it may not be combined with namespace or names.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// Namespace restricts the objects to one namespace.
 	Namespace string `json:"namespace,omitempty"`
 	// Names restricts the objects to these names.

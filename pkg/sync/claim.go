@@ -40,6 +40,11 @@ type Claimed struct {
 	// selector, such as other parents' children: not a conflict unless the
 	// hook asks for one of their names. They are never touched.
 	Others []*unstructured.Unstructured
+	// Unowned have no controller and are not adopted: they do not match
+	// the selector, or may not be adopted now. They are never touched: a
+	// desired child of the same name is not created over them, as
+	// Metacontroller's create would fail with AlreadyExists.
+	Unowned []*unstructured.Unstructured
 }
 
 // Claim sorts candidate children (already filtered to the declared child
@@ -51,7 +56,7 @@ type Claimed struct {
 //   - no controller ref, matching, canAdopt and not being deleted: Adopt;
 //   - controlled by another owner: Foreign when matching, else Others
 //     (never touched either way);
-//   - no controller ref and not matching: ignored.
+//   - any other object without a controller ref: Unowned (never touched).
 //
 // Like the ControllerRefManager of kube-controller-manager, a parent that is
 // being deleted neither adopts nor releases: its owned children that no
@@ -88,9 +93,11 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 		}
 		if matches && canAdopt && !parentDeleting && obj.GetDeletionTimestamp() == nil {
 			c.Adopt = append(c.Adopt, obj)
+			continue
 		}
+		c.Unowned = append(c.Unowned, obj)
 	}
-	for _, list := range [][]*unstructured.Unstructured{c.Owned, c.Adopt, c.Release, c.Foreign, c.Others} {
+	for _, list := range [][]*unstructured.Unstructured{c.Owned, c.Adopt, c.Release, c.Foreign, c.Others, c.Unowned} {
 		sortObjects(list)
 	}
 	return c

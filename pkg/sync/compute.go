@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -34,13 +35,6 @@ type Hooks struct {
 	Customize hookapi.CustomizeHook
 }
 
-// RelatedSource returns the objects a customize rule selects. A nil source
-// in Input means there is no cluster: rules produce a warning and no related
-// objects.
-type RelatedSource interface {
-	Related(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error)
-}
-
 // Input is everything Compute needs for one parent. Compute reads it and
 // never modifies it: the objects may come straight from an informer cache.
 type Input struct {
@@ -52,8 +46,13 @@ type Input struct {
 	// in Owned.
 	Children Claimed
 	Hooks    Hooks
-	Related  RelatedSource
+	// Related lists the objects the customize hook's rules select.
+	Related  ObjectLister
 	Resolver KindResolver
+	// Ownership decides whether applying a desired child changes it, with
+	// the target cluster's schemas; nil compares with schemas deduced from
+	// the objects.
+	Ownership FieldOwnership
 }
 
 // Item is the plan for one child.
@@ -71,8 +70,26 @@ type Item struct {
 	Observed *unstructured.Unstructured
 	// Reason explains the action, e.g. why a changed child is not updated.
 	Reason string
-	// Diff is the difference between Observed and Desired (see Diff).
+	// Diff lists what applying Desired changes on Observed, one field a
+	// line; a removed field's line starts with "- ".
 	Diff []string
+	// Takeover, when set, is a JSON patch (RFC 6902) to send before the
+	// apply: it moves the fields Metacontroller's field manager owns to
+	// this controller's, so that the apply prunes what the hook dropped.
+	Takeover []byte
+}
+
+// FieldOwnership tells what server-side applying a desired child would
+// change; *fieldowner.Schemas implements it.
+type FieldOwnership interface {
+	Compare(observed, desired *unstructured.Unstructured, manager string) (fieldowner.Result, error)
+	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
+}
+
+// FieldManager is the server-side apply manager of one CompositeController:
+// each controller owns the fields of the children it applies, and no other.
+func FieldManager(controller string) string {
+	return "metacontroller.k8s.io/" + controller
 }
 
 // Plan is the outcome of one sync of one parent: what the hooks were asked
@@ -92,9 +109,9 @@ type Plan struct {
 	// settle ownership before anything else runs), then by apiVersion,
 	// kind, namespace and name.
 	Items []Item
-	// Finalizing is true when the parent is being deleted. Then the
-	// finalize hook was called if there is one (Response.Finalized says
-	// whether the parent may go), and nothing was called if not.
+	// Finalizing is true when the finalize hook was called: the parent is
+	// being deleted or stopped matching spec.parentResource.labelSelector.
+	// Response.Finalized says whether it may go.
 	Finalizing bool
 	// Warnings are problems that did not stop the sync.
 	Warnings []string
@@ -197,25 +214,19 @@ func (c *computation) run(ctx context.Context) error {
 	spec := c.specHooks()
 	hook, hookName, version := c.in.Hooks.Sync, HookSync, hookVersion(spec.Sync)
 
-	if c.in.Parent.GetDeletionTimestamp() != nil {
-		c.plan.Finalizing = true
+	// Metacontroller calls the finalize hook for a parent that is being
+	// deleted or that stopped matching spec.parentResource.labelSelector
+	// (it still carries the finalizer, or it would not be synced), and the
+	// sync hook otherwise, deleting parents included.
+	deleting := c.in.Parent.GetDeletionTimestamp() != nil
+	leaving := deleting || !c.matchesParentLabels()
+	if leaving && spec.Finalize != nil {
 		if c.in.Hooks.Finalize == nil {
-			// Without a finalize hook there is nothing to ask: the garbage
-			// collector removes the children with the parent. Only claims
-			// that were already decided are carried out.
-			if spec.Finalize != nil {
-				c.warn("the controller declares a finalize hook but it is not available here; it was not called")
-			}
-			c.warn("parent is being deleted; nothing to sync")
-			items, err := c.claimItems(false)
-			if err != nil {
-				return err
-			}
-			c.plan.Items = items
-			sortItems(c.plan.Items)
-			return nil
+			c.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
+		} else {
+			c.plan.Finalizing = true
+			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, hookVersion(spec.Finalize)
 		}
-		hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, hookVersion(spec.Finalize)
 	}
 
 	related, err := c.related(ctx, version)
@@ -246,7 +257,40 @@ func (c *computation) run(ctx context.Context) error {
 	for _, d := range desired {
 		c.plan.Desired = append(c.plan.Desired, d.obj)
 	}
+	if !ManagesChildren(c.in.Controller, c.in.Parent) {
+		return c.leaveChildren()
+	}
 	return c.buildItems(desired)
+}
+
+// matchesParentLabels tells whether the parent matches the controller's
+// spec.parentResource.labelSelector.
+func (c *computation) matchesParentLabels() bool {
+	sel, err := ParentLabelSelector(c.in.Controller)
+	if err != nil {
+		// Validation rejects such a selector; a controller that has one
+		// anyway manages nothing new.
+		return false
+	}
+	return sel.Matches(labels.Set(c.in.Parent.GetLabels()))
+}
+
+// leaveChildren plans nothing for the children of a parent that is being
+// deleted without the controller's finalize hook holding it: the garbage
+// collector removes them with the parent.
+func (c *computation) leaveChildren() error {
+	c.warn("parent is being deleted; its children are left to the garbage collector")
+	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Release} {
+		for _, obj := range list {
+			gvr, err := c.observedGVR(obj)
+			if err != nil {
+				return err
+			}
+			c.plan.Items = append(c.plan.Items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: gvr, Observed: obj, Reason: reasonParentDeleting})
+		}
+	}
+	sortItems(c.plan.Items)
+	return nil
 }
 
 // observedMap is the children of the hook request: the owned children and
@@ -319,15 +363,33 @@ func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion)
 		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
 		return m, nil
 	}
-	kf, _ := c.in.Resolver.(KindForResolver)
+	kf, ok := c.in.Resolver.(KindForResolver)
+	if !ok {
+		return nil, errors.New("can't look up related objects: the resolver can't map resources to kinds")
+	}
 	for _, rule := range resp.RelatedResourceRules {
-		if kf != nil {
-			gv, _ := schema.ParseGroupVersion(rule.APIVersion)
-			if gvk, err := kf.KindFor(gv.WithResource(rule.Resource)); err == nil {
-				m.InitGroup(rule.APIVersion, gvk.Kind)
-			}
+		gv, _ := schema.ParseGroupVersion(rule.APIVersion)
+		gvr := gv.WithResource(rule.Resource)
+		gvk, err := kf.KindFor(gvr)
+		if err != nil {
+			return nil, fmt.Errorf("can't resolve related resource %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
 		}
-		objs, err := c.in.Related.Related(ctx, c.in.Parent, rule)
+		_, namespaced, err := c.resolve(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("can't resolve related resource %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
+		}
+		// Which objects a rule selects follows the customize hook's
+		// version, as in Metacontroller; how they are keyed, the version
+		// of the hook that receives them.
+		query, err := NewRelatedQuery(rule, hookVersion(c.specHooks().Customize), c.in.Parent, gvr, namespaced)
+		if err != nil {
+			// validateRules let it through: it depends on the resource's
+			// scope, known only now.
+			return nil, &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize,
+				Problems: []string{fmt.Sprintf("relatedResources %s (%s): %v", rule.Resource, rule.APIVersion, err)}}
+		}
+		m.InitGroup(rule.APIVersion, gvk.Kind)
+		objs, err := query.List(ctx, c.in.Related)
 		if err != nil {
 			return nil, fmt.Errorf("can't get the related objects of %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
 		}
@@ -364,6 +426,17 @@ func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
 				if _, err := metav1.LabelSelectorAsSelector(rule.LabelSelector); err != nil {
 					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid labelSelector: %v", i, err))
 				}
+			}
+			if rule.NamespaceSelector != nil {
+				if _, err := metav1.LabelSelectorAsSelector(rule.NamespaceSelector); err != nil {
+					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid namespaceSelector: %v", i, err))
+				}
+			}
+			if len(rule.Names) > 0 && (rule.LabelSelector != nil || rule.NamespaceSelector != nil) {
+				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets names together with a labelSelector or namespaceSelector; Metacontroller takes one or the other", i))
+			}
+			if rule.Namespace != "" && rule.NamespaceSelector != nil {
+				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets namespace together with namespaceSelector", i))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -203,10 +204,33 @@ func TestComputeReportsEveryProblem(t *testing.T) {
 	}
 }
 
-type relatedFunc func(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error)
+// listerFunc is an ObjectLister of one function; it knows no namespaces.
+type listerFunc func(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error)
 
-func (f relatedFunc) Related(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
-	return f(ctx, parent, rule)
+func (f listerFunc) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	return f(ctx, gvr, namespace, selector)
+}
+
+func (f listerFunc) Namespaces(context.Context, labels.Selector) ([]string, error) { return nil, nil }
+
+// mapperResolver knows the kinds of the tests, both ways, as discovery
+// would.
+func mapperResolver() KindResolver {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, k := range []struct {
+		gvk   schema.GroupVersionKind
+		scope meta.RESTScope
+	}{
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, meta.RESTScopeNamespace},
+	} {
+		m.Add(k.gvk, k.scope)
+	}
+	return RESTMapperResolver(m)
 }
 
 type failingResolver struct{ err error }
@@ -269,7 +293,8 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 			modify: func(in *Input) {
 				withCustomize(in.Controller)
 				in.Hooks.Customize = customizing(&hookapi.CustomizeHookResponse{RelatedResourceRules: configMapRule}, nil)
-				in.Related = relatedFunc(func(context.Context, *unstructured.Unstructured, *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
+				in.Resolver = mapperResolver()
+				in.Related = listerFunc(func(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]*unstructured.Unstructured, error) {
 					return nil, errors.New("forbidden")
 				})
 			},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
@@ -68,6 +69,44 @@ func TestComputePlan(t *testing.T) {
 				}
 				if it.Reason != "differs; updateStrategy InPlace updates it in place" || it.Observed == nil || it.Desired == nil {
 					t.Errorf("item %+v", it)
+				}
+			},
+		},
+		{
+			name:     "a data key the hook stopped returning is removed: an update with a - line",
+			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("v1", "ConfigMap", parentNS, "a", "metadata.labels.app", "p", "data.color", "blue", "data.size", "L"))}},
+			desired:  []*unstructured.Unstructured{cm("a", "blue")},
+			want:     []string{"Update ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if !reflect.DeepEqual(p.Items[0].Diff, []string{`- data.size: "L"`}) {
+					t.Errorf("diff %q", p.Items[0].Diff)
+				}
+			},
+		},
+		{
+			name:     "an object of the desired name without a controller that does not match the selector is not taken over",
+			children: Claimed{Unowned: []*unstructured.Unstructured{object("v1", "ConfigMap", parentNS, "a", "data.color", "mine")}},
+			desired:  []*unstructured.Unstructured{cm("a", "blue")},
+			want:     []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Items[0].Reason != reasonUnowned || !containsProblem(p.Warnings, "exists without a controller and does not match the parent's selector") {
+					t.Errorf("item %+v, warnings %q", p.Items[0], p.Warnings)
+				}
+			},
+		},
+		{
+			name: "a child last written by Metacontroller is taken over, and what the hook dropped is pruned",
+			children: Claimed{Owned: []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				o := owned(object("v1", "ConfigMap", parentNS, "a", "metadata.labels.app", "p", "data.color", "blue", "data.size", "L"))
+				appliedBy(o, "metacontroller")
+				return o
+			}()}},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Update ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				it := p.Items[0]
+				if len(it.Takeover) == 0 || !containsProblem(it.Diff, `- data.size: "L"`) {
+					t.Errorf("takeover %s, diff %q", it.Takeover, it.Diff)
 				}
 			},
 		},
@@ -264,7 +303,7 @@ func TestComputePlan(t *testing.T) {
 			want: []string{
 				"Orphan ConfigMap ns/gone", "Adopt ConfigMap ns/z",
 				"Delete Deployment ns/web",
-				"Create ConfigMap ns/a", "Delete ConfigMap ns/b", "Create ConfigMap ns/c", "Unchanged ConfigMap ns/z",
+				"Create ConfigMap ns/a", "Delete ConfigMap ns/b", "Create ConfigMap ns/c", "Update ConfigMap ns/z",
 				"Create Secret ns/s",
 			},
 			check: func(t *testing.T, p *Plan) {
@@ -378,53 +417,98 @@ func TestComputeDoesNotModifyItsInput(t *testing.T) {
 }
 
 func TestComputeCustomize(t *testing.T) {
-	rule := &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", Namespace: "shared", Names: []string{"settings"}}
-	customize := hookapi.CustomizeHookFunc(func(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
-		if req.Parent.GetName() != "p" || req.Controller.Name != "things" {
-			t.Errorf("customize request %+v", req)
+	// The cluster: ConfigMaps in the parent's namespace and another, and a
+	// cluster-scoped StorageClass.
+	objects := []*unstructured.Unstructured{
+		object("v1", "ConfigMap", parentNS, "settings"),
+		object("v1", "ConfigMap", "shared", "settings"),
+		object("storage.k8s.io/v1", "StorageClass", "", "fast"),
+	}
+	source := listerFunc(func(_ context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+		var out []*unstructured.Unstructured
+		for _, o := range objects {
+			gv, _ := schema.ParseGroupVersion(o.GetAPIVersion())
+			if gv.Group == gvr.Group && (namespace == "" || o.GetNamespace() == namespace) && selector.Matches(labels.Set(o.GetLabels())) {
+				if (gvr.Resource == "configmaps") == (o.GetKind() == "ConfigMap") {
+					out = append(out, o)
+				}
+			}
 		}
-		return &hookapi.CustomizeHookResponse{RelatedResourceRules: []*hookapi.RelatedResourceRule{rule}}, nil
+		return out, nil
 	})
-	source := relatedFunc(func(ctx context.Context, parent *unstructured.Unstructured, r *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
-		if r != rule || parent.GetName() != "p" {
-			t.Errorf("Related called with %+v for %s", r, parent.GetName())
-		}
-		return []*unstructured.Unstructured{object("v1", "ConfigMap", "shared", "settings")}, nil
-	})
+	byNames := &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", Names: []string{"settings"}}
+	inShared := &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", Namespace: "shared", Names: []string{"settings"}}
+	byLabels := &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", LabelSelector: &metav1.LabelSelector{}}
+	clusterScoped := &hookapi.RelatedResourceRule{APIVersion: "storage.k8s.io/v1", Resource: "storageclasses", Names: []string{"fast"}}
 
 	for _, tc := range []struct {
 		name        string
 		version     v1alpha1.HookVersion
-		source      RelatedSource
+		rule        *hookapi.RelatedResourceRule
+		source      ObjectLister
 		declared    bool
 		wantRelated map[string][]string
 		wantWarning string
+		wantErr     string
 	}{
 		{
-			name: "related objects are passed to the sync hook keyed for v1", version: v1alpha1.HookVersionV1,
-			source: source, declared: true,
+			name: "a v1 hook of a namespaced parent sees related objects of its own namespace, keyed by name", version: v1alpha1.HookVersionV1,
+			rule: byNames, source: source, declared: true,
 			wantRelated: map[string][]string{"ConfigMap.v1": {"settings"}},
 		},
 		{
-			name: "related objects are passed to the sync hook keyed for v2", version: v1alpha1.HookVersionV2,
-			source: source, declared: true,
+			name: "a v2 hook sees the namespace its rule names, keyed by namespace/name", version: v1alpha1.HookVersionV2,
+			rule: inShared, source: source, declared: true,
 			wantRelated: map[string][]string{"ConfigMap.v1": {"shared/settings"}},
 		},
 		{
-			name: "without a RelatedSource the sync hook gets none, with a warning", version: v1alpha1.HookVersionV1,
-			declared: true, wantRelated: map[string][]string{},
+			name: "a v2 labelSelector without a namespace selects in all namespaces", version: v1alpha1.HookVersionV2,
+			rule: byLabels, source: source, declared: true,
+			wantRelated: map[string][]string{"ConfigMap.v1": {"ns/settings", "shared/settings"}},
+		},
+		{
+			name: "a v1 labelSelector without a namespace selects in the parent's namespace", version: v1alpha1.HookVersionV1,
+			rule: byLabels, source: source, declared: true,
+			wantRelated: map[string][]string{"ConfigMap.v1": {"settings"}},
+		},
+		{
+			name: "a namespaced parent sees cluster-scoped related objects", version: v1alpha1.HookVersionV1,
+			rule: clusterScoped, source: source, declared: true,
+			wantRelated: map[string][]string{"StorageClass.storage.k8s.io/v1": {"fast"}},
+		},
+		{
+			name: "a v1 hook of a namespaced parent may not name another namespace", version: v1alpha1.HookVersionV1,
+			rule: inShared, source: source, declared: true,
+			wantErr: "a v1 hook of a namespaced parent sees its own namespace only",
+		},
+		{
+			name: "names and a labelSelector together are an invalid answer", version: v1alpha1.HookVersionV2,
+			rule:   &hookapi.RelatedResourceRule{APIVersion: "v1", Resource: "configmaps", Names: []string{"a"}, LabelSelector: &metav1.LabelSelector{}},
+			source: source, declared: true,
+			wantErr: "sets names together with a labelSelector or namespaceSelector",
+		},
+		{
+			name: "without an ObjectLister the sync hook gets none, with a warning", version: v1alpha1.HookVersionV1,
+			rule: byNames, declared: true, wantRelated: map[string][]string{},
 			wantWarning: "customize hook asked for related objects but no target cluster is reachable; the sync hook gets none",
 		},
 		{
 			name: "a customize hook the controller does not declare is not called", version: v1alpha1.HookVersionV1,
-			source: source, declared: false, wantRelated: map[string][]string{},
+			rule: byNames, source: source, declared: false, wantRelated: map[string][]string{},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := newController(withSyncVersion(tc.version))
 			if tc.declared {
 				withCustomize(cc)
+				cc.Spec.Hooks.Customize.Version = &tc.version
 			}
+			customize := hookapi.CustomizeHookFunc(func(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
+				if req.Parent.GetName() != "p" || req.Controller.Name != "things" {
+					t.Errorf("customize request %+v", req)
+				}
+				return &hookapi.CustomizeHookResponse{RelatedResourceRules: []*hookapi.RelatedResourceRule{tc.rule}}, nil
+			})
 			var got *hookapi.SyncHookRequest
 			sync := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 				got = req
@@ -432,17 +516,30 @@ func TestComputeCustomize(t *testing.T) {
 			})
 			in := newInput(cc, newParent(), Claimed{}, sync)
 			in.Hooks.Customize = customize
-			in.Related = tc.source
+			in.Resolver = mapperResolver()
+			if tc.source != nil {
+				in.Related = tc.source
+			}
 			plan, err := Compute(context.Background(), in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			related := map[string][]string{}
 			for g, objs := range got.Related {
+				if len(objs) == 0 {
+					continue
+				}
 				related[g] = []string{}
 				for k := range objs {
 					related[g] = append(related[g], k)
 				}
+				sort.Strings(related[g])
 			}
 			if !reflect.DeepEqual(related, tc.wantRelated) {
 				t.Errorf("related %v, want %v", related, tc.wantRelated)
@@ -470,7 +567,9 @@ func TestComputeFinalizing(t *testing.T) {
 			sent = req
 			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"phase": "gone"}}, nil
 		})
-		in := newInput(newController(withFinalize), deleting(newParent()), Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
+		parent := deleting(newParent())
+		parent.SetFinalizers([]string{FinalizerPrefix + "things"})
+		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
 		in.Hooks.Finalize = finalize
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
@@ -487,32 +586,55 @@ func TestComputeFinalizing(t *testing.T) {
 		}
 	})
 
-	t.Run("without a finalize hook: no hook call, only orphans", func(t *testing.T) {
-		plan, err := Compute(context.Background(), newInput(newController(), deleting(newParent()), children, mustNotCall(t, "sync")))
+	t.Run("with a finalize hook and a pending foreground deletion: called, children left to the garbage collector", func(t *testing.T) {
+		parent := deleting(newParent())
+		parent.SetFinalizers([]string{metav1.FinalizerDeleteDependents, FinalizerPrefix + "things"})
+		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
+		in.Hooks.Finalize = returning()
+		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plan.HookRequest != nil || plan.Response != nil || !plan.Finalizing {
-			t.Errorf("plan %+v", plan)
+		if !plan.Finalizing || plan.Response == nil {
+			t.Fatalf("the finalize hook was not called: %+v", plan)
 		}
-		if got := summary(plan); !reflect.DeepEqual(got, []string{"Orphan ConfigMap ns/gone"}) {
+		if got := summary(plan); !reflect.DeepEqual(got, []string{"Unchanged ConfigMap ns/a"}) {
 			t.Errorf("items %q", got)
-		}
-		if !reflect.DeepEqual(plan.Warnings, []string{"parent is being deleted; nothing to sync"}) {
-			t.Errorf("warnings %q", plan.Warnings)
 		}
 	})
 
-	t.Run("a finalized answer from the sync hook is ignored, with a warning", func(t *testing.T) {
-		sync := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
-			return &hookapi.SyncHookResponse{Finalized: true}, nil
-		})
-		plan, err := Compute(context.Background(), newInput(newController(), newParent(), Claimed{}, sync))
+	t.Run("a parent that stopped matching the label selector gets the finalize hook, which manages its children", func(t *testing.T) {
+		cc := newController(withFinalize)
+		cc.Spec.ParentResource.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+		parent := newParent()
+		parent.SetFinalizers([]string{FinalizerPrefix + "things"})
+		in := newInput(cc, parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
+		in.Hooks.Finalize = returning()
+		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plan.Finalizing || !containsProblem(plan.Warnings, "finalized: true") {
-			t.Errorf("finalizing %v, warnings %q", plan.Finalizing, plan.Warnings)
+		if !plan.Finalizing || !plan.HookRequest.Finalizing {
+			t.Fatalf("the finalize hook was not called with finalizing: %+v", plan)
+		}
+		if got := summary(plan); !reflect.DeepEqual(got, []string{"Delete ConfigMap ns/a"}) {
+			t.Errorf("items %q", got)
+		}
+	})
+
+	t.Run("without a finalize hook: the sync hook is called, as in Metacontroller, and children are left to the garbage collector", func(t *testing.T) {
+		plan, err := Compute(context.Background(), newInput(newController(), deleting(newParent()), children, returning()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.HookRequest == nil || plan.Response == nil || plan.Finalizing || plan.HookRequest.Finalizing {
+			t.Errorf("plan %+v", plan)
+		}
+		if got := summary(plan); !reflect.DeepEqual(got, []string{"Unchanged ConfigMap ns/a", "Unchanged ConfigMap ns/gone"}) {
+			t.Errorf("items %q", got)
+		}
+		if !reflect.DeepEqual(plan.Warnings, []string{"parent is being deleted; its children are left to the garbage collector"}) {
+			t.Errorf("warnings %q", plan.Warnings)
 		}
 	})
 }
@@ -593,7 +715,7 @@ func TestComputeWarnsAboutDeclaredHooksItCannotCall(t *testing.T) {
 		t.Errorf("warnings %q", plan.Warnings)
 	}
 
-	in = newInput(newController(withFinalize), deleting(newParent()), Claimed{}, mustNotCall(t, "sync"))
+	in = newInput(newController(withFinalize), deleting(newParent()), Claimed{}, returning())
 	plan, err = Compute(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -147,8 +149,43 @@ func cm(name, color string) *unstructured.Unstructured {
 // owned makes the parent obj's controller.
 func owned(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	obj.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(newParent())})
+	appliedBy(obj, FieldManager("things"))
 	obj.SetUID(k8stypes.UID("uid-" + obj.GetName()))
 	return obj
+}
+
+// appliedBy records in obj's managedFields that manager applied all of it,
+// as the API server would after a server-side apply of exactly obj.
+func appliedBy(obj *unstructured.Unstructured, manager string) {
+	tv, err := managedfields.NewDeducedTypeConverter().ObjectToTyped(obj)
+	if err != nil {
+		panic(err)
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		panic(err)
+	}
+	system := fieldpath.NewSet()
+	for _, p := range [][]string{{"apiVersion"}, {"kind"}, {"metadata"}, {"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"}} {
+		system.Insert(fieldpath.MakePathOrDie(toInterfaces(p)...))
+	}
+	set = set.Difference(system)
+	fields, err := set.ToJSON()
+	if err != nil {
+		panic(err)
+	}
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{
+		Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: obj.GetAPIVersion(),
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fields},
+	}})
+}
+
+func toInterfaces(p []string) []interface{} {
+	out := make([]interface{}, len(p))
+	for i := range p {
+		out[i] = p[i]
+	}
+	return out
 }
 
 // returning is a sync hook that returns children, the same objects on every

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"sort"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 )
 
 // Reasons of plan items, for people reading a plan.
@@ -21,6 +24,9 @@ const (
 	reasonRecreate       = "differs; updateStrategy %s deletes and recreates it"
 	reasonDelete         = "no longer returned by the hook"
 	reasonAlreadyDeleted = "no longer returned by the hook; already being deleted"
+	reasonTakeover       = "last written by Metacontroller: its fields are taken over by this controller's field manager"
+	reasonParentDeleting = "parent is being deleted; the garbage collector removes its children"
+	reasonUnowned        = "returned by the hook, but an object of that name exists without a controller and does not match the parent's selector; it is not taken over"
 )
 
 // buildItems compares the desired children with the observed ones.
@@ -50,6 +56,7 @@ func (c *computation) buildItems(desired []desiredChild) error {
 	}
 	released := keySet(c.in.Children.Release)
 	foreign := keySet(append(append([]*unstructured.Unstructured{}, c.in.Children.Foreign...), c.in.Children.Others...))
+	unowned := keySet(c.in.Children.Unowned)
 
 	wanted := map[string]bool{}
 	for _, d := range desired {
@@ -60,6 +67,9 @@ func (c *computation) buildItems(desired []desiredChild) error {
 		case !ok && foreign[key]:
 			c.warn("child %s exists and is controlled by another owner; it is left alone", describe(d.obj))
 			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonForeign})
+		case !ok && unowned[key]:
+			c.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
+			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnowned})
 		case !ok && released[key]:
 			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake})
 		case !ok:
@@ -94,11 +104,38 @@ func (c *computation) buildItems(desired []desiredChild) error {
 }
 
 // updateItem is the item of a desired child that exists, by the update
-// strategy of its resource.
+// strategy of its resource. Whether it differs is what kube-apiserver's
+// field manager would say of our server-side apply (structured-merge-diff
+// over the cluster's schema), not a hand-written value diff: a field the
+// hook stopped returning is pruned, a field another manager owns is not
+// ours to compare. A child last written by Metacontroller is taken over
+// first (Item.Takeover), so that what it set and the hook dropped is
+// pruned too.
 func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured) Item {
 	item := Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs}
-	item.Diff = Diff(obs, d.obj)
-	if len(item.Diff) == 0 {
+	manager := FieldManager(c.in.Controller.Name)
+	observed := obs
+	if patch, needed, err := c.ownership().TakeoverPatch(obs, manager); err != nil {
+		c.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
+	} else if needed {
+		if taken, err := applyJSONPatch(obs, patch); err != nil {
+			c.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
+		} else {
+			item.Takeover, observed = patch, taken
+			item.Reason = reasonTakeover
+		}
+	}
+	want := d.obj.DeepCopy()
+	want.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(c.in.Parent)})
+	res, err := c.ownership().Compare(observed, want, manager)
+	if err != nil {
+		// Applying is the safe side: an apply that changes nothing is a
+		// no-op on the server.
+		c.warn("can't compare %s with what the controller applied; applying it: %v", describe(d.obj), err)
+		res.Changed = true
+	}
+	item.Diff = append(res.Lines, res.Ownership...)
+	if !res.Changed {
 		return item
 	}
 	switch method := c.updateMethod(d.gvr); method {
@@ -114,6 +151,37 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 		item.Reason = reasonOnDelete
 	}
 	return item
+}
+
+// ownership is the field-ownership comparison of Input, or one on deduced
+// schemas when there is no cluster to ask for its schema.
+func (c *computation) ownership() FieldOwnership {
+	if c.in.Ownership != nil {
+		return c.in.Ownership
+	}
+	return deducedOwnership
+}
+
+var deducedOwnership = fieldowner.NewSchemas(nil)
+
+// applyJSONPatch applies an RFC 6902 patch to a copy of obj.
+func applyJSONPatch(obj *unstructured.Unstructured, patch []byte) (*unstructured.Unstructured, error) {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	if data, err = p.Apply(data); err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // updateMethod is the update method of the child resource gvr, OnDelete

@@ -14,6 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -163,6 +164,9 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		}
 
 		c.stripSystemMetadata(desc, obj)
+		// What is applied, and so compared: no status (never a parent's to
+		// write, as in Metacontroller), numbers as the wire has them.
+		obj = fieldowner.Sanitize(obj)
 		if generate {
 			// As Metacontroller: add the label when the hook did not set
 			// it; a different value fails the selector check below.

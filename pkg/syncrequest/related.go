@@ -2,55 +2,76 @@ package syncrequest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
-// relatedLister reads the objects a customize hook asks for, straight from
-// the target cluster, as the caller may.
-type relatedLister struct {
-	target *Target
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// callerLister lists children and related objects straight from the target
+// cluster, and only what the caller may list: the server's own identity
+// must not lend its rights.
+type callerLister struct {
+	cluster    *target.Cluster
+	authorizer authorizer.Authorizer
 }
 
-func (l *relatedLister) Related(ctx context.Context, parent *unstructured.Unstructured, rule *hookapi.RelatedResourceRule) ([]*unstructured.Unstructured, error) {
-	gv, err := schema.ParseGroupVersion(rule.APIVersion)
-	if err != nil {
-		return nil, fmt.Errorf("customize hook returned a related resource with apiVersion %q: %w", rule.APIVersion, err)
-	}
-	gvr := gv.WithResource(rule.Resource)
-	namespace := rule.Namespace
-	if namespace == "" {
-		namespace = parent.GetNamespace()
-	}
-	opts := metav1.ListOptions{}
-	if rule.LabelSelector != nil {
-		selector, err := metav1.LabelSelectorAsSelector(rule.LabelSelector)
-		if err != nil {
-			return nil, fmt.Errorf("customize hook returned an invalid labelSelector for %s: %w", rule.Resource, err)
-		}
-		opts.LabelSelector = selector.String()
-	}
-	if err := l.target.authorize(ctx, "list", gvr, namespace, ""); err != nil {
+func (l *callerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	if err := authorize(ctx, l.authorizer, "list", gvr, namespace, ""); err != nil {
 		return nil, err
 	}
-	list, err := l.target.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
+	list, err := l.cluster.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
-		return nil, fmt.Errorf("can't list related %s: %w", gvr.Resource, err)
+		return nil, fmt.Errorf("can't list %s: %w", gvr.GroupResource(), err)
 	}
-	names := map[string]bool{}
-	for _, n := range rule.Names {
-		names[n] = true
-	}
-	var out []*unstructured.Unstructured
+	out := make([]*unstructured.Unstructured, 0, len(list.Items))
 	for i := range list.Items {
-		if len(names) == 0 || names[list.Items[i].GetName()] {
-			out = append(out, &list.Items[i])
-		}
+		out = append(out, &list.Items[i])
 	}
 	return out, nil
+}
+
+func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
+	objs, err := l.List(ctx, namespacesGVR, "", selector)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, o.GetName())
+	}
+	return names, nil
+}
+
+// authorize refuses to read or write, on the caller's behalf, what the
+// caller could not themselves.
+func authorize(ctx context.Context, authz authorizer.Authorizer, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+	if authz == nil {
+		return nil
+	}
+	user, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return apierrors.NewForbidden(gvr.GroupResource(), name, errors.New("no user in the request"))
+	}
+	decision, reason, err := authz.Authorize(ctx, authorizer.AttributesRecord{
+		User: user, Verb: verb, Namespace: namespace, Name: name, ResourceRequest: true,
+		APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
+	})
+	if err != nil && decision != authorizer.DecisionAllow {
+		return apierrors.NewForbidden(gvr.GroupResource(), name, fmt.Errorf("a sync reads it on your behalf: %w", err))
+	}
+	if decision != authorizer.DecisionAllow {
+		return apierrors.NewForbidden(gvr.GroupResource(), name, fmt.Errorf("a sync reads it on your behalf, and you may not %s it: %s", verb, reason))
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
-	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // EtcdPathPrefix is where objects live in etcd, so that the server can share
@@ -73,6 +73,11 @@ type Options struct {
 	// TargetQPS and TargetBurst limit requests to the target cluster.
 	TargetQPS   float32
 	TargetBurst int
+	// ResyncPeriod is how often every parent is synced with nothing
+	// changed.
+	ResyncPeriod time.Duration
+	// DiscoveryInterval is how often the target's discovery is refreshed.
+	DiscoveryInterval time.Duration
 
 	Stdout io.Writer
 	Stderr io.Writer
@@ -94,6 +99,10 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		TargetQPS:        300,
 		TargetBurst:      600,
 		Workers:          5,
+		// Metacontroller flushes its caches, and so resyncs every parent,
+		// every 30 minutes; its discovery is refreshed every 30 seconds.
+		ResyncPeriod:      30 * time.Minute,
+		DiscoveryInterval: target.DefaultDiscoveryRefresh,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -182,6 +191,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"client-go's default of 5 would make a controller of a few hundred parents take minutes to converge; "+
 			"a negative value turns client-side limiting off and leaves it to kube-apiserver's priority and fairness.")
 	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target cluster above --target-qps.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
+		"How often every parent is synced even when nothing changed, so that hooks reading the world outside the cluster "+
+			"are called (Metacontroller resyncs as often through its cache flush); 0 turns it off. "+
+			"A CompositeController's spec.resyncPeriodSeconds and a hook's resyncAfterSeconds resync its parents more often.")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval,
+		"How often the target cluster's discovery is read again, so that a CompositeController whose CRD was installed later starts; "+
+			"a resource that is not found is looked up again at once too.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
@@ -309,13 +325,14 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if serverConfig.ClientConfig != nil {
 		targetConfig := rest.CopyConfig(serverConfig.ClientConfig)
 		targetConfig.QPS, targetConfig.Burst = o.TargetQPS, o.TargetBurst
-		target, err := syncrequest.NewTarget(targetConfig, serverConfig.Authorization.Authorizer)
+		cluster, err := target.New(targetConfig)
 		if err != nil {
 			return nil, err
 		}
-		config.ExtraConfig.Target = target
+		config.ExtraConfig.Target = cluster
+		config.ExtraConfig.DiscoveryInterval = o.DiscoveryInterval
 		if o.ControllerLoop {
-			config.ExtraConfig.Loop = &apiserver.LoopConfig{Workers: o.Workers}
+			config.ExtraConfig.Loop = &apiserver.LoopConfig{Workers: o.Workers, ResyncPeriod: o.ResyncPeriod}
 			if o.LeaderElect {
 				le := o.LeaderElection
 				config.ExtraConfig.Loop.LeaderElection = &le

@@ -1,0 +1,273 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+// customizeTTL is how long a customize answer is kept, Metacontroller's
+// figure: the answer may only change with the parent's generation, which is
+// part of the key, so the expiry only bounds memory.
+const customizeTTL = 20 * time.Minute
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// informerLister serves children and related objects from shared informers,
+// starting a related resource's informer the first time a rule names it.
+type informerLister struct {
+	pc *parentController
+	// ctx bounds the wait for a new informer's first sync.
+	ctx context.Context
+}
+
+var _ syncengine.ObjectLister = &informerLister{}
+
+func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	inf, ok := l.pc.children[gvr]
+	if !ok {
+		var err error
+		if inf, err = l.pc.relatedInformer(ctx, gvr); err != nil {
+			return nil, err
+		}
+	}
+	var objs []interface{}
+	var err error
+	lister := inf.Lister()
+	if namespace == "" {
+		objs, err = listAll(lister, selector)
+	} else {
+		objs, err = listNamespace(lister, namespace, selector)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*unstructured.Unstructured))
+	}
+	return out, nil
+}
+
+func (l *informerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
+	inf, err := l.pc.relatedInformer(ctx, namespacesGVR)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := listAll(inf.Lister(), selector)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, o.(*unstructured.Unstructured).GetName())
+	}
+	return names, nil
+}
+
+func listAll(lister cache.GenericLister, selector labels.Selector) ([]interface{}, error) {
+	objs, err := lister.List(selector)
+	out := make([]interface{}, len(objs))
+	for i := range objs {
+		out[i] = objs[i]
+	}
+	return out, err
+}
+
+func listNamespace(lister cache.GenericLister, namespace string, selector labels.Selector) ([]interface{}, error) {
+	objs, err := lister.ByNamespace(namespace).List(selector)
+	out := make([]interface{}, len(objs))
+	for i := range objs {
+		out[i] = objs[i]
+	}
+	return out, err
+}
+
+// relatedInformer returns the shared informer of a related resource,
+// registering this controller's handler the first time, and waits for its
+// first sync.
+func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+	pc.relatedMu.Lock()
+	inf, ok := pc.related[gvr]
+	if !ok {
+		inf = pc.m.factory.ForResource(gvr)
+		pc.related[gvr] = inf
+		if gvr != namespacesGVR {
+			changed := func(obj interface{}) { pc.relatedChanged(gvr, obj) }
+			pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
+				AddFunc:    changed,
+				UpdateFunc: func(old, cur interface{}) { changed(old); changed(cur) },
+				DeleteFunc: changed,
+			})
+		}
+		pc.m.factory.Start(pc.m.stopCh)
+	}
+	pc.relatedMu.Unlock()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+		return nil, fmt.Errorf("the informer of related %s did not sync", gvr.GroupResource())
+	}
+	return inf, nil
+}
+
+// relatedChanged queues exactly the parents whose customize rules select
+// the related object that changed.
+func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || pc.customize == nil {
+		return
+	}
+	namespaced := u.GetNamespace() != ""
+	nsLabels := func(name string) (labels.Set, bool) {
+		pc.relatedMu.Lock()
+		inf, ok := pc.related[namespacesGVR]
+		pc.relatedMu.Unlock()
+		if !ok {
+			return nil, false
+		}
+		ns, err := inf.Lister().Get(name)
+		if err != nil {
+			return nil, false
+		}
+		return labels.Set(ns.(*unstructured.Unstructured).GetLabels()), true
+	}
+	for _, parent := range pc.customize.selecting(gvr, u, namespaced, nsLabels) {
+		pc.queue.Add(parentKey(parent.Namespace, parent.Name, pc.namespaced))
+	}
+}
+
+// customizeCache keeps each parent's customize answer per parent UID and
+// generation, as Metacontroller does, and indexes the answers' rules by
+// resource so that a related object's change finds the parents it concerns
+// without looking at the others.
+type customizeCache struct {
+	hook    hookapi.CustomizeHook
+	version v1alpha1.HookVersion
+	now     func() time.Time
+
+	mu    sync.Mutex
+	byUID map[types.UID]*customizeEntry
+	// byResource indexes the parents whose rules name a resource.
+	byResource map[schema.GroupVersionResource]map[types.UID]struct{}
+}
+
+type customizeEntry struct {
+	generation int64
+	expires    time.Time
+	resp       *hookapi.CustomizeHookResponse
+	parent     *unstructured.Unstructured // metadata only
+	resources  []schema.GroupVersionResource
+}
+
+func newCustomizeCache(hook hookapi.CustomizeHook, version v1alpha1.HookVersion) *customizeCache {
+	return &customizeCache{
+		hook: hook, version: version, now: time.Now,
+		byUID:      map[types.UID]*customizeEntry{},
+		byResource: map[schema.GroupVersionResource]map[types.UID]struct{}{},
+	}
+}
+
+// Customize answers from the cache when the parent's generation has been
+// answered before, and calls the hook otherwise.
+func (c *customizeCache) Customize(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
+	uid, generation := req.Parent.GetUID(), req.Parent.GetGeneration()
+	c.mu.Lock()
+	e, ok := c.byUID[uid]
+	if ok && e.generation == generation && c.now().Before(e.expires) {
+		c.mu.Unlock()
+		return e.resp, nil
+	}
+	c.mu.Unlock()
+	resp, err := c.hook.Customize(ctx, req)
+	if err != nil || resp == nil || uid == "" {
+		return resp, err
+	}
+	entry := &customizeEntry{generation: generation, expires: c.now().Add(customizeTTL), resp: resp, parent: metadataOnly(req.Parent)}
+	for _, rule := range resp.RelatedResourceRules {
+		if rule == nil {
+			continue
+		}
+		if gv, err := schema.ParseGroupVersion(rule.APIVersion); err == nil {
+			entry.resources = append(entry.resources, gv.WithResource(rule.Resource))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(uid)
+	c.byUID[uid] = entry
+	for _, gvr := range entry.resources {
+		if c.byResource[gvr] == nil {
+			c.byResource[gvr] = map[types.UID]struct{}{}
+		}
+		c.byResource[gvr][uid] = struct{}{}
+	}
+	return resp, nil
+}
+
+func (c *customizeCache) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(uid)
+}
+
+func (c *customizeCache) forgetLocked(uid types.UID) {
+	e, ok := c.byUID[uid]
+	if !ok {
+		return
+	}
+	for _, gvr := range e.resources {
+		delete(c.byResource[gvr], uid)
+	}
+	delete(c.byUID, uid)
+}
+
+type parentRef struct{ Namespace, Name string }
+
+// selecting returns the parents whose rules for gvr select obj.
+func (c *customizeCache) selecting(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, namespaced bool, nsLabels func(string) (labels.Set, bool)) []parentRef {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []parentRef
+	for uid := range c.byResource[gvr] {
+		e := c.byUID[uid]
+		for _, rule := range e.resp.RelatedResourceRules {
+			if rule == nil {
+				continue
+			}
+			gv, err := schema.ParseGroupVersion(rule.APIVersion)
+			if err != nil || gv.WithResource(rule.Resource) != gvr {
+				continue
+			}
+			q, err := syncengine.NewRelatedQuery(rule, c.version, e.parent, gvr, namespaced)
+			if err == nil && q.Matches(obj, nsLabels) {
+				out = append(out, parentRef{Namespace: e.parent.GetNamespace(), Name: e.parent.GetName()})
+				break
+			}
+		}
+	}
+	return out
+}
+
+func metadataOnly(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{}
+	out.SetAPIVersion(obj.GetAPIVersion())
+	out.SetKind(obj.GetKind())
+	out.SetNamespace(obj.GetNamespace())
+	out.SetName(obj.GetName())
+	out.SetUID(obj.GetUID())
+	return out
+}

@@ -1,0 +1,314 @@
+// Package reconcile runs one whole sync of one parent, as Metacontroller's
+// parent controller does: the finalizer, the claim of children (adoption
+// re-checked against the live parent), the hooks, the plan, its execution,
+// the parent's status and Events. The controller loop and a live /sync call
+// the same Sync, so they cannot drift apart; a dry run stops after the plan.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+// finalizingResync is how soon a parent whose finalize hook did not finalize
+// it yet is synced again when the hook does not say.
+const finalizingResync = 5 * time.Second
+
+// Controller is one CompositeController, ready to sync its parents.
+type Controller struct {
+	CC        *v1alpha1.CompositeController
+	Resources syncengine.Resources
+	Hooks     syncengine.Hooks
+	// ParentLabels is spec.parentResource.labelSelector.
+	ParentLabels labels.Selector
+	// Finalizer is the finalizer the finalize hook keeps on parents.
+	Finalizer string
+}
+
+// NewController reads what a sync needs from cc once.
+func NewController(cc *v1alpha1.CompositeController, h syncengine.Hooks) (*Controller, error) {
+	res, err := syncengine.ResourcesOf(cc)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := syncengine.ParentLabelSelector(cc)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{CC: cc, Resources: res, Hooks: h, ParentLabels: sel, Finalizer: syncengine.Finalizer(cc)}, nil
+}
+
+// Env is where a sync reads and writes.
+type Env struct {
+	// Client writes children, the parent's status and finalizer.
+	Client dynamic.Interface
+	// Resolver maps kinds to resources.
+	Resolver syncengine.KindResolver
+	// Children lists the objects of the child resources that may be the
+	// parent's children.
+	Children syncengine.ObjectLister
+	// Related lists the objects customize rules select.
+	Related syncengine.ObjectLister
+	// Ownership compares desired children with what the controller
+	// applied; nil uses schemas deduced from the objects.
+	Ownership syncengine.FieldOwnership
+	// Recorder records Events on the parent; nil records none.
+	Recorder record.EventRecorder
+}
+
+// Options change what one Sync does.
+type Options struct {
+	// DryRun plans and changes nothing: no finalizer, adoption, child,
+	// status or Event.
+	DryRun bool
+	// Claimed are the parent's children as given inline (a preview);
+	// nil claims them from Env.Children.
+	Claimed *syncengine.Claimed
+}
+
+// Result is what one Sync found and did.
+type Result struct {
+	// Parent is the parent as last read or written.
+	Parent *unstructured.Unstructured
+	// Skipped says why nothing was synced; empty when the hooks ran.
+	Skipped string
+	// Plan is the engine's plan; nil when skipped.
+	Plan *syncengine.Plan
+	// Warnings are problems that did not stop the sync: the plan's and
+	// the claim's.
+	Warnings []string
+	// Done is what was done to children, failures included.
+	Done []apply.Done
+	// FinalizerAdded and FinalizerRemoved say what happened to the
+	// controller's finalizer on the parent.
+	FinalizerAdded, FinalizerRemoved bool
+	// StatusWritten says whether the parent's status was written.
+	StatusWritten bool
+	// RequeueAfter is when the parent wants its next sync; 0 for only on
+	// change.
+	RequeueAfter time.Duration
+}
+
+// eventReasons name the Events of what a sync did to children.
+var eventReasons = map[v1alpha1.SyncAction]string{
+	v1alpha1.SyncActionCreate:   "ChildCreated",
+	v1alpha1.SyncActionUpdate:   "ChildUpdated",
+	v1alpha1.SyncActionRecreate: "ChildRecreating",
+	v1alpha1.SyncActionDelete:   "ChildDeleted",
+	v1alpha1.SyncActionAdopt:    "ChildAdopted",
+	v1alpha1.SyncActionOrphan:   "ChildReleased",
+	"TakeOver":                  "ChildTakenOver",
+}
+
+// Sync syncs one parent. It returns an error when the hooks failed or a
+// write failed; a failed hook changes nothing.
+func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) (*Result, error) {
+	logger := klog.FromContext(ctx)
+	res := &Result{Parent: parent}
+	if !c.ours(parent) {
+		res.Skipped = "the parent does not match spec.parentResource.labelSelector"
+		return res, nil
+	}
+	if !opts.DryRun {
+		var err error
+		if parent, err = c.syncFinalizer(ctx, env, parent, res); err != nil || parent == nil {
+			return res, err
+		}
+		res.Parent = parent
+		if !c.ours(parent) {
+			res.Skipped = "the parent does not match spec.parentResource.labelSelector"
+			return res, nil
+		}
+	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !syncengine.HasFinalizer(parent, c.Finalizer) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Finalizer))
+	}
+
+	claimed := opts.Claimed
+	if claimed == nil {
+		var err error
+		if claimed, err = c.claim(ctx, env, parent, opts.DryRun, res); err != nil {
+			return res, err
+		}
+	}
+	plan, err := syncengine.Compute(ctx, syncengine.Input{
+		Controller: c.CC,
+		Parent:     parent,
+		Parents:    c.Resources.Parent,
+		Children:   *claimed,
+		Hooks:      c.Hooks,
+		Related:    env.Related,
+		Resolver:   env.Resolver,
+		Ownership:  env.Ownership,
+	})
+	if err != nil {
+		var tooMany *hooks.TooManyRequestsError
+		if errors.As(err, &tooMany) {
+			// Back-pressure, not a failure: the hook said when to come back.
+			c.event(env, opts, parent, corev1.EventTypeNormal, "HookThrottled", fmt.Sprintf("the hook asked to be called again in %s", tooMany.RetryAfter))
+		} else {
+			c.event(env, opts, parent, corev1.EventTypeWarning, "SyncError", err.Error())
+		}
+		return res, err
+	}
+	res.Plan = plan
+	res.Warnings = append(res.Warnings, plan.Warnings...)
+	for _, w := range plan.Warnings {
+		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncWarning", w)
+	}
+	res.RequeueAfter = c.requeueAfter(plan)
+	if opts.DryRun {
+		return res, nil
+	}
+
+	done, applyErr := apply.Execute(ctx, env.Client, c.CC.Name, parent, plan)
+	res.Done = done
+	for _, d := range done {
+		if d.Err != nil {
+			c.event(env, opts, parent, corev1.EventTypeWarning, "ChildError", fmt.Sprintf("can't %s: %v", d, d.Err))
+			continue
+		}
+		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[d.Action], d.String())
+	}
+	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && syncengine.HasFinalizer(parent, c.Finalizer) {
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+		if err != nil {
+			return res, err
+		}
+		res.FinalizerRemoved = true
+		if updated == nil {
+			// Gone with its last finalizer.
+			return res, applyErr
+		}
+		parent = updated
+		res.Parent = parent
+	}
+	// As Metacontroller: the hook's status, finalize hook's included, is
+	// written whenever it differs; a parent gone or changed since it was
+	// read is synced again by its own event.
+	written, err := apply.ParentStatus(ctx, env.Client, c.Resources.Parent, parent, plan.Response.Status)
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		logger.V(4).Info("Parent changed or went away before its status was written", "err", err)
+	case err != nil:
+		applyErr = errors.Join(applyErr, err)
+	}
+	res.StatusWritten = written
+	return res, applyErr
+}
+
+// ours tells whether the controller syncs parent: it matches the label
+// selector, or it carries the finalizer, which only the finalize hook may
+// take off.
+func (c *Controller) ours(parent *unstructured.Unstructured) bool {
+	return c.ParentLabels.Matches(labels.Set(parent.GetLabels())) || syncengine.HasFinalizer(parent, c.Finalizer)
+}
+
+// syncFinalizer puts the finalizer on a live parent when the controller has
+// a finalize hook, and takes it off when the controller no longer has one,
+// even from a parent being deleted: otherwise that parent would hang in
+// Terminating. It returns nil when the parent is gone.
+func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstructured.Unstructured, res *Result) (*unstructured.Unstructured, error) {
+	has := syncengine.HasFinalizer(parent, c.Finalizer)
+	want := c.Hooks.Finalize != nil
+	switch {
+	case want && !has && parent.GetDeletionTimestamp() == nil:
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, true)
+		if err != nil {
+			return nil, err
+		}
+		res.FinalizerAdded = updated != nil
+		return updated, nil
+	case !want && has:
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+		if err != nil {
+			return nil, err
+		}
+		res.FinalizerRemoved = true
+		return updated, nil
+	}
+	return parent, nil
+}
+
+// claim finds the parent's children among the candidates and sorts them
+// the ControllerRef way. Before adopting orphans it reads the parent again
+// from the cluster: a parent deleted or replaced since it was read must not
+// adopt anything.
+func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*syncengine.Claimed, error) {
+	selector, err := syncengine.ParentSelector(c.CC, parent)
+	if err != nil {
+		return nil, err
+	}
+	var candidates []*unstructured.Unstructured
+	for _, gvr := range c.Resources.Children {
+		objs, err := env.Children.List(ctx, gvr, parent.GetNamespace(), labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("can't list %s: %w", gvr.GroupResource(), err)
+		}
+		candidates = append(candidates, objs...)
+	}
+	canAdopt := parent.GetDeletionTimestamp() == nil
+	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
+	if len(claimed.Adopt) > 0 && !dryRun {
+		fresh, err := env.Client.Resource(c.Resources.Parent).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
+		if err != nil || fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil {
+			claimed = syncengine.Claim(parent, selector, candidates, false)
+		}
+	}
+	for _, foreign := range claimed.Foreign {
+		msg := fmt.Sprintf("%s %s matches the selector but is controlled by %s; it is left alone", foreign.GetKind(), foreign.GetName(), describeController(foreign))
+		res.Warnings = append(res.Warnings, msg)
+		c.event(env, Options{DryRun: dryRun}, parent, corev1.EventTypeWarning, "ErrResourceExists", msg)
+	}
+	return &claimed, nil
+}
+
+// requeueAfter is when the parent is next synced without a change: the
+// smaller of the hook's resyncAfterSeconds and the controller's
+// resyncPeriodSeconds (which Metacontroller raises to at least a second, so
+// 0 means every second).
+func (c *Controller) requeueAfter(plan *syncengine.Plan) time.Duration {
+	var after time.Duration
+	if s := plan.Response.ResyncAfterSeconds; s > 0 {
+		after = time.Duration(s * float64(time.Second))
+	}
+	if p := c.CC.Spec.ResyncPeriodSeconds; p != nil {
+		period := max(time.Duration(*p)*time.Second, time.Second)
+		if after == 0 || period < after {
+			after = period
+		}
+	}
+	if after == 0 && plan.Finalizing && !plan.Response.Finalized {
+		after = finalizingResync
+	}
+	return after
+}
+
+func (c *Controller) event(env Env, opts Options, parent *unstructured.Unstructured, eventType, reason, message string) {
+	if env.Recorder == nil || opts.DryRun {
+		return
+	}
+	env.Recorder.Event(parent, eventType, reason, message)
+}
+
+func describeController(obj metav1.Object) string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	}
+	return "another controller"
+}

@@ -1,0 +1,177 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// DefaultDiscoveryRefresh is how often discovery is read again whatever
+	// happens, as Metacontroller does (its --discovery-interval): a CRD
+	// installed or changed is seen within this period even by a controller
+	// that never asked for it.
+	DefaultDiscoveryRefresh = 30 * time.Second
+	// minRefreshOnMiss bounds how often a lookup that finds nothing reads
+	// discovery again: a hook answering with an unknown kind on every sync
+	// must not turn into a discovery storm.
+	minRefreshOnMiss = time.Second
+)
+
+// Discovery is the target cluster's discovery: a RESTMapper over a cached
+// discovery client that reads the cluster again when a lookup misses (a CRD
+// applied together with its controller is found as soon as it is served)
+// and every refresh period. client-go's DeferredDiscoveryRESTMapper alone
+// never does the former once its cache is filled: a memory cache counts as
+// fresh forever.
+type Discovery struct {
+	cached discovery.CachedDiscoveryInterface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	now    func() time.Time
+
+	mu        sync.Mutex
+	lastReset time.Time
+	listeners []func()
+}
+
+var _ meta.RESTMapper = &Discovery{}
+
+// NewDiscovery returns the discovery of the cluster client talks to.
+func NewDiscovery(client discovery.DiscoveryInterface) *Discovery {
+	cached := memory.NewMemCacheClient(client)
+	return &Discovery{cached: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached), now: time.Now}
+}
+
+// Run reads discovery again every period until ctx is done, and tells the
+// listeners each time.
+func (d *Discovery) Run(ctx context.Context, period time.Duration) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		klog.FromContext(ctx).V(4).Info("Refreshing discovery of the target cluster")
+		d.Reset()
+	}, period)
+}
+
+// OnRefresh registers f to be called after every refresh, e.g. to retry
+// controllers whose resources were not served.
+func (d *Discovery) OnRefresh(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.listeners = append(d.listeners, f)
+}
+
+// Reset drops what discovery knows; the next lookup reads the cluster.
+func (d *Discovery) Reset() {
+	d.mu.Lock()
+	d.lastReset = d.now()
+	listeners := append([]func(){}, d.listeners...)
+	d.mu.Unlock()
+	d.mapper.Reset()
+	for _, f := range listeners {
+		f()
+	}
+}
+
+// refreshOnMiss resets discovery after a lookup found nothing, unless that
+// was done less than minRefreshOnMiss ago. It says whether a retry may find
+// more.
+func (d *Discovery) refreshOnMiss(err error) bool {
+	if !meta.IsNoMatchError(err) {
+		return false
+	}
+	d.mu.Lock()
+	if d.now().Sub(d.lastReset) < minRefreshOnMiss {
+		d.mu.Unlock()
+		return false
+	}
+	d.mu.Unlock()
+	d.Reset()
+	return true
+}
+
+// KindFor implements meta.RESTMapper.
+func (d *Discovery) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	gvk, err := d.mapper.KindFor(resource)
+	if d.refreshOnMiss(err) {
+		gvk, err = d.mapper.KindFor(resource)
+	}
+	return gvk, err
+}
+
+// KindsFor implements meta.RESTMapper.
+func (d *Discovery) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	gvks, err := d.mapper.KindsFor(resource)
+	if d.refreshOnMiss(err) {
+		gvks, err = d.mapper.KindsFor(resource)
+	}
+	return gvks, err
+}
+
+// ResourceFor implements meta.RESTMapper.
+func (d *Discovery) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	gvr, err := d.mapper.ResourceFor(input)
+	if d.refreshOnMiss(err) {
+		gvr, err = d.mapper.ResourceFor(input)
+	}
+	return gvr, err
+}
+
+// ResourcesFor implements meta.RESTMapper.
+func (d *Discovery) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	gvrs, err := d.mapper.ResourcesFor(input)
+	if d.refreshOnMiss(err) {
+		gvrs, err = d.mapper.ResourcesFor(input)
+	}
+	return gvrs, err
+}
+
+// RESTMapping implements meta.RESTMapper.
+func (d *Discovery) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m, err := d.mapper.RESTMapping(gk, versions...)
+	if d.refreshOnMiss(err) {
+		m, err = d.mapper.RESTMapping(gk, versions...)
+	}
+	return m, err
+}
+
+// RESTMappings implements meta.RESTMapper.
+func (d *Discovery) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	ms, err := d.mapper.RESTMappings(gk, versions...)
+	if d.refreshOnMiss(err) {
+		ms, err = d.mapper.RESTMappings(gk, versions...)
+	}
+	return ms, err
+}
+
+// ResourceSingularizer implements meta.RESTMapper.
+func (d *Discovery) ResourceSingularizer(resource string) (string, error) {
+	return d.mapper.ResourceSingularizer(resource)
+}
+
+// HasSubresource tells whether the cluster serves subresource (e.g.
+// "status") of gvr.
+func (d *Discovery) HasSubresource(gvr schema.GroupVersionResource, subresource string) (bool, error) {
+	list, err := d.cached.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false, fmt.Errorf("can't discover the resources of %s: %w", gvr.GroupVersion(), err)
+	}
+	want := gvr.Resource + "/" + subresource
+	for _, r := range list.APIResources {
+		if r.Name == want {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Client is the cached discovery client itself, e.g. for the cluster's
+// OpenAPI documents.
+func (d *Discovery) Client() discovery.CachedDiscoveryInterface { return d.cached }

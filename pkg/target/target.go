@@ -1,0 +1,43 @@
+// Package target is the handle on the cluster whose parents and children
+// composite-apiserver syncs: the cluster of --kubeconfig, or the one the
+// server runs in. The controller loop and /sync share it.
+package target
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+)
+
+// Cluster reaches the target cluster.
+type Cluster struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+	// Discovery maps kinds to resources and refreshes itself when a kind
+	// is unknown, so CRDs installed later are found.
+	Discovery *Discovery
+	// Schemas are the cluster's OpenAPI schemas, with which a desired
+	// child is compared with what the controller applied before; they are
+	// read again whenever discovery is.
+	Schemas *fieldowner.Schemas
+}
+
+// New connects to the cluster of config.
+func New(config *rest.Config) (*Cluster, error) {
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a client of the target cluster: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a dynamic client of the target cluster: %w", err)
+	}
+	disc := NewDiscovery(kube.Discovery())
+	schemas := fieldowner.NewSchemas(disc.Client().OpenAPIV3())
+	disc.OnRefresh(schemas.Reset)
+	return &Cluster{Dynamic: dyn, Kube: kube, Discovery: disc, Schemas: schemas}, nil
+}

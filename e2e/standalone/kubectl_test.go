@@ -82,6 +82,8 @@ func TestKubectlGetPrintsControllerColumns(t *testing.T) {
 }
 
 // invalidManifest breaks six rules at once.
+// invalidManifest breaks six rules that Metacontroller enforces too (what
+// it accepts, such as long timeouts, is a warning here, not an error).
 const invalidManifest = `apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -97,13 +99,14 @@ spec:
   hooks:
     sync:
       webhook:
-        url: http://hello.example.com/sync
-        service:
-          name: hello
-          namespace: hooks
-        timeout: 45s
-        path: sync
-  resyncPeriodSeconds: -1
+        url: ftp://hello.example.com/sync
+    customize:
+      webhook:
+        service: {name: hello, namespace: hooks}
+        path: customize
+    finalize:
+      webhook: {}
+  workers: 0
 `
 
 func TestInvalidControllerIsRejectedNamingEveryBrokenField(t *testing.T) {
@@ -112,10 +115,10 @@ func TestInvalidControllerIsRejectedNamingEveryBrokenField(t *testing.T) {
 	wantFields := []string{
 		"spec.parentResource.resource",
 		"spec.childResources[0].updateStrategy.method",
-		"spec.hooks.sync.webhook",
-		"spec.hooks.sync.webhook.timeout",
-		"spec.hooks.sync.webhook.path",
-		"spec.resyncPeriodSeconds",
+		"spec.hooks.sync.webhook.url",
+		"spec.hooks.customize.webhook.path",
+		"spec.hooks.finalize.webhook",
+		"spec.workers",
 	}
 	for _, tc := range []struct {
 		name string

@@ -179,6 +179,16 @@ spec:
             name: catset-ca-bundle
             namespace: metacontroller
             key: bundle.pem
+    preUpdateChild:
+      version: v1
+      webhook:
+        url: https://catset.example.com/pre-update-child
+        responseUnMarshallMode: loose
+    postUpdateChild:
+      version: v2
+      webhook:
+        url: https://catset.example.com/post-update-child
+        responseUnMarshallMode: strict
   endpointConfigs:
   - host: catset.example.com
     caBundle:

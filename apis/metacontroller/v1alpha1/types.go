@@ -56,7 +56,9 @@ type CompositeControllerSpec struct {
 	EndpointConfigs []EndpointConfig `json:"endpointConfigs,omitempty"`
 
 	// resyncPeriodSeconds is how often every parent is synced even when
-	// nothing changed. Zero or unset means only on change.
+	// nothing changed. Unset means only on change. As in Metacontroller,
+	// which clamps the period to at least one second, 0 and negative values
+	// mean every second.
 	// +optional
 	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
 
@@ -145,7 +147,7 @@ type CompositeControllerChildUpdateStrategy struct {
 	// +optional
 	Method ChildUpdateMethod `json:"method,omitempty"`
 	// statusChecks say when a child updated by a Rolling* method counts as
-	// healthy. Only valid with Rolling* methods.
+	// healthy. They are ignored with other methods, as in Metacontroller.
 	// +optional
 	StatusChecks ChildUpdateStatusChecks `json:"statusChecks,omitempty"`
 }
@@ -182,6 +184,18 @@ type CompositeControllerHooks struct {
 	// until it answers finalized: true.
 	// +optional
 	Finalize *Hook `json:"finalize,omitempty"`
+	// preUpdateChild is accepted, stored and returned so that manifests
+	// written for Metacontroller apply unchanged, but it is never called:
+	// Metacontroller declares it without calling it either. Applying an
+	// object that sets it draws a warning.
+	// +optional
+	PreUpdateChild *Hook `json:"preUpdateChild,omitempty"`
+	// postUpdateChild is accepted, stored and returned so that manifests
+	// written for Metacontroller apply unchanged, but it is never called:
+	// Metacontroller declares it without calling it either. Applying an
+	// object that sets it draws a warning.
+	// +optional
+	PostUpdateChild *Hook `json:"postUpdateChild,omitempty"`
 }
 
 // HookVersion is the version of the hook request/response contract.
@@ -218,15 +232,19 @@ const (
 
 // Webhook is an HTTP(S) hook: either a full url, or a service and a path.
 type Webhook struct {
-	// url is the absolute http(s) URL of the hook. Exactly one of url and
-	// service is set.
+	// url is the absolute http(s) URL of the hook, called as given, query
+	// included. Set url or service; when both are set url is used, as in
+	// Metacontroller.
 	// +optional
 	URL *string `json:"url,omitempty"`
-	// timeout of one call, a Go duration such as "10s". Defaults to 10s at
-	// call time; at most 30s.
+	// timeout of one call, a Go duration such as "10s". Unset, zero or
+	// negative means 10s, as in Metacontroller. Longer timeouts are used as
+	// given, but a slow hook holds one of the controller's workers for as
+	// long as it takes, so over 30s draws a warning.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// path appended to the service's address, starting with "/".
+	// path appended to the service's address, starting with "/". Ignored
+	// when url is set.
 	// +optional
 	Path *string `json:"path,omitempty"`
 	// service through which the hook is reached in the target cluster.
@@ -262,7 +280,7 @@ type ServiceReference struct {
 	// port of the Service, 80 by default.
 	// +optional
 	Port *int32 `json:"port,omitempty"`
-	// protocol is http (the default) or https.
+	// protocol is http (the default) or https, in any letter case.
 	// +optional
 	Protocol *string `json:"protocol,omitempty"`
 }
@@ -272,10 +290,12 @@ type WebhookEtagConfig struct {
 	// enabled turns ETag caching on.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
-	// cacheTimeoutSeconds is how long a cached answer is kept.
+	// cacheTimeoutSeconds is how long a cached answer is kept; unset, 0 or
+	// negative means forever, as in Metacontroller.
 	// +optional
 	CacheTimeoutSeconds *int32 `json:"cacheTimeoutSeconds,omitempty"`
-	// cacheCleanupSeconds is how often expired answers are dropped.
+	// cacheCleanupSeconds is how often expired answers are dropped; unset,
+	// 0 or negative means they are only ever replaced.
 	// +optional
 	CacheCleanupSeconds *int32 `json:"cacheCleanupSeconds,omitempty"`
 }

@@ -216,6 +216,16 @@ func (in *CompositeControllerHooks) DeepCopyInto(out *CompositeControllerHooks) 
 		*out = new(Hook)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PreUpdateChild != nil {
+		in, out := &in.PreUpdateChild, &out.PreUpdateChild
+		*out = new(Hook)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.PostUpdateChild != nil {
+		in, out := &in.PostUpdateChild, &out.PostUpdateChild
+		*out = new(Hook)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

@@ -100,6 +100,46 @@ func SetObjectDefaults_CompositeController(in *CompositeController) {
 				}
 			}
 		}
+		if in.Spec.Hooks.PreUpdateChild != nil {
+			SetDefaults_Hook(in.Spec.Hooks.PreUpdateChild)
+			if in.Spec.Hooks.PreUpdateChild.Webhook != nil {
+				if in.Spec.Hooks.PreUpdateChild.Webhook.Service != nil {
+					SetDefaults_ServiceReference(in.Spec.Hooks.PreUpdateChild.Webhook.Service)
+				}
+				if in.Spec.Hooks.PreUpdateChild.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(in.Spec.Hooks.PreUpdateChild.Webhook.CABundle)
+				}
+				if in.Spec.Hooks.PreUpdateChild.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(in.Spec.Hooks.PreUpdateChild.Webhook.ClientTLS)
+				}
+				if in.Spec.Hooks.PreUpdateChild.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(in.Spec.Hooks.PreUpdateChild.Webhook.Authorization)
+				}
+				if in.Spec.Hooks.PreUpdateChild.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(in.Spec.Hooks.PreUpdateChild.Webhook.BasicAuth)
+				}
+			}
+		}
+		if in.Spec.Hooks.PostUpdateChild != nil {
+			SetDefaults_Hook(in.Spec.Hooks.PostUpdateChild)
+			if in.Spec.Hooks.PostUpdateChild.Webhook != nil {
+				if in.Spec.Hooks.PostUpdateChild.Webhook.Service != nil {
+					SetDefaults_ServiceReference(in.Spec.Hooks.PostUpdateChild.Webhook.Service)
+				}
+				if in.Spec.Hooks.PostUpdateChild.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(in.Spec.Hooks.PostUpdateChild.Webhook.CABundle)
+				}
+				if in.Spec.Hooks.PostUpdateChild.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(in.Spec.Hooks.PostUpdateChild.Webhook.ClientTLS)
+				}
+				if in.Spec.Hooks.PostUpdateChild.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(in.Spec.Hooks.PostUpdateChild.Webhook.Authorization)
+				}
+				if in.Spec.Hooks.PostUpdateChild.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(in.Spec.Hooks.PostUpdateChild.Webhook.BasicAuth)
+				}
+			}
+		}
 	}
 	for i := range in.Spec.EndpointConfigs {
 		a := &in.Spec.EndpointConfigs[i]

@@ -1,11 +1,15 @@
 // Package validation checks CompositeControllers before they are stored.
 //
-// It works on the internal types, after defaulting. Its rules are the ones
-// Metacontroller itself would otherwise only discover at run time (a hook it
-// cannot call, a child it cannot tell apart from its parent), so that a
-// mistake is reported to whoever wrote the object instead of surfacing later
-// as a failing controller loop. Things Metacontroller accepts but that are
-// probably mistakes are reported by Warnings rather than rejected.
+// It works on the internal types, after defaulting. Everything Metacontroller
+// accepts is accepted here too, so that manifests written for Metacontroller
+// apply unchanged. Where this server and Metacontroller would act differently,
+// or a value is probably a mistake, the object is accepted with a warning,
+// which kubectl prints on apply. An object is rejected only when
+// Metacontroller's own CRD schema rejects it too, or when no controller could
+// use the value: a hook that cannot be called, a resource that cannot exist,
+// a Secret reference that cannot name a Secret. Metacontroller would accept
+// those and then fail at run time, on every sync, in its logs; here the
+// mistake is reported to whoever wrote the object.
 package validation
 
 import (
@@ -31,13 +35,16 @@ import (
 )
 
 const (
-	// MaxHookTimeout is the longest hook timeout accepted. Metacontroller
-	// calls hooks from its sync loop, so one slow hook holds up every parent
-	// queued behind it.
-	MaxHookTimeout = 30 * time.Second
 	// MaxWorkers bounds spec.workers.
 	MaxWorkers = 64
 
+	// defaultHookTimeout is the timeout the hook client uses when a
+	// webhook's is unset or not positive; Metacontroller's default.
+	defaultHookTimeout = 10 * time.Second
+	// longHookTimeout is the timeout above which a hook is warned about.
+	// Hooks are called from the controller's workers, so a slow hook holds
+	// a worker, and the parents queued behind it, for as long as it takes.
+	longHookTimeout = 30 * time.Second
 	// shortHookTimeout is the timeout below which a hook call is warned
 	// about: few webhooks answer reliably within it, so the controller would
 	// mostly see timeouts.
@@ -74,7 +81,7 @@ var (
 // the name only has to be usable as a path segment.
 func ValidateCompositeController(cc *metacontroller.CompositeController) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&cc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateSpec(&cc.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, checkSpec(&cc.Spec).errs...)
 	return allErrs
 }
 
@@ -84,7 +91,7 @@ func ValidateCompositeController(cc *metacontroller.CompositeController) field.E
 // as on creation.
 func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateSpec(&newCC.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, checkSpec(&newCC.Spec).errs...)
 	return allErrs
 }
 
@@ -95,6 +102,14 @@ func ValidateCompositeControllerStatusUpdate(newCC, oldCC *metacontroller.Compos
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateStatus(&newCC.Status, field.NewPath("status"))...)
 	return allErrs
+}
+
+// Warnings returns warnings about a CompositeController that is accepted but
+// that this server uses differently from what its author may expect: a field
+// it ignores, a value it replaces, a setting that is probably a mistake. Each
+// warning starts with the path of the field concerned.
+func Warnings(cc *metacontroller.CompositeController) []string {
+	return checkSpec(&cc.Spec).warnings
 }
 
 func validateStatus(status *metacontroller.CompositeControllerStatus, fldPath *field.Path) field.ErrorList {
@@ -112,48 +127,84 @@ func validateNonNegative(value int64, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateSpec(spec *metacontroller.CompositeControllerSpec, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+// checker walks a spec once and collects both what rejects it and what is
+// accepted with a warning, so that each rule decides in one place whether a
+// value is unusable or only questionable.
+type checker struct {
+	errs     field.ErrorList
+	warnings []string
+}
+
+func (c *checker) err(errs ...*field.Error) {
+	c.errs = append(c.errs, errs...)
+}
+
+func (c *checker) warn(fldPath *field.Path, format string, args ...any) {
+	c.warnings = append(c.warnings, fldPath.String()+": "+fmt.Sprintf(format, args...))
+}
+
+func checkSpec(spec *metacontroller.CompositeControllerSpec) *checker {
+	c := &checker{}
+	fldPath := field.NewPath("spec")
 
 	parentPath := fldPath.Child("parentResource")
-	allErrs = append(allErrs, validateResourceRule(&spec.ParentResource.ResourceRule, parentPath)...)
+	c.err(validateResourceRule(&spec.ParentResource.ResourceRule, parentPath)...)
 	if rh := spec.ParentResource.RevisionHistory; rh != nil {
 		for i, p := range rh.FieldPaths {
-			// An empty path would select the whole parent, status and
-			// metadata included, so every status write would look like a
-			// new revision.
+			// Metacontroller looks the path up field by field; an empty
+			// one names no field, so it adds nothing to a revision.
 			if strings.TrimSpace(p) == "" {
-				allErrs = append(allErrs, field.Required(parentPath.Child("revisionHistory", "fieldPaths").Index(i), "must be a dotted path of a parent field, e.g. \"spec.template\""))
+				c.warn(parentPath.Child("revisionHistory", "fieldPaths").Index(i), "an empty path selects no field of the parent, so it is ignored")
 			}
 		}
 	}
 	if spec.ParentResource.LabelSelector != nil {
-		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(spec.ParentResource.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, parentPath.Child("labelSelector"))...)
+		// Metacontroller fails to start a controller whose selector does
+		// not convert to a labels.Selector; these are the same checks.
+		c.err(metav1validation.ValidateLabelSelector(spec.ParentResource.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, parentPath.Child("labelSelector"))...)
 	}
 
-	allErrs = append(allErrs, validateChildResources(spec.ChildResources, resourceKey(&spec.ParentResource.ResourceRule), fldPath.Child("childResources"))...)
+	c.checkChildResources(spec.ChildResources, resourceKey(&spec.ParentResource.ResourceRule), fldPath.Child("childResources"))
 
 	if spec.Hooks == nil {
-		allErrs = append(allErrs, field.Required(fldPath.Child("hooks"), "a sync hook is required"))
+		// Metacontroller does not start a controller without hooks ("no
+		// hooks defined").
+		c.err(field.Required(fldPath.Child("hooks"), "a sync hook is required"))
 	} else {
-		allErrs = append(allErrs, validateHooks(spec.Hooks, fldPath.Child("hooks"))...)
+		c.checkHooks(spec.Hooks, spec.EndpointConfigs, fldPath.Child("hooks"))
 	}
 
-	allErrs = append(allErrs, validateEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))...)
+	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
 
-	if spec.ResyncPeriodSeconds != nil && *spec.ResyncPeriodSeconds < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("resyncPeriodSeconds"), *spec.ResyncPeriodSeconds, "must be greater than or equal to 0 (0 resyncs only on change)"))
+	if p := spec.ResyncPeriodSeconds; p != nil {
+		resyncPath := fldPath.Child("resyncPeriodSeconds")
+		switch {
+		case *p < 1:
+			// Metacontroller's CRD accepts any integer and clamps the
+			// period to one second.
+			c.warn(resyncPath, "%d means every parent is synced, and its hooks called, every second even when nothing changed (periods under 1s count as 1s, as in Metacontroller); leave it unset to sync only on change", *p)
+		case *p < shortResyncPeriodSeconds:
+			c.warn(resyncPath, "%d is a very short resync period: every parent is synced, and its hooks called, every %ds even when nothing changed", *p, *p)
+		}
 	}
-	// Each worker holds a hook call open: bound them so one controller
-	// cannot exhaust the server.
+	// workers is this server's own field, so no Metacontroller manifest
+	// sets it. Each worker holds a hook call open: bound them so that one
+	// controller cannot exhaust the server.
 	if spec.Workers != nil && (*spec.Workers < 1 || *spec.Workers > MaxWorkers) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("workers"), *spec.Workers, fmt.Sprintf("must be between 1 and %d", MaxWorkers)))
+		c.err(field.Invalid(fldPath.Child("workers"), *spec.Workers, fmt.Sprintf("must be between 1 and %d", MaxWorkers)))
 	}
-	return allErrs
+
+	if len(spec.ChildResources) == 0 {
+		c.warn(fldPath.Child("childResources"), "no child resources are listed, so the controller will manage no children")
+	}
+	return c
 }
 
 // validateResourceRule checks that a rule names a resource the way the
 // discovery API does: a group/version and a plural resource name.
+// Metacontroller looks the resource up in discovery by exactly these strings
+// and does not start the controller when it finds none; a rule failing these
+// checks names a resource no API server can serve.
 func validateResourceRule(rule *metacontroller.ResourceRule, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 
@@ -208,57 +259,87 @@ func resourceKey(rule *metacontroller.ResourceRule) string {
 	return gv.WithResource(rule.Resource).String()
 }
 
-func validateChildResources(children []metacontroller.CompositeControllerChildResourceRule, parentKey string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	seen := make(map[string]bool, len(children))
+// describeRule is how a resource rule is named in warnings: as written.
+func describeRule(rule *metacontroller.ResourceRule) string {
+	return fmt.Sprintf("apiVersion %q, resource %q", rule.APIVersion, rule.Resource)
+}
+
+func (c *checker) checkChildResources(children []metacontroller.CompositeControllerChildResourceRule, parentKey string, fldPath *field.Path) {
+	first := make(map[string]int, len(children))
 	for i := range children {
 		child := &children[i]
 		idxPath := fldPath.Index(i)
-		allErrs = append(allErrs, validateResourceRule(&child.ResourceRule, idxPath)...)
+		c.err(validateResourceRule(&child.ResourceRule, idxPath)...)
 
 		if key := resourceKey(&child.ResourceRule); key != "" {
-			switch {
-			case key == parentKey:
-				// Every parent would be one of its own children: the
-				// controller would adopt, and could delete, the parents.
-				allErrs = append(allErrs, field.Invalid(idxPath, key, "a resource cannot be its own child: this is the same apiVersion and resource as spec.parentResource"))
-			case seen[key]:
-				// Children are keyed by resource; a second rule would make
-				// which update strategy applies ambiguous.
-				allErrs = append(allErrs, field.Duplicate(idxPath, key))
+			if key == parentKey {
+				// Metacontroller accepts this, and it is how a controller
+				// builds a tree of objects of one kind. But with a selector
+				// that parents match, a parent adopts, and may delete,
+				// other parents.
+				c.warn(idxPath, "%s is also spec.parentResource: a parent may adopt, and then update or delete, other parents that its selector matches; spec.generateSelector: true limits children to those the parent created", describeRule(&child.ResourceRule))
 			}
-			seen[key] = true
+			if j, ok := first[key]; ok {
+				// Metacontroller keeps one informer per resource, so a
+				// second entry adds nothing but a possibly different
+				// update strategy.
+				c.warn(idxPath, "%s is already listed at %s; only that first entry's updateStrategy is used", describeRule(&child.ResourceRule), fldPath.Index(j))
+			} else {
+				first[key] = i
+			}
 		}
 
 		if child.UpdateStrategy != nil {
-			allErrs = append(allErrs, validateUpdateStrategy(child.UpdateStrategy, idxPath.Child("updateStrategy"))...)
+			c.checkUpdateStrategy(child.UpdateStrategy, idxPath.Child("updateStrategy"))
 		}
 	}
-	return allErrs
 }
 
-func validateUpdateStrategy(strategy *metacontroller.CompositeControllerChildUpdateStrategy, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-
-	// An empty method is defaulted to OnDelete; it is accepted here too so
-	// that validation does not depend on defaulting having run.
+func (c *checker) checkUpdateStrategy(strategy *metacontroller.CompositeControllerChildUpdateStrategy, fldPath *field.Path) {
+	// The method is an enum in Metacontroller's CRD. An empty method is
+	// defaulted to OnDelete; it is accepted here too so that validation
+	// does not depend on defaulting having run.
 	if strategy.Method != "" && !slices.Contains(supportedUpdateMethods, strategy.Method) {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("method"), strategy.Method, supportedUpdateMethods))
+		c.err(field.NotSupported(fldPath.Child("method"), strategy.Method, supportedUpdateMethods))
 	}
 
-	conditionsPath := fldPath.Child("statusChecks", "conditions")
+	checksPath := fldPath.Child("statusChecks")
 	rolling := strategy.Method == metacontroller.ChildUpdateRollingRecreate || strategy.Method == metacontroller.ChildUpdateRollingInPlace
 	if len(strategy.StatusChecks.Conditions) > 0 && !rolling {
-		// Only rolling updates wait for a child to become healthy; with
-		// any other method the checks would silently never run.
-		allErrs = append(allErrs, field.Forbidden(conditionsPath, fmt.Sprintf("status checks may only be set when method is %q or %q", metacontroller.ChildUpdateRollingRecreate, metacontroller.ChildUpdateRollingInPlace)))
+		// Metacontroller accepts status checks with every method and only
+		// consults them during rolling updates.
+		method := strategy.Method
+		if method == "" {
+			method = metacontroller.ChildUpdateOnDelete
+		}
+		c.warn(checksPath, "ignored with method %q: only %q and %q wait for status checks", method, metacontroller.ChildUpdateRollingRecreate, metacontroller.ChildUpdateRollingInPlace)
 	}
 	for i, cond := range strategy.StatusChecks.Conditions {
+		// type is required in Metacontroller's CRD; a condition without
+		// one could never be met.
 		if cond.Type == "" {
-			allErrs = append(allErrs, field.Required(conditionsPath.Index(i).Child("type"), "the condition type to check, e.g. \"Ready\""))
+			c.err(field.Required(checksPath.Child("conditions").Index(i).Child("type"), "the condition type to check, e.g. \"Ready\""))
 		}
 	}
-	return allErrs
+}
+
+// calledHooks are the hooks this server calls, by field name, in field
+// order, so that all of them get the same checks and warnings.
+func calledHooks(hooks *metacontroller.CompositeControllerHooks) []namedHook {
+	return []namedHook{
+		{"customize", hooks.Customize},
+		{"sync", hooks.Sync},
+		{"finalize", hooks.Finalize},
+	}
+}
+
+// uncalledHooks are the hooks Metacontroller's API declares but that
+// neither Metacontroller nor this server ever calls.
+func uncalledHooks(hooks *metacontroller.CompositeControllerHooks) []namedHook {
+	return []namedHook{
+		{"preUpdateChild", hooks.PreUpdateChild},
+		{"postUpdateChild", hooks.PostUpdateChild},
+	}
 }
 
 // namedHook is a hook with the name of its field.
@@ -267,102 +348,124 @@ type namedHook struct {
 	hook *metacontroller.Hook
 }
 
-// hookFields lists the hooks of a CompositeController by field name, in
-// field order, so that all of them get the same checks and warnings.
-func hookFields(hooks *metacontroller.CompositeControllerHooks) []namedHook {
-	return []namedHook{
-		{"customize", hooks.Customize},
-		{"sync", hooks.Sync},
-		{"finalize", hooks.Finalize},
-	}
-}
-
-func validateHooks(hooks *metacontroller.CompositeControllerHooks, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+func (c *checker) checkHooks(hooks *metacontroller.CompositeControllerHooks, endpoints []metacontroller.EndpointConfig, fldPath *field.Path) {
 	if hooks.Sync == nil {
 		// Without a sync hook the controller has no way to compute the
-		// children or the status of a parent.
-		allErrs = append(allErrs, field.Required(fldPath.Child("sync"), "a sync hook computes each parent's children and status"))
+		// children or the status of a parent; Metacontroller fails every
+		// sync ("sync hook nil/not defined").
+		c.err(field.Required(fldPath.Child("sync"), "a sync hook computes each parent's children and status"))
 	}
-	for _, h := range hookFields(hooks) {
-		if h.hook != nil {
-			allErrs = append(allErrs, validateHook(h.hook, fldPath.Child(h.name))...)
+	for _, h := range calledHooks(hooks) {
+		if h.hook == nil {
+			continue
+		}
+		hookPath := fldPath.Child(h.name)
+		c.checkHookVersion(h.hook, hookPath)
+		switch {
+		case h.hook.Webhook != nil:
+			c.checkWebhook(h.hook.Webhook, endpoints, hookPath.Child("webhook"))
+		case h.name == "sync":
+			// A sync hook without a webhook is no sync hook: see above.
+			c.err(field.Required(hookPath.Child("webhook"), "how the hook is called"))
+		default:
+			// Metacontroller treats a hook without a webhook as unset.
+			c.warn(hookPath, "has no webhook, so it is never called")
 		}
 	}
-	return allErrs
+	for _, h := range uncalledHooks(hooks) {
+		if h.hook == nil {
+			continue
+		}
+		hookPath := fldPath.Child(h.name)
+		// Only what Metacontroller's CRD schema checks: as the hook is
+		// never called, nothing else about it matters.
+		c.checkHookVersion(h.hook, hookPath)
+		if wh := h.hook.Webhook; wh != nil && wh.ResponseUnMarshallMode != nil && !slices.Contains(supportedUnmarshallModes, *wh.ResponseUnMarshallMode) {
+			c.err(field.NotSupported(hookPath.Child("webhook", "responseUnMarshallMode"), *wh.ResponseUnMarshallMode, supportedUnmarshallModes))
+		}
+		c.warn(hookPath, "is accepted for compatibility but never called: this server does not call %s hooks, and neither does Metacontroller", h.name)
+	}
 }
 
-func validateHook(hook *metacontroller.Hook, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+// checkHookVersion checks the version, an enum in Metacontroller's CRD.
+func (c *checker) checkHookVersion(hook *metacontroller.Hook, fldPath *field.Path) {
 	if hook.Version != nil && !slices.Contains(supportedHookVersions, *hook.Version) {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("version"), *hook.Version, supportedHookVersions))
+		c.err(field.NotSupported(fldPath.Child("version"), *hook.Version, supportedHookVersions))
 	}
-	if hook.Webhook == nil {
-		// Webhooks are the only kind of hook, so a hook without one
-		// could never be called.
-		allErrs = append(allErrs, field.Required(fldPath.Child("webhook"), "how the hook is called"))
-	} else {
-		allErrs = append(allErrs, validateWebhook(hook.Webhook, fldPath.Child("webhook"))...)
-	}
-	return allErrs
 }
 
-func validateWebhook(wh *metacontroller.Webhook, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-
+func (c *checker) checkWebhook(wh *metacontroller.Webhook, endpoints []metacontroller.EndpointConfig, fldPath *field.Path) {
 	switch {
 	case wh.URL == nil && wh.Service == nil:
-		allErrs = append(allErrs, field.Required(fldPath, "exactly one of url or service must be set"))
-	case wh.URL != nil && wh.Service != nil:
-		allErrs = append(allErrs, field.Invalid(fldPath, field.OmitValueType{}, "exactly one of url or service may be set, not both"))
-	}
-	if wh.URL != nil {
-		allErrs = append(allErrs, validateWebhookURL(*wh.URL, fldPath.Child("url"))...)
-	}
-	if wh.Service != nil {
-		allErrs = append(allErrs, validateServiceReference(wh.Service, fldPath.Child("service"))...)
-	}
-	// With url the path is ignored (see Warnings), but a path that would be
-	// wrong with a service is still rejected so that switching to a
-	// service later cannot turn it into a broken address.
-	if wh.Path != nil && !strings.HasPrefix(*wh.Path, "/") {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), *wh.Path, "must start with '/'"))
+		// Metacontroller cannot build an address either.
+		c.err(field.Required(fldPath, "exactly one of url or service must be set"))
+	case wh.URL != nil:
+		// Like Metacontroller, a full url overrides service and path, so
+		// neither is checked beyond a warning that it is ignored.
+		c.checkWebhookURL(*wh.URL, wh, endpoints, fldPath)
+		if wh.Service != nil {
+			c.warn(fldPath.Child("service"), "ignored because url is set; the hook is called at url, as Metacontroller does")
+		}
+		if wh.Path != nil {
+			c.warn(fldPath.Child("path"), "ignored because url is set; Metacontroller only appends path to a service's address, so put the path in url")
+		}
+	default:
+		c.err(validateServiceReference(wh.Service, fldPath.Child("service"))...)
+		// The path is appended to "<protocol>://<name>.<namespace>:<port>";
+		// without a leading "/" it would run into the port, and no call
+		// could be made, in Metacontroller either.
+		if wh.Path != nil && *wh.Path != "" && !strings.HasPrefix(*wh.Path, "/") {
+			c.err(field.Invalid(fldPath.Child("path"), *wh.Path, "must start with '/'"))
+		}
+		if auth := credentialsField(wh.Authorization, wh.BasicAuth); auth != "" && (wh.Service.Protocol == nil || !strings.EqualFold(*wh.Service.Protocol, "https")) {
+			c.warn(fldPath.Child("service", "protocol"), "is http while %s is set; the credentials are sent in clear text", fldPath.Child(auth))
+		}
 	}
 
 	if wh.Timeout != nil {
+		// Metacontroller uses any positive timeout as given and replaces
+		// any other with its default.
 		timeoutPath := fldPath.Child("timeout")
 		switch d := wh.Timeout.Duration; {
 		case d <= 0:
-			allErrs = append(allErrs, field.Invalid(timeoutPath, d.String(), "must be greater than 0"))
-		case d > MaxHookTimeout:
-			allErrs = append(allErrs, field.Invalid(timeoutPath, d.String(), fmt.Sprintf("must be at most %s", MaxHookTimeout)))
+			c.warn(timeoutPath, "%s is not a positive duration, so the default %s is used, as in Metacontroller", d, defaultHookTimeout)
+		case d < shortHookTimeout:
+			c.warn(timeoutPath, "%s is under %s; most calls are likely to time out", d, shortHookTimeout)
+		case d > longHookTimeout:
+			c.warn(timeoutPath, "%s is used as given, but it is over %s: each call holds one of the controller's workers until the hook answers, and the parents queued behind it wait", d, longHookTimeout)
 		}
 	}
 
+	// An enum in Metacontroller's CRD.
 	if wh.ResponseUnMarshallMode != nil && !slices.Contains(supportedUnmarshallModes, *wh.ResponseUnMarshallMode) {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("responseUnMarshallMode"), *wh.ResponseUnMarshallMode, supportedUnmarshallModes))
+		c.err(field.NotSupported(fldPath.Child("responseUnMarshallMode"), *wh.ResponseUnMarshallMode, supportedUnmarshallModes))
 	}
 
 	if wh.Etag != nil {
+		// Metacontroller's cache, and this server's, treat a duration
+		// under one second as "never".
 		etagPath := fldPath.Child("etag")
-		if v := wh.Etag.CacheTimeoutSeconds; v != nil {
-			allErrs = append(allErrs, validateNonNegative(int64(*v), etagPath.Child("cacheTimeoutSeconds"))...)
+		if v := wh.Etag.CacheTimeoutSeconds; v != nil && *v < 0 {
+			c.warn(etagPath.Child("cacheTimeoutSeconds"), "%d is negative, which means the same as 0: cached answers never expire", *v)
 		}
-		if v := wh.Etag.CacheCleanupSeconds; v != nil {
-			allErrs = append(allErrs, validateNonNegative(int64(*v), etagPath.Child("cacheCleanupSeconds"))...)
+		if v := wh.Etag.CacheCleanupSeconds; v != nil && *v < 0 {
+			c.warn(etagPath.Child("cacheCleanupSeconds"), "%d is negative, which means the same as 0: expired answers are never dropped, only replaced", *v)
 		}
 	}
 
-	allErrs = append(allErrs, validateConnection(wh.CABundle, wh.ClientTLS, wh.Authorization, wh.BasicAuth, fldPath)...)
-	return allErrs
+	c.checkConnection(wh.CABundle, wh.ClientTLS, wh.Authorization, wh.BasicAuth, fldPath)
 }
 
-// validateWebhookURL checks that a hook URL can be called as it is. The URL
-// may carry credentials, so errors show it redacted, or not at all when it
-// does not parse.
-func validateWebhookURL(raw string, fldPath *field.Path) field.ErrorList {
+// checkWebhookURL checks that a hook URL can be called. Metacontroller hands
+// the URL as it is to Go's HTTP client, and so does this server: what that
+// client cannot call is rejected, anything else is accepted. The URL may
+// carry credentials, so errors show it redacted, or not at all when it does
+// not parse, and warnings never show it.
+func (c *checker) checkWebhookURL(raw string, wh *metacontroller.Webhook, endpoints []metacontroller.EndpointConfig, webhookPath *field.Path) {
+	fldPath := webhookPath.Child("url")
 	if raw == "" {
-		return field.ErrorList{field.Required(fldPath, "must be an absolute http or https URL")}
+		c.err(field.Required(fldPath, "must be an absolute http or https URL"))
+		return
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -371,36 +474,56 @@ func validateWebhookURL(raw string, fldPath *field.Path) field.ErrorList {
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
-		return field.ErrorList{field.Invalid(fldPath, field.OmitValueType{}, fmt.Sprintf("must be a valid URL: %v", err))}
+		c.err(field.Invalid(fldPath, field.OmitValueType{}, fmt.Sprintf("must be a valid URL: %v", err)))
+		return
 	}
 	shown := redactURL(u)
 
 	if !u.IsAbs() {
 		// Without a scheme the rest (host, path) cannot be told apart
 		// either, so nothing more is worth reporting.
-		return field.ErrorList{field.Invalid(fldPath, shown, "must be an absolute URL with scheme http or https")}
+		c.err(field.Invalid(fldPath, shown, "must be an absolute URL with scheme http or https"))
+		return
 	}
-
-	var allErrs field.ErrorList
 	if !slices.Contains(supportedURLSchemes, strings.ToLower(u.Scheme)) {
-		allErrs = append(allErrs, field.Invalid(fldPath, shown, fmt.Sprintf("scheme %q is not supported: must be http or https", u.Scheme)))
+		c.err(field.Invalid(fldPath, shown, fmt.Sprintf("scheme %q is not supported: must be http or https", u.Scheme)))
 	}
 	if u.Host == "" {
-		allErrs = append(allErrs, field.Invalid(fldPath, shown, "must have a host"))
+		c.err(field.Invalid(fldPath, shown, "must have a host"))
+	}
+	// A query is sent as it is: nothing to say about it.
+
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		// HTTP clients never send the fragment.
+		c.warn(fldPath, "the fragment (from '#' on) is never sent to the hook")
+	}
+
+	// Go's HTTP client turns user info into basic credentials, unless the
+	// request already has an Authorization header, for Metacontroller as
+	// here.
+	credentials := credentialsField(wh.Authorization, wh.BasicAuth)
+	credentialsPath := webhookPath.Child(credentials)
+	if credentials == "" && wh.CABundle == nil && wh.ClientTLS == nil {
+		// The webhook's own connection settings replace those of its
+		// host's endpointConfig entirely.
+		if i, auth := endpointCredentials(endpoints, u); auth != "" {
+			credentials = auth
+			credentialsPath = field.NewPath("spec", "endpointConfigs").Index(i).Child(auth)
+		}
 	}
 	if u.User != nil {
-		// Credentials in the URL end up in logs and in the stored object
-		// for everyone who can read it; authorization and basicAuth keep
-		// them in a Secret.
-		allErrs = append(allErrs, field.Invalid(fldPath, shown, "may not contain user info; use authorization or basicAuth with a Secret instead"))
+		if credentials != "" {
+			c.warn(fldPath, "contains user info, which is not sent because %s sets the Authorization header", credentialsPath)
+		} else {
+			c.warn(fldPath, "contains user info, which is sent as basic credentials but can be read by everyone who can read this object; basicAuth keeps them in a Secret")
+		}
 	}
-	if u.RawQuery != "" || u.ForceQuery {
-		allErrs = append(allErrs, field.Invalid(fldPath, shown, "may not contain a query"))
+
+	// Credentials over plain http can be read by anyone on the path to the
+	// hook.
+	if strings.EqualFold(u.Scheme, "http") && u.Host != "" && credentials != "" {
+		c.warn(fldPath, "uses plain http while %s applies to it; the credentials are sent in clear text", credentialsPath)
 	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
-		allErrs = append(allErrs, field.Invalid(fldPath, shown, "may not contain a fragment"))
-	}
-	return allErrs
 }
 
 // redactURL is how a hook URL is shown in errors. User info and query
@@ -421,6 +544,45 @@ func redactURL(u *url.URL) string {
 	return shown.String()
 }
 
+// credentialsField names the field holding credentials, if any.
+func credentialsField(authz *metacontroller.AuthorizationConfig, basic *metacontroller.BasicAuthConfig) string {
+	switch {
+	case authz != nil:
+		return "authorization"
+	case basic != nil:
+		return "basicAuth"
+	}
+	return ""
+}
+
+// endpointCredentials finds the endpointConfig for u's host that has
+// credentials, returning its index and the credentials field. Hosts match
+// case-insensitively, with or without the scheme's default port, as the
+// hook client matches them.
+func endpointCredentials(endpoints []metacontroller.EndpointConfig, u *url.URL) (int, string) {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	want := strings.ToLower(net.JoinHostPort(u.Hostname(), port))
+	for i := range endpoints {
+		host, hostPort, err := net.SplitHostPort(endpoints[i].Host)
+		if err != nil {
+			host, hostPort = strings.TrimSuffix(strings.TrimPrefix(endpoints[i].Host, "["), "]"), port
+		}
+		if strings.ToLower(net.JoinHostPort(host, hostPort)) == want {
+			return i, credentialsField(endpoints[i].Authorization, endpoints[i].BasicAuth)
+		}
+	}
+	return 0, ""
+}
+
+// validateServiceReference checks the service a hook is reached through.
+// Metacontroller calls "<protocol>://<name>.<namespace>:<port><path>", so
+// each part must be something a Service, and that URL, can have.
 func validateServiceReference(svc *metacontroller.ServiceReference, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	allErrs = append(allErrs, validateDNSLabel(svc.Name, fldPath.Child("name"))...)
@@ -430,47 +592,47 @@ func validateServiceReference(svc *metacontroller.ServiceReference, fldPath *fie
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("port"), *svc.Port, msg))
 		}
 	}
-	if svc.Protocol != nil && !slices.Contains(supportedServiceProtocols, *svc.Protocol) {
+	// URL schemes are case-insensitive, and Go's HTTP client, which calls
+	// the hook for Metacontroller as here, treats them so.
+	if svc.Protocol != nil && !slices.Contains(supportedServiceProtocols, strings.ToLower(*svc.Protocol)) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("protocol"), *svc.Protocol, supportedServiceProtocols))
 	}
 	return allErrs
 }
 
-// validateConnection checks the connection settings shared by webhooks and
-// endpointConfigs.
+// checkConnection checks the connection settings shared by webhooks and
+// endpointConfigs. Metacontroller resolves them when it starts a controller
+// and does not start it when they fail; these are the failures that can be
+// told without reading a Secret.
 //
-// authorization and basicAuth both set the Authorization header, so only
-// one of them can take effect; setting both is reported as Forbidden at
-// basicAuth, the field that would otherwise be silently dropped.
-func validateConnection(ca *metacontroller.CABundleConfig, clientTLS *metacontroller.ClientTLSConfig, authz *metacontroller.AuthorizationConfig, basic *metacontroller.BasicAuthConfig, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+// authorization and basicAuth both set the Authorization header, and
+// Metacontroller refuses to choose; setting both is reported as Forbidden at
+// basicAuth.
+func (c *checker) checkConnection(ca *metacontroller.CABundleConfig, clientTLS *metacontroller.ClientTLSConfig, authz *metacontroller.AuthorizationConfig, basic *metacontroller.BasicAuthConfig, fldPath *field.Path) {
 	if ca != nil {
-		allErrs = append(allErrs, validateCABundle(ca, fldPath.Child("caBundle"))...)
+		c.checkCABundle(ca, fldPath.Child("caBundle"))
 	}
 	if clientTLS != nil {
 		tlsPath := fldPath.Child("clientTLS")
-		allErrs = append(allErrs, validateSecretReference(&clientTLS.SecretRef, tlsPath.Child("secretRef"))...)
-		allErrs = append(allErrs, validateOptionalKey(clientTLS.CertKey, tlsPath.Child("certKey"))...)
-		allErrs = append(allErrs, validateOptionalKey(clientTLS.PrivateKeyKey, tlsPath.Child("privateKeyKey"))...)
+		c.err(validateSecretReference(&clientTLS.SecretRef, tlsPath.Child("secretRef"))...)
+		c.err(validateOptionalKey(clientTLS.CertKey, tlsPath.Child("certKey"))...)
+		c.err(validateOptionalKey(clientTLS.PrivateKeyKey, tlsPath.Child("privateKeyKey"))...)
 	}
 	if authz != nil {
-		allErrs = append(allErrs, validateAuthorization(authz, fldPath.Child("authorization"))...)
+		c.err(validateAuthorization(authz, fldPath.Child("authorization"))...)
 	}
 	if basic != nil {
 		basicPath := fldPath.Child("basicAuth")
 		if authz != nil {
-			allErrs = append(allErrs, field.Forbidden(basicPath, "may not be set together with authorization: both set the Authorization header"))
+			c.err(field.Forbidden(basicPath, "may not be set together with authorization: both set the Authorization header"))
 		}
-		allErrs = append(allErrs, validateSecretReference(&basic.SecretRef, basicPath.Child("secretRef"))...)
-		allErrs = append(allErrs, validateOptionalKey(basic.UsernameKey, basicPath.Child("usernameKey"))...)
-		allErrs = append(allErrs, validateOptionalKey(basic.PasswordKey, basicPath.Child("passwordKey"))...)
+		c.err(validateSecretReference(&basic.SecretRef, basicPath.Child("secretRef"))...)
+		c.err(validateOptionalKey(basic.UsernameKey, basicPath.Child("usernameKey"))...)
+		c.err(validateOptionalKey(basic.PasswordKey, basicPath.Child("passwordKey"))...)
 	}
-	return allErrs
 }
 
-func validateCABundle(ca *metacontroller.CABundleConfig, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-
+func (c *checker) checkCABundle(ca *metacontroller.CABundleConfig, fldPath *field.Path) {
 	var set []string
 	if ca.Inline != nil {
 		set = append(set, "inline")
@@ -483,30 +645,29 @@ func validateCABundle(ca *metacontroller.CABundleConfig, fldPath *field.Path) fi
 	}
 	switch len(set) {
 	case 0:
-		allErrs = append(allErrs, field.Required(fldPath, "exactly one of inline, secretRef or configMapRef must be set"))
+		c.err(field.Required(fldPath, "exactly one of inline, secretRef or configMapRef must be set"))
 	case 1:
 	default:
-		allErrs = append(allErrs, field.Invalid(fldPath, strings.Join(set, ", "), "exactly one of inline, secretRef or configMapRef may be set"))
+		c.err(field.Invalid(fldPath, strings.Join(set, ", "), "exactly one of inline, secretRef or configMapRef may be set"))
 	}
 
 	if ca.Inline != nil {
-		allErrs = append(allErrs, validateInlineCABundle(*ca.Inline, fldPath.Child("inline"))...)
+		c.checkInlineCABundle(*ca.Inline, fldPath.Child("inline"))
 	}
 	if ca.SecretRef != nil {
-		allErrs = append(allErrs, validateKeyReference(ca.SecretRef, false, fldPath.Child("secretRef"))...)
+		c.err(validateKeyReference(ca.SecretRef, false, fldPath.Child("secretRef"))...)
 	}
 	if ca.ConfigMapRef != nil {
-		allErrs = append(allErrs, validateKeyReference(ca.ConfigMapRef, false, fldPath.Child("configMapRef"))...)
+		c.err(validateKeyReference(ca.ConfigMapRef, false, fldPath.Child("configMapRef"))...)
 	}
-	return allErrs
 }
 
-// validateInlineCABundle checks that an inline bundle holds certificates
-// Go's TLS stack can use. A bundle without any would make every call fail
-// verification; other PEM blocks are ignored, as x509.CertPool does.
-func validateInlineCABundle(bundle string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	certs := 0
+// checkInlineCABundle checks that an inline bundle holds a certificate Go's
+// TLS stack can use. Like x509.CertPool.AppendCertsFromPEM, which loads the
+// bundle for Metacontroller as here, it skips other PEM blocks and
+// certificates that do not parse, and fails only when nothing is left.
+func (c *checker) checkInlineCABundle(bundle string, fldPath *field.Path) {
+	certs, good := 0, 0
 	rest := []byte(bundle)
 	for {
 		var block *pem.Block
@@ -521,27 +682,31 @@ func validateInlineCABundle(bundle string, fldPath *field.Path) field.ErrorList 
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
 			// The bundle itself is not echoed: it is long and says nothing
 			// the message does not.
-			allErrs = append(allErrs, field.Invalid(fldPath, field.OmitValueType{}, fmt.Sprintf("certificate %d does not parse: %v", certs, err)))
+			c.warn(fldPath, "certificate %d does not parse and is ignored: %v", certs, err)
+			continue
 		}
+		good++
 	}
-	if certs == 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath, field.OmitValueType{}, "must contain at least one PEM-encoded CERTIFICATE block"))
+	switch {
+	case certs == 0:
+		c.err(field.Invalid(fldPath, field.OmitValueType{}, "must contain at least one PEM-encoded CERTIFICATE block"))
+	case good == 0:
+		c.err(field.Invalid(fldPath, field.OmitValueType{}, "none of its certificates parses"))
 	}
-	return allErrs
 }
 
 func validateAuthorization(authz *metacontroller.AuthorizationConfig, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	// An empty type is defaulted to Bearer.
-	if authz.Type != "" {
+	// An empty type is defaulted to Bearer. Surrounding spaces are
+	// trimmed when the header is built, here as in Metacontroller.
+	if typ := strings.TrimSpace(authz.Type); authz.Type != "" {
 		typePath := fldPath.Child("type")
 		switch {
-		case strings.EqualFold(authz.Type, "Basic"):
-			// basicAuth builds the base64 "user:password" credential
-			// itself; a raw Basic credential in a Secret is easy to get
-			// wrong and is what basicAuth exists for.
+		case strings.EqualFold(typ, "Basic"):
+			// Metacontroller refuses it too: basicAuth builds the base64
+			// "user:password" credential itself.
 			allErrs = append(allErrs, field.Invalid(typePath, authz.Type, "may not be \"Basic\": use basicAuth instead"))
-		case !isHTTPToken(authz.Type):
+		case !isHTTPToken(typ):
 			// The scheme is written into the Authorization header as is.
 			allErrs = append(allErrs, field.Invalid(typePath, authz.Type, "must be an HTTP authentication scheme such as \"Bearer\": letters, digits and !#$%&'*+-.^_`|~ only"))
 		}
@@ -628,33 +793,37 @@ func validateOptionalKey(key string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-func validateEndpointConfigs(configs []metacontroller.EndpointConfig, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	seen := make(map[string]bool, len(configs))
+func (c *checker) checkEndpointConfigs(configs []metacontroller.EndpointConfig, fldPath *field.Path) {
+	first := make(map[string]int, len(configs))
 	for i := range configs {
 		ec := &configs[i]
 		idxPath := fldPath.Index(i)
 		hostPath := idxPath.Child("host")
 		if ec.Host == "" {
-			allErrs = append(allErrs, field.Required(hostPath, "a host or host:port, e.g. \"my-hook.my-ns:8443\""))
+			// host is required in Metacontroller's CRD.
+			c.err(field.Required(hostPath, "a host or host:port, e.g. \"my-hook.my-ns:8443\""))
 		} else {
-			allErrs = append(allErrs, validateEndpointHost(ec.Host, hostPath)...)
-			// Hosts are matched case-insensitively, so configs differing
-			// only in case would compete for the same hooks.
-			key := strings.ToLower(ec.Host)
-			if seen[key] {
-				allErrs = append(allErrs, field.Duplicate(hostPath, ec.Host))
+			// Metacontroller compares host with each hook URL's host and
+			// ignores entries that match none.
+			for _, e := range validateEndpointHost(ec.Host, hostPath) {
+				c.warn(hostPath, "%s; it can never match a hook's host, so this entry is never used", e.Detail)
 			}
-			seen[key] = true
+			// Hosts are matched case-insensitively and the first match
+			// wins, here as in Metacontroller.
+			key := strings.ToLower(ec.Host)
+			if j, ok := first[key]; ok {
+				c.warn(hostPath, "%q is also the host of %s, which is used instead, so this entry is never used", ec.Host, fldPath.Index(j))
+			} else {
+				first[key] = i
+			}
 		}
-		allErrs = append(allErrs, validateConnection(ec.CABundle, ec.ClientTLS, ec.Authorization, ec.BasicAuth, idxPath)...)
+		c.checkConnection(ec.CABundle, ec.ClientTLS, ec.Authorization, ec.BasicAuth, idxPath)
 	}
-	return allErrs
 }
 
 // validateEndpointHost checks that host is what a hook URL's host part can
 // be: a DNS name or an IP address (IPv6 in brackets), optionally with a
-// port. A scheme or path could never match a hook.
+// port. Anything else, a scheme or a path say, matches no hook.
 func validateEndpointHost(host string, fldPath *field.Path) field.ErrorList {
 	const hostForm = "must be a host or host:port, without scheme or path"
 	if strings.Contains(host, "/") {
@@ -707,86 +876,4 @@ func validateEndpointHost(host string, fldPath *field.Path) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(fldPath, host, msg))
 	}
 	return allErrs
-}
-
-// Warnings returns warnings about a CompositeController that is valid but
-// probably not what its author meant. Each warning starts with the path of
-// the field concerned.
-func Warnings(cc *metacontroller.CompositeController) []string {
-	var warnings []string
-	spec := &cc.Spec
-	specPath := field.NewPath("spec")
-
-	if len(spec.ChildResources) == 0 {
-		warnings = append(warnings, fmt.Sprintf("%s: no child resources are listed, so the controller will manage no children", specPath.Child("childResources")))
-	}
-
-	if spec.ResyncPeriodSeconds != nil && *spec.ResyncPeriodSeconds > 0 && *spec.ResyncPeriodSeconds < shortResyncPeriodSeconds {
-		warnings = append(warnings, fmt.Sprintf("%s: %d is a very short resync period: every parent is synced, and its hooks called, every %ds even when nothing changed", specPath.Child("resyncPeriodSeconds"), *spec.ResyncPeriodSeconds, *spec.ResyncPeriodSeconds))
-	}
-
-	if spec.Hooks != nil {
-		hooksPath := specPath.Child("hooks")
-		for _, h := range hookFields(spec.Hooks) {
-			if h.hook == nil || h.hook.Webhook == nil {
-				continue
-			}
-			warnings = append(warnings, webhookWarnings(h.hook.Webhook, spec.EndpointConfigs, hooksPath.Child(h.name, "webhook"))...)
-		}
-	}
-	return warnings
-}
-
-func webhookWarnings(wh *metacontroller.Webhook, endpoints []metacontroller.EndpointConfig, fldPath *field.Path) []string {
-	var warnings []string
-
-	if wh.URL != nil && wh.Path != nil {
-		warnings = append(warnings, fmt.Sprintf("%s: ignored because url is set; Metacontroller only appends path to a service's address, so put the path in url", fldPath.Child("path")))
-	}
-
-	if wh.Timeout != nil && wh.Timeout.Duration > 0 && wh.Timeout.Duration < shortHookTimeout {
-		warnings = append(warnings, fmt.Sprintf("%s: %s is under %s; most calls are likely to time out", fldPath.Child("timeout"), wh.Timeout.Duration, shortHookTimeout))
-	}
-
-	// Credentials over plain http can be read by anyone on the path to the
-	// hook. They are either the hook's own or, when it has none, those of
-	// the endpointConfig for its host.
-	if wh.URL != nil {
-		if u, err := url.Parse(*wh.URL); err == nil && strings.EqualFold(u.Scheme, "http") && u.Host != "" {
-			if auth := credentialsField(wh.Authorization, wh.BasicAuth); auth != "" {
-				warnings = append(warnings, fmt.Sprintf("%s: uses plain http while %s is set; the credentials are sent in clear text", fldPath.Child("url"), fldPath.Child(auth)))
-			} else if i, auth := endpointCredentials(endpoints, u.Host); auth != "" {
-				warnings = append(warnings, fmt.Sprintf("%s: uses plain http while %s applies to its host; the credentials are sent in clear text", fldPath.Child("url"), field.NewPath("spec", "endpointConfigs").Index(i).Child(auth)))
-			}
-		}
-	}
-	if wh.Service != nil && (wh.Service.Protocol == nil || *wh.Service.Protocol == "http") {
-		if auth := credentialsField(wh.Authorization, wh.BasicAuth); auth != "" {
-			warnings = append(warnings, fmt.Sprintf("%s: is http while %s is set; the credentials are sent in clear text", fldPath.Child("service", "protocol"), fldPath.Child(auth)))
-		}
-	}
-	return warnings
-}
-
-// credentialsField names the field holding credentials, if any.
-func credentialsField(authz *metacontroller.AuthorizationConfig, basic *metacontroller.BasicAuthConfig) string {
-	switch {
-	case authz != nil:
-		return "authorization"
-	case basic != nil:
-		return "basicAuth"
-	}
-	return ""
-}
-
-// endpointCredentials finds the endpointConfig for host that has
-// credentials, returning its index and the credentials field.
-func endpointCredentials(endpoints []metacontroller.EndpointConfig, host string) (int, string) {
-	for i := range endpoints {
-		ec := &endpoints[i]
-		if strings.EqualFold(ec.Host, host) {
-			return i, credentialsField(ec.Authorization, ec.BasicAuth)
-		}
-	}
-	return 0, ""
 }

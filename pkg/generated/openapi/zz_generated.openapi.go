@@ -397,7 +397,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 					},
 					"statusChecks": {
 						SchemaProps: spec.SchemaProps{
-							Description: "statusChecks say when a child updated by a Rolling* method counts as healthy. Only valid with Rolling* methods.",
+							Description: "statusChecks say when a child updated by a Rolling* method counts as healthy. They are ignored with other methods, as in Metacontroller.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(v1alpha1.ChildUpdateStatusChecks{}.OpenAPIModelName()),
 						},
@@ -432,6 +432,18 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 					"finalize": {
 						SchemaProps: spec.SchemaProps{
 							Description: "finalize is called instead of sync while a parent is being deleted, until it answers finalized: true.",
+							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
+						},
+					},
+					"preUpdateChild": {
+						SchemaProps: spec.SchemaProps{
+							Description: "preUpdateChild is accepted, stored and returned so that manifests written for Metacontroller apply unchanged, but it is never called: Metacontroller declares it without calling it either. Applying an object that sets it draws a warning.",
+							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
+						},
+					},
+					"postUpdateChild": {
+						SchemaProps: spec.SchemaProps{
+							Description: "postUpdateChild is accepted, stored and returned so that manifests written for Metacontroller apply unchanged, but it is never called: Metacontroller declares it without calling it either. Applying an object that sets it draws a warning.",
 							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
 						},
 					},
@@ -641,7 +653,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 					},
 					"resyncPeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "resyncPeriodSeconds is how often every parent is synced even when nothing changed. Zero or unset means only on change.",
+							Description: "resyncPeriodSeconds is how often every parent is synced even when nothing changed. Unset means only on change. As in Metacontroller, which clamps the period to at least one second, 0 and negative values mean every second.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -974,7 +986,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(re
 					},
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
-							Description: "protocol is http (the default) or https.",
+							Description: "protocol is http (the default) or https, in any letter case.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1346,20 +1358,20 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_Webhook(ref common.
 				Properties: map[string]spec.Schema{
 					"url": {
 						SchemaProps: spec.SchemaProps{
-							Description: "url is the absolute http(s) URL of the hook. Exactly one of url and service is set.",
+							Description: "url is the absolute http(s) URL of the hook, called as given, query included. Set url or service; when both are set url is used, as in Metacontroller.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"timeout": {
 						SchemaProps: spec.SchemaProps{
-							Description: "timeout of one call, a Go duration such as \"10s\". Defaults to 10s at call time; at most 30s.",
+							Description: "timeout of one call, a Go duration such as \"10s\". Unset, zero or negative means 10s, as in Metacontroller. Longer timeouts are used as given, but a slow hook holds one of the controller's workers for as long as it takes, so over 30s draws a warning.",
 							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
 						},
 					},
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Description: "path appended to the service's address, starting with \"/\".",
+							Description: "path appended to the service's address, starting with \"/\". Ignored when url is set.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1432,14 +1444,14 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_WebhookEtagConfig(r
 					},
 					"cacheTimeoutSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "cacheTimeoutSeconds is how long a cached answer is kept.",
+							Description: "cacheTimeoutSeconds is how long a cached answer is kept; unset, 0 or negative means forever, as in Metacontroller.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
 					"cacheCleanupSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "cacheCleanupSeconds is how often expired answers are dropped.",
+							Description: "cacheCleanupSeconds is how often expired answers are dropped; unset, 0 or negative means they are only ever replaced.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

@@ -31,7 +31,7 @@ type CompositeControllerChildUpdateStrategyApplyConfiguration struct {
 	// RollingRecreate or RollingInPlace.
 	Method *metacontrollerv1alpha1.ChildUpdateMethod `json:"method,omitempty"`
 	// statusChecks say when a child updated by a Rolling* method counts as
-	// healthy. Only valid with Rolling* methods.
+	// healthy. They are ignored with other methods, as in Metacontroller.
 	StatusChecks *ChildUpdateStatusChecksApplyConfiguration `json:"statusChecks,omitempty"`
 }
 

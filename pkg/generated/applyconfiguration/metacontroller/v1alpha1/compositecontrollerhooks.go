@@ -30,6 +30,16 @@ type CompositeControllerHooksApplyConfiguration struct {
 	// finalize is called instead of sync while a parent is being deleted,
 	// until it answers finalized: true.
 	Finalize *HookApplyConfiguration `json:"finalize,omitempty"`
+	// preUpdateChild is accepted, stored and returned so that manifests
+	// written for Metacontroller apply unchanged, but it is never called:
+	// Metacontroller declares it without calling it either. Applying an
+	// object that sets it draws a warning.
+	PreUpdateChild *HookApplyConfiguration `json:"preUpdateChild,omitempty"`
+	// postUpdateChild is accepted, stored and returned so that manifests
+	// written for Metacontroller apply unchanged, but it is never called:
+	// Metacontroller declares it without calling it either. Applying an
+	// object that sets it draws a warning.
+	PostUpdateChild *HookApplyConfiguration `json:"postUpdateChild,omitempty"`
 }
 
 // CompositeControllerHooksApplyConfiguration constructs a declarative configuration of the CompositeControllerHooks type for use with
@@ -59,5 +69,21 @@ func (b *CompositeControllerHooksApplyConfiguration) WithSync(value *HookApplyCo
 // If called multiple times, the Finalize field is set to the value of the last call.
 func (b *CompositeControllerHooksApplyConfiguration) WithFinalize(value *HookApplyConfiguration) *CompositeControllerHooksApplyConfiguration {
 	b.Finalize = value
+	return b
+}
+
+// WithPreUpdateChild sets the PreUpdateChild field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreUpdateChild field is set to the value of the last call.
+func (b *CompositeControllerHooksApplyConfiguration) WithPreUpdateChild(value *HookApplyConfiguration) *CompositeControllerHooksApplyConfiguration {
+	b.PreUpdateChild = value
+	return b
+}
+
+// WithPostUpdateChild sets the PostUpdateChild field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PostUpdateChild field is set to the value of the last call.
+func (b *CompositeControllerHooksApplyConfiguration) WithPostUpdateChild(value *HookApplyConfiguration) *CompositeControllerHooksApplyConfiguration {
+	b.PostUpdateChild = value
 	return b
 }

@@ -36,7 +36,9 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// that sets none of its own.
 	EndpointConfigs []EndpointConfigApplyConfiguration `json:"endpointConfigs,omitempty"`
 	// resyncPeriodSeconds is how often every parent is synced even when
-	// nothing changed. Zero or unset means only on change.
+	// nothing changed. Unset means only on change. As in Metacontroller,
+	// which clamps the period to at least one second, 0 and negative values
+	// mean every second.
 	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
 	// workers is how many parents of this controller are synced at once;
 	// unset means the server's --workers. Not in Metacontroller.

@@ -29,7 +29,7 @@ type ServiceReferenceApplyConfiguration struct {
 	Namespace *string `json:"namespace,omitempty"`
 	// port of the Service, 80 by default.
 	Port *int32 `json:"port,omitempty"`
-	// protocol is http (the default) or https.
+	// protocol is http (the default) or https, in any letter case.
 	Protocol *string `json:"protocol,omitempty"`
 }
 

@@ -28,13 +28,17 @@ import (
 //
 // Webhook is an HTTP(S) hook: either a full url, or a service and a path.
 type WebhookApplyConfiguration struct {
-	// url is the absolute http(s) URL of the hook. Exactly one of url and
-	// service is set.
+	// url is the absolute http(s) URL of the hook, called as given, query
+	// included. Set url or service; when both are set url is used, as in
+	// Metacontroller.
 	URL *string `json:"url,omitempty"`
-	// timeout of one call, a Go duration such as "10s". Defaults to 10s at
-	// call time; at most 30s.
+	// timeout of one call, a Go duration such as "10s". Unset, zero or
+	// negative means 10s, as in Metacontroller. Longer timeouts are used as
+	// given, but a slow hook holds one of the controller's workers for as
+	// long as it takes, so over 30s draws a warning.
 	Timeout *v1.Duration `json:"timeout,omitempty"`
-	// path appended to the service's address, starting with "/".
+	// path appended to the service's address, starting with "/". Ignored
+	// when url is set.
 	Path *string `json:"path,omitempty"`
 	// service through which the hook is reached in the target cluster.
 	Service *ServiceReferenceApplyConfiguration `json:"service,omitempty"`

@@ -25,9 +25,11 @@ package v1alpha1
 type WebhookEtagConfigApplyConfiguration struct {
 	// enabled turns ETag caching on.
 	Enabled *bool `json:"enabled,omitempty"`
-	// cacheTimeoutSeconds is how long a cached answer is kept.
+	// cacheTimeoutSeconds is how long a cached answer is kept; unset, 0 or
+	// negative means forever, as in Metacontroller.
 	CacheTimeoutSeconds *int32 `json:"cacheTimeoutSeconds,omitempty"`
-	// cacheCleanupSeconds is how often expired answers are dropped.
+	// cacheCleanupSeconds is how often expired answers are dropped; unset,
+	// 0 or negative means they are only ever replaced.
 	CacheCleanupSeconds *int32 `json:"cacheCleanupSeconds,omitempty"`
 }
 

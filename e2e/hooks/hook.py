@@ -8,22 +8,31 @@ Parents look like:
     configMaps: [a, b]          # one ConfigMap "<parent>-<name>" each
     service: true               # also a Service "<parent>"
     related: {resource: secrets, apiVersion: v1, labelSelector: {...}}  # customize
+    data: {k: v}, labels: {k: v}  # extra data keys and labels of every ConfigMap
+    resyncAfter: 60             # the answer's resyncAfterSeconds
 
 The hook's behaviour can be switched while it runs (POST /mode with
 {"mode": ...}) so tests can break it and fix it again:
   ok, error500, timeout, garbage, undeclared, othernamespace, throttle (429 with
-  Retry-After: 1)
-GET /calls answers how many calls each path had.
+  Retry-After: 1), etag (as ok, but /sync answers carry an ETag, a hash of the
+  answer, and a request whose If-None-Match is that ETag gets 304 Not Modified
+  with no body, as RFC 7232 has it)
+GET /calls answers how many calls each path had, and each path for each
+parent ("/sync ns/name").
+GET /etags answers, per path, the If-None-Match of every call in etag mode
+("" when there was none) and how many were answered 304.
 
 Usage: hook.py PORT  (0 picks a free port; the chosen one is printed)
 """
+import hashlib
 import json
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-state = {"mode": "ok", "calls": {}, "finalize_after": 2}
+state = {"mode": "ok", "calls": {}, "finalize_after": 2,
+         "etags": {"ifNoneMatch": {}, "notModified": {}}}
 lock = threading.Lock()
 
 
@@ -34,11 +43,15 @@ def children_for(parent, mode):
     color = spec.get("color", "none")
     out = []
     for cm in spec.get("configMaps", []) or []:
+        data = {"color": color, "item": cm}
+        data.update(spec.get("data") or {})
+        labels = {"app": name}
+        labels.update(spec.get("labels") or {})
         out.append({
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "%s-%s" % (name, cm), "labels": {"app": name}},
-            "data": {"color": color, "item": cm},
+            "metadata": {"name": "%s-%s" % (name, cm), "labels": labels},
+            "data": data,
         })
     if spec.get("service"):
         out.append({
@@ -61,10 +74,12 @@ class Hook(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         sys.stderr.write("hook: " + (fmt % args) + "\n")
 
-    def reply(self, code, body, content_type="application/json"):
+    def reply(self, code, body, content_type="application/json", headers=None):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -73,6 +88,9 @@ class Hook(BaseHTTPRequestHandler):
         if self.path == "/calls":
             with lock:
                 return self.reply(200, state["calls"])
+        if self.path == "/etags":
+            with lock:
+                return self.reply(200, state["etags"])
         self.reply(404, {"error": "not found"})
 
     def do_POST(self):
@@ -83,6 +101,19 @@ class Hook(BaseHTTPRequestHandler):
             state["calls"][path] = state["calls"].get(path, 0) + 1
             calls = state["calls"][path]
             mode = state["mode"]
+        req_parent = {}
+        if path != "/mode":
+            try:
+                req_parent = json.loads(body).get("parent") or {}
+            except ValueError:
+                pass
+        if req_parent:
+            # Calls per parent too ("/sync ns/name"), so that a test can
+            # tell which parents a change re-synced.
+            meta = req_parent.get("metadata", {})
+            key = "%s %s/%s" % (path, meta.get("namespace", ""), meta.get("name", ""))
+            with lock:
+                state["calls"][key] = state["calls"].get(key, 0) + 1
         if path == "/mode":
             with lock:
                 state["mode"] = json.loads(body)["mode"]
@@ -117,8 +148,31 @@ class Hook(BaseHTTPRequestHandler):
             }
             if req.get("finalizing"):
                 resp["finalized"] = calls >= state["finalize_after"]
+                resp["status"]["finalizing"] = True
+            resync = (parent.get("spec", {}) or {}).get("resyncAfter")
+            if resync:
+                resp["resyncAfterSeconds"] = resync
+            if mode == "etag" and path == "/sync":
+                return self.reply_etag(path, resp)
             return self.reply(200, resp)
         self.reply(404, {"error": "no hook at " + path})
+
+    def reply_etag(self, path, resp):
+        data = json.dumps(resp, sort_keys=True).encode()
+        etag = '"%s"' % hashlib.sha256(data).hexdigest()[:16]
+        if_none_match = self.headers.get("If-None-Match", "")
+        with lock:
+            etags = state["etags"]
+            etags["ifNoneMatch"].setdefault(path, []).append(if_none_match)
+            if if_none_match == etag:
+                etags["notModified"][path] = etags["notModified"].get(path, 0) + 1
+        if if_none_match == etag:
+            # A 304 has no body, not even a Content-Length of one.
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.end_headers()
+            return
+        self.reply(200, data, headers={"ETag": etag})
 
 
 def main():

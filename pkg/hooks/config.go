@@ -132,18 +132,20 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		authHeader:       conn.authHeader,
 		client:           newHTTPClient(conn),
 		now:              time.Now,
+		etags:            newETagCache(cfg.Webhook.Etag, time.Now),
 	}, nil
 }
 
-// webhookURL is the hook's URL: url as given, or the in-cluster DNS name of
-// the service.
+// webhookURL is the hook's URL: url as given, or the service's in-cluster
+// DNS name in Metacontroller's form, <protocol>://<name>.<namespace>:<port><path>,
+// without ".svc", so that endpointConfigs hosts written for Metacontroller
+// match the same hooks here.
 func webhookURL(wh *v1alpha1.Webhook) (*url.URL, error) {
 	var raw string
 	switch {
-	case wh.URL != nil && wh.Service != nil:
-		return nil, errors.New("url and service are mutually exclusive")
 	case wh.URL != nil:
-		// Like Metacontroller, a full url ignores path.
+		// As in Metacontroller, a full url overrides everything else:
+		// service and path (validation warns that they are ignored).
 		raw = *wh.URL
 	case wh.Service != nil:
 		svc := wh.Service
@@ -168,7 +170,7 @@ func webhookURL(wh *v1alpha1.Webhook) (*url.URL, error) {
 		if path != "" && !strings.HasPrefix(path, "/") {
 			return nil, fmt.Errorf("path %q must start with /", path)
 		}
-		host := net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(port)))
+		host := net.JoinHostPort(svc.Name+"."+svc.Namespace, strconv.Itoa(int(port)))
 		raw = protocol + "://" + host + path
 	default:
 		return nil, errors.New("one of url and service is required")

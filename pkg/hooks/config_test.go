@@ -18,9 +18,9 @@ func TestServiceReferenceBuildsInClusterURL(t *testing.T) {
 		path *string
 		want string
 	}{
-		{"defaults to http on port 80", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, ptr("/sync"), "http://hook.ns.svc:80/sync"},
-		{"https on a named port", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns", Port: ptr[int32](8443), Protocol: ptr("https")}, ptr("/v2/sync"), "https://hook.ns.svc:8443/v2/sync"},
-		{"no path", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, nil, "http://hook.ns.svc:80"},
+		{"defaults to http on port 80", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, ptr("/sync"), "http://hook.ns:80/sync"},
+		{"https on a named port", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns", Port: ptr[int32](8443), Protocol: ptr("https")}, ptr("/v2/sync"), "https://hook.ns:8443/v2/sync"},
+		{"no path", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, nil, "http://hook.ns:80"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := tc.svc
@@ -29,6 +29,15 @@ func TestServiceReferenceBuildsInClusterURL(t *testing.T) {
 				t.Errorf("URL() = %q, want %q", w.URL(), tc.want)
 			}
 		})
+	}
+}
+
+func TestURLOverridesServiceAndPath(t *testing.T) {
+	// As in Metacontroller: validation warns, the call goes to url.
+	w := mustNew(t, Config{Webhook: &v1alpha1.Webhook{URL: ptr("http://x/sync"),
+		Service: &v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, Path: ptr("/other")}})
+	if w.URL() != "http://x/sync" {
+		t.Errorf("URL() = %q, want the url as given", w.URL())
 	}
 }
 
@@ -52,7 +61,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{"no webhook", Config{}, "webhook is required"},
-		{"url and service", Config{Webhook: &v1alpha1.Webhook{URL: ptr("http://x/"), Service: svc}}, "mutually exclusive"},
 		{"neither url nor service", Config{Webhook: &v1alpha1.Webhook{}}, "one of url and service is required"},
 		{"relative url", Config{Webhook: urlHook("/sync")}, "must use http or https"},
 		{"ftp url", Config{Webhook: urlHook("ftp://x/")}, "must use http or https"},
@@ -80,5 +88,32 @@ func TestURLCredentialsAreRedactedInErrors(t *testing.T) {
 	_, err := w.Sync(context.Background(), syncRequest())
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error %v leaks the URL's password", err)
+	}
+}
+
+func TestServiceURLMatchesMetacontrollerEndpointConfigHosts(t *testing.T) {
+	token := &v1alpha1.AuthorizationConfig{SecretRef: v1alpha1.KeyReference{Namespace: "sys", Name: "token", Key: "token"}}
+	for _, tc := range []struct {
+		name     string
+		svc      v1alpha1.ServiceReference
+		host     string
+		wantAuth bool
+	}{
+		{"name.namespace:port", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns", Port: ptr[int32](8443), Protocol: ptr("https")}, "hook.ns:8443", true},
+		{"default port 80 over http", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, "hook.ns", true},
+		{"default port 80 spelled out", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, "hook.ns:80", true},
+		{"a .svc host is another host", v1alpha1.ServiceReference{Name: "hook", Namespace: "ns"}, "hook.ns.svc:80", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := tc.svc
+			w := mustNew(t, Config{
+				Webhook:         &v1alpha1.Webhook{Service: &svc, Path: ptr("/sync")},
+				EndpointConfigs: []v1alpha1.EndpointConfig{{Host: tc.host, Authorization: token}},
+				Secrets:         authSecrets,
+			})
+			if got := w.authHeader != ""; got != tc.wantAuth {
+				t.Errorf("endpointConfigs host %q applied to %s: %v, want %v", tc.host, w.URL(), got, tc.wantAuth)
+			}
+		})
 	}
 }

@@ -64,7 +64,12 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("hook answered HTTP %d %s", e.Code, http.StatusText(e.Code))
-	if e.Code >= 300 && e.Code < 400 {
+	switch {
+	case e.Code == http.StatusNotModified:
+		// Not a redirect: the hook thinks it answers an If-None-Match,
+		// so say why there was none.
+		msg += " to a request without If-None-Match: 304 may only answer a request that offers the ETag of a cached answer (webhook.etag)"
+	case e.Code >= 300 && e.Code < 400:
 		// Following redirects would let a hook send the request, which may
 		// carry credentials, somewhere the controller author did not name.
 		msg += fmt.Sprintf(" with a redirect to %q, which was not followed: hooks must answer directly", e.Location)

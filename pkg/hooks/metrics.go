@@ -21,7 +21,8 @@ var (
 		Subsystem: "hook",
 		Name:      "request_duration_seconds",
 		Help:      "Duration of hook calls in seconds, including reading the answer.",
-		// 5ms to ~41s: hook timeouts are at most 30s.
+		// 5ms to ~41s: the default timeout is 10s and longer ones are
+		// rare (validation warns above 30s); slower calls land in +Inf.
 		Buckets:        metrics.ExponentialBuckets(0.005, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"controller", "hook"})

@@ -1,8 +1,8 @@
 // Package hooks calls a CompositeController's hooks over HTTP: it resolves a
 // webhook's URL (url or in-cluster service), TLS material and credentials
 // once, and then makes calls with a timeout, a response size limit, no
-// redirects, strict or loose decoding, errors that name the controller and
-// hook, and Prometheus metrics.
+// redirects, strict or loose decoding, ETag caching (webhook.etag), errors
+// that name the controller and hook, and Prometheus metrics.
 package hooks
 
 import (
@@ -44,6 +44,9 @@ type Webhook struct {
 	authHeader       string
 	client           *http.Client
 	now              func() time.Time
+	// etags caches answers by ETag when webhook.etag is enabled; nil
+	// otherwise.
+	etags *etagCache
 }
 
 var (
@@ -110,6 +113,24 @@ func (w *Webhook) Call(ctx context.Context, request any, response any) error {
 	}
 
 	logger := klog.FromContext(ctx).WithValues("controller", w.controller, "hook", w.hook, "url", w.displayURL)
+
+	// cached is the entry offered as If-None-Match. A 304 is answered from
+	// it rather than from whatever the cache holds when the answer arrives:
+	// a concurrent call may have stored a newer answer under another ETag,
+	// and the 304 only vouches for the one that was sent.
+	var (
+		key    etagKey
+		keyed  bool
+		cached *etagEntry
+	)
+	if w.etags != nil {
+		if key, keyed = etagKeyOf(request); keyed {
+			if e, ok := w.etags.get(key); ok {
+				cached = &e
+				req.Header.Set(headerIfNoneMatch, e.etag)
+			}
+		}
+	}
 	start := time.Now()
 	code := "error"
 	defer func() {
@@ -134,6 +155,12 @@ func (w *Webhook) Call(ctx context.Context, request any, response any) error {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return w.fail(ReasonTooManyRequests, &TooManyRequestsError{RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), w.now())})
+	case cached != nil && notModified(resp.StatusCode):
+		logger.V(5).Info("Hook answer unchanged, using the cached answer", "etag", cached.etag, "cacheKey", key)
+		if err := w.decode(cached.body, response); err != nil {
+			return w.fail(ReasonDecode, err)
+		}
+		return nil
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return w.fail(ReasonStatus, &StatusError{
 			Code:     resp.StatusCode,
@@ -155,6 +182,16 @@ func (w *Webhook) Call(ctx context.Context, request any, response any) error {
 
 	if err := w.decode(data, response); err != nil {
 		return w.fail(ReasonDecode, err)
+	}
+	// Only answers that decoded are kept (Metacontroller keeps any 200):
+	// offering the ETag of a rejected answer would invite a 304 that fails
+	// again, instead of a full answer that may have been fixed. An answer
+	// without an ETag leaves the entry as it is, as in Metacontroller.
+	if keyed {
+		if etag := resp.Header.Get(headerETag); etag != "" {
+			w.etags.set(key, etag, data)
+			logger.V(5).Info("Cached hook answer", "etag", etag, "cacheKey", key)
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -180,7 +181,15 @@ spec: {color: green, configMaps: [same, changed]}
 		owned("p2-changed", map[string]string{"color": "red", "item": "changed"}),
 		owned("p2-stale", map[string]string{"color": "green"}),
 	} {
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		// Written as the controller writes them: server-side applied under
+		// its field manager, which then owns exactly these fields.
+		cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+		data, err := json.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, cm.Name, types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: "metacontroller.k8s.io/" + controller, Force: ptrTo(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}

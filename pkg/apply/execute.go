@@ -38,6 +38,10 @@ func (d Done) String() string {
 	return fmt.Sprintf("%s %s %s", d.Action, d.Kind, name)
 }
 
+// ActionTakeOver is what Done says of a child taken over from
+// Metacontroller's field manager (Item.Takeover).
+const ActionTakeOver v1alpha1.SyncAction = "TakeOver"
+
 // Execute carries out a plan: adoptions and releases first, then applies
 // and deletes. It goes on after a failure and returns every failure
 // aggregated, so that one bad child does not hold the others back. Items
@@ -56,16 +60,12 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		if item.Takeover != nil && item.Observed != nil {
 			// Before the apply, so that the apply prunes what Metacontroller
 			// set and the hook dropped.
-			if err := takeOver(ctx, client, item.GVR, item.Observed, item.Takeover); err != nil {
-				d.Action = "TakeOver"
-				d.Err = err
-				errs = append(errs, fmt.Errorf("can't %s: %w", d, d.Err))
-				done = append(done, d)
-				continue
-			}
-			if item.Action == v1alpha1.SyncActionUnchanged {
-				d.Action = "TakeOver"
-				done = append(done, d)
+			t := d
+			t.Action = ActionTakeOver
+			t.Err = takeOver(ctx, client, item.GVR, item.Observed, item.Takeover)
+			done = append(done, t)
+			if t.Err != nil {
+				errs = append(errs, fmt.Errorf("can't %s: %w", t, t.Err))
 				continue
 			}
 		}

@@ -77,9 +77,12 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*parentController
+
 	// waiting are controllers that could not start, retried whenever
-	// discovery is refreshed.
-	waiting map[string]bool
+	// discovery is refreshed. It has a lock of its own: a refresh happens
+	// inside reconcile (a lookup that missed), under mu.
+	waitingMu sync.Mutex
+	waiting   map[string]bool
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -167,10 +170,20 @@ func (m *Manager) Run(ctx context.Context) error {
 // retryWaiting requeues every controller that could not start: discovery
 // changed, and its resources may be served now.
 func (m *Manager) retryWaiting() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
 	for name := range m.waiting {
 		m.queue.Add(name)
+	}
+}
+
+func (m *Manager) setWaiting(name string, waiting bool) {
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
+	if waiting {
+		m.waiting[name] = true
+	} else {
+		delete(m.waiting, name)
 	}
 }
 
@@ -200,7 +213,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	defer m.mu.Unlock()
 	current := m.running[name]
 	if cc == nil || cc.DeletionTimestamp != nil {
-		delete(m.waiting, name)
+		m.setWaiting(name, false)
 		if current != nil {
 			logger.Info("CompositeController is gone: stopping its loop")
 			current.stop()
@@ -225,12 +238,13 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		// As Metacontroller: no loop for such a parent, and an Event that
 		// says why; a CRD updated to have a status is picked up by the next
 		// discovery refresh.
-		m.waiting[name] = true
+		logger.Info("Not running the controller: its parent resource has no status subresource", "err", err)
+		m.setWaiting(name, true)
 		m.setNotReady(ctx, cc, "NoStatusSubresource", err)
 		m.event(cc, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
 		return nil
 	case err != nil:
-		m.waiting[name] = true
+		m.setWaiting(name, true)
 		reason := "ConfigurationError"
 		if errors.Is(err, errNotServed) {
 			reason = "ResourceNotServed"
@@ -239,7 +253,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		m.event(cc, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
 		return err
 	}
-	delete(m.waiting, name)
+	m.setWaiting(name, false)
 	m.running[name] = pc
 	pc.start(ctx)
 	m.event(cc, corev1.EventTypeNormal, "Started", "Started controller: "+name)

@@ -79,16 +79,16 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	}
 	mapper := m.cfg.Discovery
 	if pc.parentGVK, err = mapper.KindFor(res.Parent); err != nil {
-		return nil, fmt.Errorf("parent resource %s is %w: %v", res.Parent, errNotServed, err)
+		return nil, fmt.Errorf("parent resource %s (%s) is %w: %v", res.Parent.GroupResource(), res.Parent.Version, errNotServed, err)
 	}
 	mapping, err := mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
 	if err != nil {
-		return nil, fmt.Errorf("parent resource %s is %w: %v", res.Parent, errNotServed, err)
+		return nil, fmt.Errorf("parent resource %s (%s) is %w: %v", res.Parent.GroupResource(), res.Parent.Version, errNotServed, err)
 	}
 	pc.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	for _, gvr := range res.Children {
 		if _, err := mapper.KindFor(gvr); err != nil {
-			return nil, fmt.Errorf("child resource %s is %w: %v", gvr, errNotServed, err)
+			return nil, fmt.Errorf("child resource %s (%s) is %w: %v", gvr.GroupResource(), gvr.Version, errNotServed, err)
 		}
 	}
 	hasStatus, err := mapper.HasSubresource(res.Parent, "status")
@@ -128,7 +128,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 type noStatusError struct{ gvr schema.GroupVersionResource }
 
 func (e *noStatusError) Error() string {
-	return fmt.Sprintf("parent resource %s has no status subresource: enable it (subresources: {status: {}} in its CRD) so that the hook's status can be written", e.gvr)
+	return fmt.Sprintf("parent resource %s (%s) has no status subresource: enable it (subresources: {status: {}} in its CRD) so that the hook's status can be written", e.gvr.GroupResource(), e.gvr.Version)
 }
 
 // start wires the informers and runs the workers until stop.

@@ -113,7 +113,7 @@ var eventReasons = map[v1alpha1.SyncAction]string{
 	v1alpha1.SyncActionDelete:   "ChildDeleted",
 	v1alpha1.SyncActionAdopt:    "ChildAdopted",
 	v1alpha1.SyncActionOrphan:   "ChildReleased",
-	"TakeOver":                  "ChildTakenOver",
+	apply.ActionTakeOver:        "ChildTakenOver",
 }
 
 // Sync syncs one parent. It returns an error when the hooks failed or a

@@ -74,7 +74,9 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 	}
 	parentDeleting := parent.GetDeletionTimestamp() != nil
 	for _, obj := range candidates {
-		if obj == nil {
+		if obj == nil || obj.GetUID() == parent.GetUID() && parent.GetUID() != "" {
+			// A controller whose child resource is its parent resource
+			// must never claim, or delete, the parent itself.
 			continue
 		}
 		matches := selector.Matches(labels.Set(obj.GetLabels()))

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,7 +36,13 @@ func ResourcesOf(cc *v1alpha1.CompositeController) (Resources, error) {
 		if err != nil {
 			return r, fmt.Errorf("spec.childResources[%d].apiVersion: %w", i, err)
 		}
-		r.Children = append(r.Children, gv.WithResource(child.Resource))
+		gvr := gv.WithResource(child.Resource)
+		if slices.Contains(r.Children, gvr) {
+			// Listed twice: the first entry's update strategy counts, and
+			// its objects are read once.
+			continue
+		}
+		r.Children = append(r.Children, gvr)
 	}
 	return r, nil
 }

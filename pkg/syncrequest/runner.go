@@ -122,6 +122,11 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	}
 	status := &v1alpha1.SyncRequestStatus{DryRun: dryRun, Warnings: warnings}
 	if res.Skipped != "" {
+		// The loop leaves such a parent alone, and so does a live sync; a
+		// preview says why its plan is empty.
+		if !dryRun {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("CompositeController %q does not sync %s %s: %s", cc.Name, parent.GetKind(), parent.GetName(), res.Skipped))
+		}
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
 	}

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// TestLiveSyncDoesWhatALoopSyncDoes: with the loop off in this package,
+// everything that happens is the /sync request's doing, and it is what a
+// loop sync does — the finalizer of a controller with a finalize hook, the
+// adoption of a matching orphan (re-checked against the live parent), the
+// children, and the parent's status.
+func TestLiveSyncDoesWhatALoopSyncDoes(t *testing.T) {
+	hook := setUpHellos(t)
+	ns := "live-sync"
+	createNamespace(t, ns)
+	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: live-sync
+spec:
+  generateSelector: true
+  parentResource: {apiVersion: example.com/v1, resource: hellos}
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy: {method: InPlace}
+  hooks:
+    sync:
+      webhook: {url: %[1]s/sync}
+    finalize:
+      webhook: {url: %[1]s/finalize}
+`, hook.URL)
+	if err := stack.Apply(context.Background(), manifest); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hellos := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
+	parent, err := dyn.Resource(hellos).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Hello",
+		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
+		"spec":     map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An orphan that matches the parent's generated selector: a sync adopts
+	// it, keeping its UID.
+	orphan, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"controller-uid": string(parent.GetUID()), "app": "p"}},
+		Data:       map[string]string{"color": "blue", "item": "a"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
+	file := filepath.Join(t.TempDir(), "sync.json")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := stack.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync/sync", "-f", file)
+	if err != nil {
+		t.Fatalf("sync: %v: %s", err, stderr)
+	}
+	var answer struct {
+		Status struct {
+			DryRun bool `json:"dryRun"`
+			Plan   []struct{ Action, Name, Error string }
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]string{}
+	for _, item := range answer.Status.Plan {
+		if item.Error != "" {
+			t.Errorf("plan item %+v failed", item)
+		}
+		actions[item.Action+" "+item.Name] = item.Name
+	}
+	if answer.Status.DryRun || actions["Adopt p-a"] == "" || actions["Create p-b"] == "" {
+		t.Fatalf("answer %+v, want the adoption of p-a and the creation of p-b", answer.Status)
+	}
+
+	// Done when the answer came: no waiting.
+	got, err := dyn.Resource(hellos).Namespace(ns).Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := got.GetFinalizers(); len(fs) != 1 || fs[0] != "metacontroller.io/compositecontroller-live-sync" {
+		t.Errorf("finalizers %v, want the controller's, as a loop sync adds it", fs)
+	}
+	if g, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); g != got.GetGeneration() {
+		t.Errorf("status %v: want observedGeneration %d written", got.Object["status"], got.GetGeneration())
+	}
+	if c, _, _ := unstructured.NestedString(got.Object, "status", "color"); c != "blue" {
+		t.Errorf("status %v: want the hook's color", got.Object["status"])
+	}
+	adopted, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(adopted); ref == nil || ref.UID != parent.GetUID() || adopted.UID != orphan.UID {
+		t.Errorf("p-a: controller %v, uid %s (was %s): want adopted in place", ref, adopted.UID, orphan.UID)
+	}
+	created, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(created); ref == nil || ref.UID != parent.GetUID() {
+		t.Errorf("p-b controller %v", ref)
+	}
+	// Let the parent go: its finalize hook must not keep a test namespace.
+	_ = dyn.Resource(hellos).Namespace(ns).Delete(context.Background(), "p", metav1.DeleteOptions{})
+	_, _, _ = stack.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "p", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+}

@@ -1,0 +1,430 @@
+package loop
+
+// End-to-end tests of Metacontroller's behaviour that a migrating user
+// relies on (the parity issue): each would fail on the loop as it was
+// before, and each waits for a fresh signal of its own case.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// widgetCRD is a CRD of parity.example.com; status says whether it has a
+// status subresource.
+func widgetCRD(plural, kind string, status bool) string {
+	sub := ""
+	if status {
+		sub = "    subresources: {status: {}}\n"
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[1]s.parity.example.com
+spec:
+  group: parity.example.com
+  scope: Namespaced
+  names: {plural: %[1]s, singular: %[2]s, kind: %[3]s}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+%[4]s    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-parity-%[1]s
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: ["parity.example.com"]
+  resources: ["%[1]s", "%[1]s/status"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+`, plural, strings.ToLower(kind), kind, sub)
+}
+
+func parityController(name, plural, hookURL string) string {
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %s
+spec:
+  generateSelector: true
+  parentResource: {apiVersion: parity.example.com/v1, resource: %s}
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy: {method: InPlace}
+  hooks:
+    sync:
+      webhook: {url: %s/sync, timeout: 3s}
+`, name, plural, hookURL)
+}
+
+func ccReady(t *testing.T, name string) *v1alpha1.CompositeController {
+	t.Helper()
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A controller applied in one go with the CRD of its parents starts as soon
+// as the CRD is served, with no restart: discovery is read again.
+func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-crd")
+	// The controller first, as `kubectl apply -k` may well order it.
+	if err := stack.Apply(context.Background(), parityController("parity-crd", "widgets", hook.URL)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-crd", metav1.DeleteOptions{})
+	})
+	if err := stack.Apply(context.Background(), widgetCRD("widgets", "Widget", true)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "controller parity-crd Ready once its CRD is served", func() (bool, error) {
+		c := ccReady(t, "parity-crd")
+		return meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+	widgets := schema.GroupVersionResource{Group: "parity.example.com", Version: "v1", Resource: "widgets"}
+	parent := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "parity.example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w", "namespace": ns},
+		"spec":     spec("blue", "a"),
+	}}
+	if _, err := dyn.Resource(widgets).Namespace(ns).Create(context.Background(), parent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConfigMaps(t, ns, "w-a")
+	waitEvent(t, "default", "parity-crd", "Started controller: parity-crd")
+}
+
+// A parent resource without a status subresource is said on the
+// CompositeController's status and in an Event, as Metacontroller does,
+// instead of failing every sync.
+func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
+	hook := setUp(t)
+	if err := stack.Apply(context.Background(), widgetCRD("gadgets", "Gadget", false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gadgets.parity.example.com", "--timeout=60s"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	if err := stack.Apply(context.Background(), parityController("parity-nostatus", "gadgets", hook.URL)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-nostatus", metav1.DeleteOptions{})
+	})
+	eventually(t, "Ready=False NoStatusSubresource", func() (bool, error) {
+		c := meta.FindStatusCondition(ccReady(t, "parity-nostatus").Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NoStatusSubresource" &&
+			strings.Contains(c.Message, "gadgets.parity.example.com") && strings.Contains(c.Message, "no status subresource"), nil
+	})
+	waitEvent(t, "default", "parity-nostatus", "has no status subresource")
+}
+
+// A data key, a label and an annotation the hook stops returning are
+// removed from the child on the next sync, without recreating it.
+func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-prune")
+	controller{Name: "parity-prune", HookURL: hook.URL}.create(t)
+	s := spec("blue", "a")
+	s["data"] = map[string]interface{}{"keep": "1", "drop": "2"}
+	s["labels"] = map[string]interface{}{"tier": "gold"}
+	createParent(t, ns, "p", "parity-prune", s)
+	eventually(t, "ConfigMap p-a with keys keep and drop and label tier", func() (bool, error) {
+		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return cm.Data["drop"] == "2" && cm.Labels["tier"] == "gold", nil
+	})
+	before, _ := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+
+	s["data"] = map[string]interface{}{"keep": "1"}
+	delete(s, "labels")
+	setParentSpec(t, ns, "p", s)
+	var after *corev1.ConfigMap
+	eventually(t, "data key drop and label tier removed from p-a", func() (bool, error) {
+		var err error
+		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, hasDrop := after.Data["drop"]
+		_, hasTier := after.Labels["tier"]
+		return !hasDrop && !hasTier, nil
+	})
+	if after.UID != before.UID || after.Data["keep"] != "1" || after.Data["color"] != "blue" {
+		t.Errorf("p-a was recreated or lost what the hook still returns: uid %s -> %s, data %v", before.UID, after.UID, after.Data)
+	}
+}
+
+// Children that Metacontroller wrote (field manager "metacontroller", its
+// last-applied annotation) are taken over in place: a field the hook no
+// longer returns goes, nothing is recreated, and the annotation is dropped.
+func TestMigrationFromMetacontroller(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-migrate")
+	// The parent exists before the controller, as after uninstalling
+	// Metacontroller.
+	parent := createParent(t, ns, "p", "parity-migrate", spec("blue", "a"))
+	lastApplied := map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "p-a", "namespace": ns,
+			"labels": map[string]interface{}{"app": "p", "controller-uid": string(parent.GetUID())}},
+		"data": map[string]interface{}{"color": "blue", "item": "a", "legacy": "from an old hook"},
+	}
+	raw, _ := json.Marshal(lastApplied)
+	written := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p-a", Namespace: ns,
+			Labels:      map[string]string{"app": "p", "controller-uid": string(parent.GetUID())},
+			Annotations: map[string]string{"metacontroller.k8s.io/last-applied-configuration": string(raw)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: "p", UID: parent.GetUID(),
+				Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}},
+		},
+		Data: map[string]string{"color": "blue", "item": "a", "legacy": "from an old hook"},
+	}
+	// Metacontroller's default "dynamic apply" creates with its own name
+	// as the field manager.
+	before, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), written, metav1.CreateOptions{FieldManager: "metacontroller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller{Name: "parity-migrate", HookURL: hook.URL}.create(t)
+	var after *corev1.ConfigMap
+	eventually(t, "p-a taken over: legacy key and last-applied annotation gone", func() (bool, error) {
+		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, legacy := after.Data["legacy"]
+		_, annotation := after.Annotations["metacontroller.k8s.io/last-applied-configuration"]
+		return !legacy && !annotation, nil
+	})
+	if after.UID != before.UID {
+		t.Errorf("p-a was recreated: uid %s -> %s", before.UID, after.UID)
+	}
+	managers := map[string]bool{}
+	for _, e := range after.ManagedFields {
+		managers[e.Manager] = true
+	}
+	if managers["metacontroller"] || !managers["metacontroller.k8s.io/parity-migrate"] {
+		t.Errorf("field managers %v: want Metacontroller's fields under metacontroller.k8s.io/parity-migrate", managers)
+	}
+	waitEvent(t, ns, "p", "TakeOver ConfigMap "+ns+"/p-a")
+}
+
+// An object that has the name of a desired child, no controller and labels
+// that do not match the parent's selector is left alone, as Metacontroller's
+// create would fail with AlreadyExists; the parent's Events say so.
+func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-notours")
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"owner": "someone-else"}},
+		Data: map[string]string{"color": "theirs"}}
+	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controller{Name: "parity-notours", HookURL: hook.URL}.create(t)
+	createParent(t, ns, "p", "parity-notours", spec("blue", "a", "b"))
+	waitConfigMaps(t, ns, "p-a", "p-b")
+	waitEvent(t, ns, "p", "ConfigMap.v1 "+ns+"/p-a exists without a controller and does not match the parent's selector; it is left alone")
+	got, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 0 || got.Data["color"] != "theirs" || got.Labels["app"] != "" {
+		t.Errorf("p-a was taken over: owners %v, data %v, labels %v", got.OwnerReferences, got.Data, got.Labels)
+	}
+}
+
+// The finalizer never keeps a parent: removed when the controller loses its
+// finalize hook, and the finalize hook runs for a parent that stopped
+// matching the label selector, its status written meanwhile.
+func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-final")
+	finalizer := "metacontroller.io/compositecontroller-parity-final"
+	withFinalize := controller{Name: "parity-final", HookURL: hook.URL,
+		Hooks: fmt.Sprintf("    finalize:\n      webhook:\n        url: %s/finalize\n        timeout: 3s\n", hook.URL)}
+	withFinalize.create(t)
+	createParent(t, ns, "p", "parity-final", spec("blue", "a"))
+	eventually(t, "finalizer on p", func() (bool, error) {
+		return hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	})
+
+	// The controller loses its finalize hook: the finalizer goes.
+	if err := stack.Apply(context.Background(), controller{Name: "parity-final", HookURL: hook.URL}.manifest()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "finalizer removed from p", func() (bool, error) {
+		return !hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	})
+
+	// With the finalize hook again, a parent relabelled out of the
+	// controller's selector is finalized: its children go, then the
+	// finalizer.
+	if err := stack.Apply(context.Background(), withFinalize.manifest()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "finalizer back on p", func() (bool, error) {
+		return hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	})
+	callsBefore := calls(t, hook, "/finalize "+ns+"/p")
+	eventually(t, "relabel p", func() (bool, error) {
+		p := getParent(t, ns, "p")
+		p.SetLabels(map[string]string{"test": "someone-else"})
+		_, err := dyn.Resource(hellos).Namespace(ns).Update(context.Background(), p, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	eventually(t, "finalize hook called for p, its status written", func() (bool, error) {
+		p := getParent(t, ns, "p")
+		f, _, _ := unstructured.NestedBool(p.Object, "status", "finalizing")
+		return calls(t, hook, "/finalize "+ns+"/p") > callsBefore && (f || !hasFinalizer(p, finalizer)), nil
+	})
+	eventually(t, "p finalized: finalizer removed, children deleted", func() (bool, error) {
+		return !hasFinalizer(getParent(t, ns, "p"), finalizer) && len(configMaps(t, ns)) == 0, nil
+	})
+}
+
+// resyncPeriodSeconds resyncs a parent even when its hook asks for a later
+// resync: the smaller wins.
+func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-resync")
+	controller{Name: "parity-resync", HookURL: hook.URL, Extra: "  resyncPeriodSeconds: 1\n"}.create(t)
+	s := spec("blue", "a")
+	s["resyncAfter"] = 3600
+	createParent(t, ns, "p", "parity-resync", s)
+	waitConfigMaps(t, ns, "p-a")
+	first := calls(t, hook, "/sync "+ns+"/p")
+	eventually(t, "three more syncs of an unchanged parent", func() (bool, error) {
+		return calls(t, hook, "/sync "+ns+"/p") >= first+3, nil
+	})
+}
+
+// Related objects: a namespaced parent sees cluster-scoped ones, and a
+// change to a related object re-syncs the parents whose rules select it and
+// no other.
+func TestRelatedObjects(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-related")
+	if err := stack.Apply(context.Background(), `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-parity-namespaces
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+`); err != nil {
+		t.Fatal(err)
+	}
+	controller{Name: "parity-related", HookURL: hook.URL,
+		Hooks: fmt.Sprintf("    customize:\n      webhook:\n        url: %s/customize\n        timeout: 3s\n", hook.URL)}.create(t)
+
+	// A cluster-scoped related object, from a namespaced parent.
+	s := spec("blue")
+	s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "namespaces", "names": []interface{}{ns}}
+	createParent(t, ns, "cluster", "parity-related", s)
+	eventually(t, "parent cluster sees its namespace as a related object", func() (bool, error) {
+		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "cluster").Object, "status", "relatedObjects")
+		return n == 1, nil
+	})
+
+	// Two parents selecting different Secrets.
+	for _, team := range []string{"a", "b"} {
+		s := spec("blue")
+		s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "secrets",
+			"labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"team": team}}}
+		createParent(t, ns, "team-"+team, "parity-related", s)
+	}
+	for _, team := range []string{"a", "b"} {
+		waitObserved(t, ns, "team-"+team, 1)
+	}
+	bBefore := calls(t, hook, "/sync "+ns+"/team-b")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "for-a", Namespace: ns, Labels: map[string]string{"team": "a"}}}
+	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "team-a re-synced with the new Secret", func() (bool, error) {
+		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "team-a").Object, "status", "relatedObjects")
+		return n == 1, nil
+	})
+	// team-a's resync is the fresh signal; team-b must not have been
+	// called for a Secret its rule does not select.
+	if got := calls(t, hook, "/sync "+ns+"/team-b"); got != bBefore {
+		t.Errorf("team-b was synced %d more times for a Secret it does not select", got-bBefore)
+	}
+}
+
+// Metacontroller's Events on the CompositeController: a definition that
+// changes is stopped and started again.
+func TestControllerLifecycleEvents(t *testing.T) {
+	hook := setUp(t)
+	c := controller{Name: "parity-events", HookURL: hook.URL}
+	c.create(t)
+	waitEvent(t, "default", "parity-events", "Started controller: parity-events")
+	c.Extra = "  resyncPeriodSeconds: 60\n"
+	if err := stack.Apply(context.Background(), c.manifest()); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, "default", "parity-events", "Stopped controller: parity-events")
+	eventually(t, "Started twice", func() (bool, error) {
+		// The second Event is the first one's count going up: the
+		// recorder aggregates identical Events.
+		list, err := stack.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=parity-events,reason=Started"})
+		if err != nil {
+			return false, err
+		}
+		n := int32(0)
+		for _, e := range list.Items {
+			n += max(e.Count, 1)
+		}
+		return n >= 2, nil
+	})
+}
+
+func hasFinalizer(obj metav1.Object, f string) bool {
+	for _, x := range obj.GetFinalizers() {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func calls(t *testing.T, hook *framework.PythonHook, key string) int {
+	t.Helper()
+	got, err := hook.Calls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[key]
+}

@@ -1,0 +1,221 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+var things = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+
+const finalizer = "metacontroller.io/compositecontroller-things"
+
+func controller(t *testing.T, finalize bool, mods ...func(*v1alpha1.CompositeController)) *Controller {
+	t.Helper()
+	cc := &v1alpha1.CompositeController{
+		ObjectMeta: metav1.ObjectMeta{Name: "things"},
+		Spec: v1alpha1.CompositeControllerSpec{
+			GenerateSelector: ptr.To(true),
+			ParentResource:   v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "things"}},
+			ChildResources:   []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
+			Hooks:            &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{}},
+		},
+	}
+	h := syncengine.Hooks{Sync: hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		return &hookapi.SyncHookResponse{Status: map[string]interface{}{"ok": true}}, nil
+	})}
+	if finalize {
+		cc.Spec.Hooks.Finalize = &v1alpha1.Hook{}
+		h.Finalize = hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"finalizing": true}}, nil
+		})
+	}
+	for _, m := range mods {
+		m(cc)
+	}
+	c, err := NewController(cc, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func parent(finalizers ...string) *unstructured.Unstructured {
+	p := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Thing",
+		"metadata": map[string]interface{}{"name": "p", "namespace": "ns", "uid": "uid-p", "generation": int64(2), "labels": map[string]interface{}{"team": "a"}},
+	}}
+	if len(finalizers) > 0 {
+		p.SetFinalizers(finalizers)
+	}
+	return p
+}
+
+type noObjects struct{}
+
+func (noObjects) List(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]*unstructured.Unstructured, error) {
+	return nil, nil
+}
+func (noObjects) Namespaces(context.Context, labels.Selector) ([]string, error) { return nil, nil }
+
+func env(t *testing.T, objs ...runtime.Object) (Env, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{things: "ThingList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList"}, objs...)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return Env{Client: client, Resolver: syncengine.RESTMapperResolver(mapper), Children: noObjects{}, Related: noObjects{}}, client
+}
+
+// verbs lists the writes the client saw, as "verb resource[/subresource]".
+func verbs(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		r := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		out = append(out, a.GetVerb()+" "+r)
+	}
+	return out
+}
+
+func TestSyncFinalizerRules(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		finalize       bool
+		parent         *unstructured.Unstructured
+		wantAdded      bool
+		wantRemoved    bool
+		wantFinalizing bool
+	}{
+		{name: "a controller with a finalize hook puts its finalizer on a live parent", finalize: true, parent: parent(), wantAdded: true},
+		{name: "a controller without a finalize hook takes its finalizer off", finalize: false, parent: parent(finalizer), wantRemoved: true},
+		{name: "even off a parent being deleted, which would otherwise hang in Terminating", finalize: false,
+			parent: func() *unstructured.Unstructured {
+				p := parent(finalizer, "other")
+				p.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+				return p
+			}(), wantRemoved: true},
+		{name: "a parent being deleted is finalized, then its finalizer goes", finalize: true,
+			parent: func() *unstructured.Unstructured {
+				p := parent(finalizer, "other")
+				p.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+				return p
+			}(), wantRemoved: true, wantFinalizing: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, client := env(t, tc.parent.DeepCopy())
+			res, err := controller(t, tc.finalize).Sync(context.Background(), e, tc.parent, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.FinalizerAdded != tc.wantAdded || res.FinalizerRemoved != tc.wantRemoved {
+				t.Errorf("finalizer added %v removed %v, want %v %v (writes %q)", res.FinalizerAdded, res.FinalizerRemoved, tc.wantAdded, tc.wantRemoved, verbs(client))
+			}
+			if res.Plan == nil || res.Plan.Finalizing != tc.wantFinalizing {
+				t.Errorf("plan %+v, want finalizing %v", res.Plan, tc.wantFinalizing)
+			}
+		})
+	}
+}
+
+func TestSyncWritesNothingForAParentItDoesNotSync(t *testing.T) {
+	onlyTeamB := func(cc *v1alpha1.CompositeController) {
+		cc.Spec.ParentResource.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
+	}
+	p := parent()
+	e, client := env(t, p.DeepCopy())
+	res, err := controller(t, true, onlyTeamB).Sync(context.Background(), e, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Skipped == "" || res.Plan != nil || len(verbs(client)) != 0 {
+		t.Errorf("skipped %q, plan %v, writes %q: want nothing done", res.Skipped, res.Plan, verbs(client))
+	}
+}
+
+func TestSyncWritesTheStatusOnlyWhenItChanges(t *testing.T) {
+	p := parent()
+	e, client := env(t, p.DeepCopy())
+	c := controller(t, false)
+	res, err := c.Sync(context.Background(), e, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.StatusWritten {
+		t.Fatalf("status not written (writes %q)", verbs(client))
+	}
+	converged, err := client.Resource(things).Namespace("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, _ := unstructured.NestedInt64(converged.Object, "status", "observedGeneration"); g != 2 {
+		t.Errorf("status %v: want observedGeneration 2", converged.Object["status"])
+	}
+	client.ClearActions()
+	res, err = c.Sync(context.Background(), e, converged, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusWritten || len(verbs(client)) != 0 {
+		t.Errorf("a converged parent was written: %q", verbs(client))
+	}
+}
+
+func TestSyncDryRunWritesNothing(t *testing.T) {
+	p := parent()
+	e, client := env(t, p.DeepCopy())
+	res, err := controller(t, true).Sync(context.Background(), e, p, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan == nil || len(verbs(client)) != 0 {
+		t.Errorf("plan %v, writes %q", res.Plan, verbs(client))
+	}
+	if len(res.Warnings) == 0 {
+		t.Errorf("no warning that a live sync would add the finalizer")
+	}
+}
+
+func TestRequeueAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		period      *int32
+		resyncAfter float64
+		finalizing  bool
+		want        time.Duration
+	}{
+		{name: "nothing asked: only on change", want: 0},
+		{name: "the hook's resyncAfterSeconds", resyncAfter: 2.5, want: 2500 * time.Millisecond},
+		{name: "resyncPeriodSeconds alone", period: ptr.To[int32](30), want: 30 * time.Second},
+		{name: "the smaller of the two wins", period: ptr.To[int32](30), resyncAfter: 600, want: 30 * time.Second},
+		{name: "resyncPeriodSeconds 0 means every second, as Metacontroller clamps it", period: ptr.To[int32](0), want: time.Second},
+		{name: "an unfinished finalize comes back soon", finalizing: true, want: finalizingResync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := controller(t, false, func(cc *v1alpha1.CompositeController) { cc.Spec.ResyncPeriodSeconds = tc.period })
+			plan := &syncengine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
+			if got := c.requeueAfter(plan); got != tc.want {
+				t.Errorf("requeueAfter %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -78,6 +79,11 @@ type Manager struct {
 	mu      sync.Mutex
 	running map[string]*parentController
 
+	informersMu sync.Mutex
+	// configured are the resources whose shared informer has our
+	// transform and indexes.
+	configured map[schema.GroupVersionResource]bool
+
 	// waiting are controllers that could not start, retried whenever
 	// discovery is refreshed. It has a lock of its own: a refresh happens
 	// inside reconcile (a lookup that missed), under mu.
@@ -104,8 +110,9 @@ func NewManager(cfg Config) *Manager {
 			// discovery refresh requeues it too.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
-		running: map[string]*parentController{},
-		waiting: map[string]bool{},
+		running:    map[string]*parentController{},
+		waiting:    map[string]bool{},
+		configured: map[schema.GroupVersionResource]bool{},
 	}
 }
 

@@ -138,14 +138,14 @@ func (pc *parentController) start(parent context.Context) {
 	logger := klog.FromContext(ctx).WithValues("compositecontroller", pc.cc.Name)
 	ctx = klog.NewContext(ctx, logger)
 
-	pc.parents = pc.m.factory.ForResource(pc.rec.Resources.Parent)
+	pc.parents = pc.m.informer(pc.rec.Resources.Parent)
 	pc.addHandler(pc.parents.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    pc.enqueueParent,
 		UpdateFunc: pc.updateParent,
 		DeleteFunc: pc.deleteParent,
 	})
 	for _, gvr := range pc.rec.Resources.Children {
-		inf := pc.m.factory.ForResource(gvr)
+		inf := pc.m.informer(gvr)
 		pc.children[gvr] = inf
 		pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    pc.childChanged,
@@ -155,7 +155,7 @@ func (pc *parentController) start(parent context.Context) {
 	}
 	// Shared informers live as long as the manager, not this controller:
 	// other controllers may use them.
-	pc.m.factory.Start(pc.m.stopCh)
+	pc.m.startInformers()
 
 	pc.m.event(pc.cc, "Normal", "Starting", "Starting controller: "+pc.cc.Name)
 	pc.done.Add(1)

@@ -33,18 +33,17 @@ type informerLister struct {
 	ctx context.Context
 }
 
-var _ syncengine.ObjectLister = &informerLister{}
+var (
+	_ syncengine.ObjectLister = &informerLister{}
+	_ syncengine.ChildIndex   = &informerLister{}
+)
 
 func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	inf, ok := l.pc.children[gvr]
-	if !ok {
-		var err error
-		if inf, err = l.pc.relatedInformer(ctx, gvr); err != nil {
-			return nil, err
-		}
+	inf, err := l.informerOf(ctx, gvr)
+	if err != nil {
+		return nil, err
 	}
 	var objs []interface{}
-	var err error
 	lister := inf.Lister()
 	if namespace == "" {
 		objs, err = listAll(lister, selector)
@@ -59,6 +58,61 @@ func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResour
 		out = append(out, o.(*unstructured.Unstructured))
 	}
 	return out, nil
+}
+
+// Candidates lists the objects of gvr that owner controls and the orphans,
+// from the informer's indexes: what a sync reads grows with the parent's
+// own children, not with its namespace.
+func (l *informerLister) Candidates(ctx context.Context, gvr schema.GroupVersionResource, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
+	inf, err := l.informerOf(ctx, gvr)
+	if err != nil {
+		return nil, err
+	}
+	indexer := inf.Informer().GetIndexer()
+	owned, err := indexer.ByIndex(indexController, string(owner))
+	if err != nil {
+		return nil, err
+	}
+	orphans, err := indexer.ByIndex(indexOrphans, namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(owned)+len(orphans))
+	for _, list := range [][]interface{}{owned, orphans} {
+		for _, o := range list {
+			u := o.(*unstructured.Unstructured)
+			// A controller UID is unique; its namespace is checked all the
+			// same, as the ControllerRef rules want.
+			if namespace == "" || u.GetNamespace() == namespace {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Get returns the cached object gvr namespace/name, or nil.
+func (l *informerLister) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	inf, err := l.informerOf(ctx, gvr)
+	if err != nil {
+		return nil, err
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := inf.Informer().GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return obj.(*unstructured.Unstructured), nil
+}
+
+func (l *informerLister) informerOf(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+	if inf, ok := l.pc.children[gvr]; ok {
+		return inf, nil
+	}
+	return l.pc.relatedInformer(ctx, gvr)
 }
 
 func (l *informerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
@@ -102,7 +156,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 	pc.relatedMu.Lock()
 	inf, ok := pc.related[gvr]
 	if !ok {
-		inf = pc.m.factory.ForResource(gvr)
+		inf = pc.m.informer(gvr)
 		pc.related[gvr] = inf
 		if gvr != namespacesGVR {
 			changed := func(obj interface{}) { pc.relatedChanged(gvr, obj) }
@@ -112,7 +166,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 				DeleteFunc: changed,
 			})
 		}
-		pc.m.factory.Start(pc.m.stopCh)
+		pc.m.startInformers()
 	}
 	pc.relatedMu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {

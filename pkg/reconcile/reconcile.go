@@ -155,6 +155,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		Related:    env.Related,
 		Resolver:   env.Resolver,
 		Ownership:  env.Ownership,
+		Existing:   c.existing(env, opts),
 	})
 	if err != nil {
 		var tooMany *hooks.TooManyRequestsError
@@ -170,6 +171,13 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	res.Warnings = append(res.Warnings, plan.Warnings...)
 	for _, w := range plan.Warnings {
 		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncWarning", w)
+	}
+	for _, item := range plan.Items {
+		if item.Reason == syncengine.ReasonForeign {
+			// The sample-controller's word for it.
+			c.event(env, opts, parent, corev1.EventTypeWarning, "ErrResourceExists",
+				fmt.Sprintf("%s %s exists and is not controlled by %s %s; it is left alone", item.Desired.GetKind(), item.Desired.GetName(), parent.GetKind(), parent.GetName()))
+		}
 	}
 	res.RequeueAfter = c.requeueAfter(plan)
 	if opts.DryRun {
@@ -210,6 +218,16 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	}
 	res.StatusWritten = written
 	return res, applyErr
+}
+
+// existing is the index for desired children's names when the children
+// came from one: Candidates then held only the parent's and the orphans.
+func (c *Controller) existing(env Env, opts Options) syncengine.ChildIndex {
+	if opts.Claimed != nil {
+		return nil
+	}
+	index, _ := env.Children.(syncengine.ChildIndex)
+	return index
 }
 
 // ours tells whether the controller syncs parent: it matches the label
@@ -254,9 +272,16 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 	if err != nil {
 		return nil, err
 	}
+	index, indexed := env.Children.(syncengine.ChildIndex)
 	var candidates []*unstructured.Unstructured
 	for _, gvr := range c.Resources.Children {
-		objs, err := env.Children.List(ctx, gvr, parent.GetNamespace(), labels.Everything())
+		var objs []*unstructured.Unstructured
+		var err error
+		if indexed {
+			objs, err = index.Candidates(ctx, gvr, parent.GetNamespace(), parent.GetUID())
+		} else {
+			objs, err = env.Children.List(ctx, gvr, parent.GetNamespace(), labels.Everything())
+		}
 		if err != nil {
 			return nil, fmt.Errorf("can't list %s: %w", gvr.GroupResource(), err)
 		}

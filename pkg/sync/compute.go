@@ -49,6 +49,12 @@ type Input struct {
 	// Related lists the objects the customize hook's rules select.
 	Related  ObjectLister
 	Resolver KindResolver
+	// Existing, when set, looks up objects that have a desired child's
+	// name but are not among Children (which then hold only what the
+	// parent controls and the orphans): controlled by someone else, they
+	// are left alone. Without it, Children must hold every object of the
+	// child resources in the parent's namespace.
+	Existing ChildIndex
 	// Ownership decides whether applying a desired child changes it, with
 	// the target cluster's schemas; nil compares with schemas deduced from
 	// the objects.

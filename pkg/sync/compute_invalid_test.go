@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
@@ -212,6 +213,22 @@ func (f listerFunc) List(ctx context.Context, gvr schema.GroupVersionResource, n
 }
 
 func (f listerFunc) Namespaces(context.Context, labels.Selector) ([]string, error) { return nil, nil }
+
+// byName is a ChildIndex of a few objects, found by name only.
+type byName []*unstructured.Unstructured
+
+func (b byName) Candidates(context.Context, schema.GroupVersionResource, string, types.UID) ([]*unstructured.Unstructured, error) {
+	return nil, nil
+}
+
+func (b byName) Get(_ context.Context, _ schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	for _, o := range b {
+		if o.GetNamespace() == namespace && o.GetName() == name {
+			return o, nil
+		}
+	}
+	return nil, nil
+}
 
 // mapperResolver knows the kinds of the tests, both ways, as discovery
 // would.

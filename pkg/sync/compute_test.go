@@ -26,8 +26,10 @@ func TestComputePlan(t *testing.T) {
 		controller *v1alpha1.CompositeController
 		children   Claimed
 		desired    []*unstructured.Unstructured
-		want       []string
-		check      func(t *testing.T, p *Plan)
+		// existing are objects an index finds by name (Input.Existing).
+		existing []*unstructured.Unstructured
+		want     []string
+		check    func(t *testing.T, p *Plan)
 	}{
 		{
 			name:    "a child that does not exist is created",
@@ -201,8 +203,23 @@ func TestComputePlan(t *testing.T) {
 			desired: []*unstructured.Unstructured{cm("a", "blue")},
 			want:    []string{"Unchanged ConfigMap ns/a"},
 			check: func(t *testing.T, p *Plan) {
-				if !containsProblem(p.Warnings, "controlled by another owner") || !strings.Contains(p.Items[0].Reason, "another owner") {
-					t.Errorf("warnings %q, reason %q", p.Warnings, p.Items[0].Reason)
+				if p.Items[0].Reason != ReasonForeign {
+					t.Errorf("reason %q", p.Items[0].Reason)
+				}
+			},
+		},
+		{
+			name: "with an index, a desired child whose name an object controlled elsewhere holds is found by name and left alone",
+			existing: []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				o := cm("a", "x")
+				o.SetOwnerReferences([]metav1.OwnerReference{foreignRef})
+				return o
+			}()},
+			desired: []*unstructured.Unstructured{cm("a", "blue")},
+			want:    []string{"Unchanged ConfigMap ns/a"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Items[0].Reason != ReasonForeign {
+					t.Errorf("reason %q", p.Items[0].Reason)
 				}
 			},
 		},
@@ -323,7 +340,11 @@ func TestComputePlan(t *testing.T) {
 				cc = newController()
 			}
 			for i := 0; i < 3; i++ {
-				plan, err := Compute(context.Background(), newInput(cc, newParent(), tc.children, returning(tc.desired...)))
+				in := newInput(cc, newParent(), tc.children, returning(tc.desired...))
+				if tc.existing != nil {
+					in.Existing = byName(tc.existing)
+				}
+				plan, err := Compute(context.Background(), in)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -15,9 +16,11 @@ import (
 
 // Reasons of plan items, for people reading a plan.
 const (
-	reasonCreate         = "returned by the hook and not observed"
-	reasonRetake         = "returned by the hook; it exists but was released (no longer matches the selector), and applying it takes it back"
-	reasonForeign        = "returned by the hook, but an object of that name exists and is controlled by another owner; it is not taken over"
+	reasonCreate = "returned by the hook and not observed"
+	reasonRetake = "returned by the hook; it exists but was released (no longer matches the selector), and applying it takes it back"
+	// ReasonForeign is the reason of a desired child whose name another
+	// owner's object has: it is never taken over.
+	ReasonForeign        = "returned by the hook, but an object of that name exists and is controlled by another owner; it is not taken over"
 	reasonWaitDeletion   = "waiting for the old child to be deleted"
 	reasonOnDelete       = "differs; updateStrategy OnDelete updates it only once deleted"
 	reasonInPlace        = "differs; updateStrategy %s updates it in place"
@@ -63,10 +66,21 @@ func (c *computation) buildItems(desired []desiredChild) error {
 		key := ChildKey(d.obj)
 		wanted[key] = true
 		obs, ok := observed[key]
+		if !ok && !foreign[key] && !released[key] && !unowned[key] && c.in.Existing != nil {
+			existing, err := c.in.Existing.Get(context.TODO(), d.gvr, d.obj.GetNamespace(), d.obj.GetName())
+			if err != nil {
+				return fmt.Errorf("can't look up %s: %w", describe(d.obj), err)
+			}
+			if existing != nil {
+				// Not ours and not an orphan, or Candidates would have
+				// listed it: someone else controls it.
+				foreign[key] = true
+			}
+		}
 		switch {
 		case !ok && foreign[key]:
-			c.warn("child %s exists and is controlled by another owner; it is left alone", describe(d.obj))
-			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonForeign})
+			// The item says so; the loop records it as ErrResourceExists.
+			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: ReasonForeign})
 		case !ok && unowned[key]:
 			c.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
 			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnowned})

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -25,6 +26,17 @@ type ObjectLister interface {
 	// Namespaces lists the names of the namespaces whose labels match
 	// selector.
 	Namespaces(ctx context.Context, selector labels.Selector) ([]string, error)
+}
+
+// ChildIndex finds a parent's candidate children without reading its whole
+// namespace: the loop's informers index objects by controller. An
+// ObjectLister that is one too is used that way.
+type ChildIndex interface {
+	// Candidates lists the objects of gvr in namespace ("" for all) that
+	// owner controls or that have no controller.
+	Candidates(ctx context.Context, gvr schema.GroupVersionResource, namespace string, owner types.UID) ([]*unstructured.Unstructured, error)
+	// Get returns the object of gvr called namespace/name, or nil.
+	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 }
 
 // RelatedQuery is what a customize hook's related-resource rule selects for

@@ -96,9 +96,13 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ServerRunOptions: genericoptions.NewServerRunOptions(),
 		DataDir:          "composite-apiserver-data",
 		ControllerLoop:   true,
-		TargetQPS:        300,
-		TargetBurst:      600,
-		Workers:          5,
+		// No client-side limit: kube-apiserver's priority and fairness
+		// protects it, and a limit of ours would be the loop's ceiling.
+		TargetQPS:   -1,
+		TargetBurst: 600,
+		// Enough syncs in flight to keep one apiserver busy: a sync waits
+		// on its hook and then on one write per child.
+		Workers: 32,
 		// Metacontroller flushes its caches, and so resyncs every parent,
 		// every 30 minutes; its discovery is refreshed every 30 seconds.
 		ResyncPeriod:      30 * time.Minute,
@@ -188,9 +192,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"(the cluster of --kubeconfig, or the one the server runs in). Off in standalone mode, which has no target cluster.")
 	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS,
 		"Requests per second to the target cluster (reading parents, applying children, writing status, recording Events). "+
-			"client-go's default of 5 would make a controller of a few hundred parents take minutes to converge; "+
-			"a negative value turns client-side limiting off and leaves it to kube-apiserver's priority and fairness.")
-	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target cluster above --target-qps.")
+			"Negative (the default) sets no client-side limit and leaves fairness to kube-apiserver's priority and fairness, "+
+			"which protects it better than a fixed rate would; a positive value caps this server's requests (client-go's own default, 5, "+
+			"would make a controller of a few hundred parents take minutes to converge).")
+	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target cluster above --target-qps, when that is positive.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
 		"How often every parent is synced even when nothing changed, so that hooks reading the world outside the cluster "+
 			"are called (Metacontroller resyncs as often through its cache flush); 0 turns it off. "+
@@ -199,7 +204,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often the target cluster's discovery is read again, so that a CompositeController whose CRD was installed later starts; "+
 			"a resource that is not found is looked up again at once too.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
-		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise.")
+		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise. "+
+			"A sync spends most of its time waiting (on the hook, then on one write per changed child), so the default of 32 "+
+			"keeps one kube-apiserver busy; workers are goroutines, and an idle one costs nothing.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Run the controller loop on one replica at a time, chosen with a Lease; every replica serves the API. Turn it on when running more than one replica.")
 	fs.StringVar(&o.LeaderElection.Namespace, "leader-elect-namespace", o.LeaderElection.Namespace, "Namespace of the leader election Lease.")

@@ -1,0 +1,40 @@
+package fieldowner
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ControllerManagerPrefix begins the field manager of every
+// CompositeController of this server ("metacontroller.k8s.io/<name>").
+const ControllerManagerPrefix = "metacontroller.k8s.io/"
+
+// Lean drops from obj, in place, the managedFields entries that change
+// detection never reads: every manager's but this server's controllers'
+// and Metacontroller's (whose fields a takeover moves). On objects many
+// managers touch (Deployments, Services) those entries are a large part of
+// what a cache holds. Comparisons stay correct without them: a field
+// another manager also owns looks like ours alone, so dropping it costs one
+// apply that changes nothing but ownership, and then the child converges.
+// Hooks see objects without those entries too, on both paths.
+func Lean(obj *unstructured.Unstructured) {
+	entries := obj.GetManagedFields()
+	if len(entries) == 0 {
+		return
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if strings.HasPrefix(e.Manager, ControllerManagerPrefix) || e.Manager == MetacontrollerManager {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(entries) {
+		return
+	}
+	if len(kept) == 0 {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		return
+	}
+	obj.SetManagedFields(kept)
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
@@ -112,11 +113,13 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	var authz authorizer.Authorizer
+	var checker compositecontroller.RightsChecker
 	if c.ExtraConfig.Target != nil {
 		authz = c.GenericConfig.Authorization.Authorizer
+		checker = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz)
-	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, runner)
+	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, runner, checker)
 	if err != nil {
 		return nil, err
 	}

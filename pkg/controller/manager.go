@@ -174,6 +174,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
+// forbiddenRetry is how soon a controller the server lacks rights for is
+// checked again.
+const forbiddenRetry = 5 * time.Second
+
 // retryWaiting requeues every controller that could not start: discovery
 // changed, and its resources may be served now.
 func (m *Manager) retryWaiting() {
@@ -240,6 +244,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	}
 	pc, err := newParentController(ctx, m, cc.DeepCopy())
 	var noStatus *noStatusError
+	var forbidden *forbiddenError
 	switch {
 	case errors.As(err, &noStatus):
 		// As Metacontroller: no loop for such a parent, and an Event that
@@ -247,8 +252,19 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		// discovery refresh.
 		logger.Info("Not running the controller: its parent resource has no status subresource", "err", err)
 		m.setWaiting(name, true)
-		m.setNotReady(ctx, cc, "NoStatusSubresource", err)
-		m.event(cc, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
+		if m.setNotReady(ctx, cc, "NoStatusSubresource", err) {
+			m.event(cc, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
+		}
+		return nil
+	case errors.As(err, &forbidden):
+		// Rights are granted at any moment (an admin applies a
+		// ClusterRole): look again soon, without backoff, and start then.
+		m.setWaiting(name, true)
+		if m.setNotReady(ctx, cc, "Forbidden", err) {
+			logger.Info("Not running the controller: the server lacks rights", "missing", err.Error())
+			m.event(cc, corev1.EventTypeWarning, "Forbidden", err.Error())
+		}
+		m.queue.AddAfter(name, forbiddenRetry)
 		return nil
 	case err != nil:
 		m.setWaiting(name, true)
@@ -283,16 +299,24 @@ func (m *Manager) event(cc *v1alpha1.CompositeController, eventType, reason, mes
 }
 
 // setNotReady says in the CompositeController's status why its loop can't
-// run, e.g. a resource the cluster does not serve or a missing Secret.
-func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, reason string, cause error) {
+// run, e.g. a resource the cluster does not serve or a missing Secret. It
+// writes only when that changes the Ready condition, and says whether it
+// did.
+func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, reason string, cause error) bool {
+	message := truncate(cause.Error(), 1024)
+	if c := meta.FindStatusCondition(cc.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == reason && c.Message == message && c.ObservedGeneration == cc.Generation {
+		return false
+	}
 	updated := cc.DeepCopy()
 	updated.Status.ObservedGeneration = cc.Generation
 	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
-		Message: truncate(cause.Error(), 1024), ObservedGeneration: cc.Generation,
+		Message: message, ObservedGeneration: cc.Generation,
 	})
-	updated.Status.LastSyncError = truncate(cause.Error(), 1024)
+	updated.Status.LastSyncError = message
 	if _, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't write the CompositeController's status", "compositecontroller", cc.Name, "err", err)
 	}
+	return true
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
@@ -98,6 +99,12 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	if !hasStatus {
 		return nil, &noStatusError{gvr: res.Parent}
 	}
+	checker := rights.Checker{Kube: m.cfg.Kube}
+	if missing, err := checker.Missing(ctx, cc); err != nil {
+		return nil, err
+	} else if len(missing) > 0 {
+		return nil, &forbiddenError{message: rights.Describe(cc, missing)}
+	}
 	if pc.hooks, err = hooks.Build(ctx, cc, m.secrets); err != nil {
 		return nil, err
 	}
@@ -130,6 +137,11 @@ type noStatusError struct{ gvr schema.GroupVersionResource }
 func (e *noStatusError) Error() string {
 	return fmt.Sprintf("parent resource %s (%s) has no status subresource: enable it (subresources: {status: {}} in its CRD) so that the hook's status can be written", e.gvr.GroupResource(), e.gvr.Version)
 }
+
+// forbiddenError says which rights the server lacks to run a controller.
+type forbiddenError struct{ message string }
+
+func (e *forbiddenError) Error() string { return e.message }
 
 // start wires the informers and runs the workers until stop.
 func (pc *parentController) start(parent context.Context) {

@@ -3,6 +3,7 @@ package compositecontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
 
 // Storage is every REST endpoint of the compositecontrollers resource.
@@ -40,8 +42,11 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 
 // NewStorage returns the REST storage of compositecontrollers and its
 // subresources, all on one etcd store.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, syncer Syncer) (*Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, syncer Syncer, rights RightsChecker) (*Storage, error) {
 	s := NewStrategy(scheme)
+	if rights != nil {
+		s.rightsWarnings = rightsWarnings(scheme, rights)
+	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
 		NewListFunc:               func() runtime.Object { return &metacontroller.CompositeControllerList{} },
@@ -78,6 +83,35 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, sy
 		storage.Sync = NewSyncREST(store, scheme, syncer)
 	}
 	return storage, nil
+}
+
+// RightsChecker tells which rights a controller needs that the server lacks
+// in the target cluster, in one sentence with the fix; "" when none.
+type RightsChecker interface {
+	MissingRights(ctx context.Context, cc *v1alpha1.CompositeController) (string, error)
+}
+
+// rightsCheckTimeout bounds the access reviews of one apply: a slow target
+// cluster must not hold the user's request, only lose its warning.
+const rightsCheckTimeout = 3 * time.Second
+
+func rightsWarnings(scheme *runtime.Scheme, rights RightsChecker) func(context.Context, *metacontroller.CompositeController) []string {
+	return func(ctx context.Context, cc *metacontroller.CompositeController) []string {
+		versioned := &v1alpha1.CompositeController{}
+		if err := scheme.Convert(cc, versioned, nil); err != nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, rightsCheckTimeout)
+		defer cancel()
+		msg, err := rights.MissingRights(ctx, versioned)
+		switch {
+		case err != nil:
+			return []string{fmt.Sprintf("can't check this server's rights for the controller: %v", err)}
+		case msg != "":
+			return []string{msg}
+		}
+		return nil
+	}
 }
 
 // StatusREST is the compositecontrollers/status subresource.

@@ -26,6 +26,9 @@ import (
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// rightsWarnings says, on create and on a spec change, which rights
+	// the server lacks to run the controller; nil without a target cluster.
+	rightsWarnings func(ctx context.Context, cc *metacontroller.CompositeController) []string
 }
 
 var _ rest.RESTCreateUpdateStrategy = strategy{}
@@ -34,7 +37,7 @@ var _ rest.RESTDeleteStrategy = strategy{}
 
 // NewStrategy returns the strategy of the compositecontrollers resource.
 func NewStrategy(typer runtime.ObjectTyper) strategy {
-	return strategy{typer, names.SimpleNameGenerator}
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
 }
 
 func (strategy) NamespaceScoped() bool { return false }
@@ -72,16 +75,26 @@ func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorLis
 	return validation.ValidateCompositeController(obj.(*metacontroller.CompositeController))
 }
 
-func (strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
-	return validation.Warnings(obj.(*metacontroller.CompositeController))
+func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
+	cc := obj.(*metacontroller.CompositeController)
+	warnings := validation.Warnings(cc)
+	if s.rightsWarnings != nil {
+		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
+	}
+	return warnings
 }
 
 func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateCompositeControllerUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController))
 }
 
-func (strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	return validation.Warnings(obj.(*metacontroller.CompositeController))
+func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	cc := obj.(*metacontroller.CompositeController)
+	warnings := validation.Warnings(cc)
+	if s.rightsWarnings != nil && !apiequality.Semantic.DeepEqual(cc.Spec, old.(*metacontroller.CompositeController).Spec) {
+		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
+	}
+	return warnings
 }
 
 // Canonicalize has nothing to normalise: defaulting already did.

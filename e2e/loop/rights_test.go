@@ -1,0 +1,111 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// A controller the server has no rights for says so where the user looks —
+// a warning on apply, Ready=False with reason Forbidden naming what is
+// missing, a Warning Event — and starts by itself once the rights are
+// granted, with no restart and no edit.
+func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "rights")
+	// A CRD, and no rights for the server on it.
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.rights.example.com
+spec:
+  group: rights.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+	if err := stack.Apply(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gizmos.rights.example.com", "--timeout=60s"); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	manifest := filepath.Join(t.TempDir(), "cc.yaml")
+	if err := os.WriteFile(manifest, []byte(parityController("rights", "gizmos", hook.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// parityController names parity.example.com: point it at this CRD.
+	data, _ := os.ReadFile(manifest)
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(data), "parity.example.com/v1", "rights.example.com/v1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "rights", metav1.DeleteOptions{})
+	})
+	_, stderr, err := stack.Kubectl(context.Background(), "apply", "-f", manifest)
+	if err != nil {
+		t.Fatalf("apply: %v: %s", err, stderr)
+	}
+	if !strings.Contains(stderr, "Warning: composite-apiserver may not") || !strings.Contains(stderr, "gizmos.rights.example.com") ||
+		!strings.Contains(stderr, "kubectl composite rbac rights") {
+		t.Errorf("kubectl apply printed no warning naming the missing rights and the fix:\n%s", stderr)
+	}
+	eventually(t, "Ready=False Forbidden naming gizmos", func() (bool, error) {
+		c := meta.FindStatusCondition(ccReady(t, "rights").Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" &&
+			strings.Contains(c.Message, "list, watch") && strings.Contains(c.Message, "gizmos.rights.example.com"), nil
+	})
+	waitEvent(t, "default", "rights", "composite-apiserver may not")
+
+	// Create a parent now: nothing happens to it until the rights come.
+	gizmos := schema.GroupVersionResource{Group: "rights.example.com", Version: "v1", Resource: "gizmos"}
+	if _, err := dyn.Resource(gizmos).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "rights.example.com/v1", "kind": "Gizmo",
+		"metadata": map[string]interface{}{"name": "g", "namespace": ns},
+		"spec":     spec("blue", "a"),
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The admin grants what the message asked for, through the aggregated
+	// ClusterRole.
+	if err := stack.Apply(context.Background(), `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-rights
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: ["rights.example.com"]
+  resources: ["gizmos"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["rights.example.com"]
+  resources: ["gizmos/status"]
+  verbs: ["get", "update", "patch"]
+`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "controller rights Ready after the grant", func() (bool, error) {
+		return meta.IsStatusConditionTrue(ccReady(t, "rights").Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+	waitConfigMaps(t, ns, "g-a")
+}

@@ -17,6 +17,14 @@ import (
 
 func main() {
 	dir := flag.String("dir", "", "directory for certificates, data and logs (default: a new temporary directory)")
+	devRights := flag.Bool("dev-rights", false, "grant composite-apiserver every verb on every resource, so that any controller runs without "+
+		"granting rights per controller; for local experiments only (a real cluster grants them per controller: kubectl composite rbac)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: hack/local-up.sh [--dir DIR] [--dev-rights] [-- composite-apiserver flags]\n\n"+
+			"Starts etcd, kube-apiserver, kube-controller-manager and composite-apiserver (registered as an APIService) on 127.0.0.1\n"+
+			"and keeps them up until Ctrl-C. The first run builds the pinned cluster binaries (minutes); later runs start in seconds.\n\n")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -25,6 +33,15 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
 		os.Exit(1)
+	}
+	if *devRights {
+		if err := stack.Apply(ctx, devRightsRole); err != nil {
+			fmt.Fprintf(os.Stderr, "local-up: can't grant the development rights: %v\n", err)
+			stack.Stop()
+			os.Exit(1)
+		}
+		fmt.Println("Granted composite-apiserver every verb on every resource (ClusterRole composite-apiserver-dev-rights, " +
+			"aggregated into its role): every controller runs without rights of its own. For local experiments only.")
 	}
 	fmt.Printf(`The stack is up. In another shell:
 
@@ -38,6 +55,20 @@ Logs: %s/logs. Press Ctrl-C to stop everything.
 	fmt.Fprintln(os.Stderr, "local-up: stopping")
 	stack.Stop()
 }
+
+// devRightsRole joins the server's aggregated ClusterRole (see
+// artifacts/deploy/rbac.yaml) with every right there is.
+const devRightsRole = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: composite-apiserver-dev-rights
+  labels:
+    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: ["*"]
+`
 
 func dirOf(path string) string {
 	for i := len(path) - 1; i >= 0; i-- {

@@ -1,0 +1,181 @@
+// Package walkthrough runs the README's "Try the loop" walkthrough command
+// for command, as a new user would: hack/local-up.sh in one shell, the
+// exports it prints and the README's commands in another.
+package walkthrough
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// blocks returns the sh code blocks between the walkthrough markers.
+func blocks(t *testing.T, readme string) []string {
+	t.Helper()
+	begin := strings.Index(readme, "<!-- walkthrough:begin -->")
+	end := strings.Index(readme, "<!-- walkthrough:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("README.md has no walkthrough markers")
+	}
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme[begin:end], -1) {
+		out = append(out, m[1])
+	}
+	if len(out) != 2 {
+		t.Fatalf("the walkthrough has %d sh blocks, want 2 (the stack, then the commands)", len(out))
+	}
+	return out
+}
+
+// shell runs script with bash in the repository, in a process group of its
+// own so that what it leaves in the background is stopped with it.
+func shell(root, script string) *exec.Cmd {
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+func stopGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}
+
+func TestReadmeWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil && os.Getenv("COMPOSITE_E2E_REQUIRE_KUBECTL") == "" {
+		t.Skip("kubectl is not on PATH")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := blocks(t, string(readme))
+	dir := regexp.MustCompile(`--dir (\S+)`).FindStringSubmatch(steps[0])
+	if dir == nil {
+		t.Fatal("the walkthrough's local-up has no --dir")
+	}
+	_ = os.RemoveAll(dir[1])
+
+	// Shell 1: the stack.
+	up := shell(root, steps[0])
+	stdout, err := up.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upErr bytes.Buffer
+	up.Stderr = &upErr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- up.Wait() }()
+	t.Cleanup(func() {
+		// Ctrl-C, as the README says; local-up stops the stack in order.
+		stopGroup(up, syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			stopGroup(up, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("local-up stderr (tail):\n%s", tail(upErr.String(), 4000))
+		}
+	})
+	var exports []string
+	var printed strings.Builder
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		up := false
+		for sc.Scan() {
+			line := sc.Text()
+			printed.WriteString(line + "\n")
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "export ") {
+				exports = append(exports, strings.TrimSpace(strings.SplitN(l, "#", 2)[0]))
+			}
+			if strings.Contains(line, "kubectl get compositecontrollers") && !up {
+				up = true
+				ready <- true
+			}
+		}
+		if !up {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("local-up ended before the stack was up:\n%s", printed.String())
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("local-up did not say the stack was up in 5 minutes:\n%s", printed.String())
+	}
+	if !strings.Contains(printed.String(), "Granted composite-apiserver every verb on every resource") {
+		t.Errorf("local-up --dev-rights did not say what it granted:\n%s", printed.String())
+	}
+	if len(exports) != 2 {
+		t.Fatalf("local-up printed exports %q, want KUBECONFIG and PATH", exports)
+	}
+
+	// Shell 2: the exports, then the README's commands, failing on the
+	// first that fails.
+	script := "set -e\n" + strings.Join(exports, "\n") + "\n" + steps[1]
+	run := shell(root, script)
+	// Files, not pipes: the hook the script leaves in the background keeps
+	// its output open, and Wait would wait for it.
+	outFile, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errFile, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Stdout, run.Stderr = outFile, errFile
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	t.Cleanup(func() { stopGroup(run, syscall.SIGKILL) })
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("timed out")
+	}
+	// The hook started with & keeps running until the group is stopped.
+	stopGroup(run, syscall.SIGTERM)
+	out, _ := os.ReadFile(outFile.Name())
+	errOut, _ := os.ReadFile(errFile.Name())
+	if err != nil {
+		t.Fatalf("the walkthrough's commands failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(string(errOut), 4000))
+	}
+	if !strings.HasSuffix(strings.TrimSpace(string(out)), "Hello, world") {
+		t.Errorf("the last command printed %q, want the greeting Hello, world", out)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

@@ -75,6 +75,15 @@ spec:
 			strings.Contains(c.Message, "list, watch") && strings.Contains(c.Message, "gizmos.rights.example.com"), nil
 	})
 	waitEvent(t, "default", "rights", "composite-apiserver may not")
+	described, stderr, err := stack.Kubectl(context.Background(), "describe", "compositecontroller", "rights")
+	if err != nil {
+		t.Fatalf("describe: %v: %s", err, stderr)
+	}
+	for _, want := range []string{"Conditions:", "Forbidden", "kubectl composite rbac rights", "Last Sync Error:"} {
+		if !strings.Contains(described, want) {
+			t.Errorf("kubectl describe cc rights does not show %q:\n%s", want, described)
+		}
+	}
 
 	// Create a parent now: nothing happens to it until the rights come.
 	gizmos := schema.GroupVersionResource{Group: "rights.example.com", Version: "v1", Resource: "gizmos"}

@@ -26,6 +26,8 @@ type Done struct {
 	Kind   string
 	// Namespace and Name of the child.
 	Namespace, Name string
+	// Reason is why it was done, the plan item's.
+	Reason string
 	// Err is why it failed; nil when it was done.
 	Err error
 }
@@ -56,7 +58,7 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		if obj == nil {
 			obj = item.Observed
 		}
-		d := Done{Action: item.Action, GVR: item.GVR, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		d := Done{Action: item.Action, GVR: item.GVR, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Reason: item.Reason}
 		if item.Takeover != nil && item.Observed != nil {
 			// Before the apply, so that the apply prunes what Metacontroller
 			// set and the hook dropped.

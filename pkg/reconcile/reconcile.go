@@ -191,7 +191,12 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			c.event(env, opts, parent, corev1.EventTypeWarning, "ChildError", fmt.Sprintf("can't %s: %v", d, d.Err))
 			continue
 		}
-		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[d.Action], d.String())
+		// One line: what was done, and why.
+		msg := d.String()
+		if d.Reason != "" {
+			msg += ": " + d.Reason
+		}
+		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[d.Action], msg)
 	}
 	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && syncengine.HasFinalizer(parent, c.Finalizer) {
 		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)

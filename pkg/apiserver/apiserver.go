@@ -113,13 +113,16 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	var authz authorizer.Authorizer
-	var checker compositecontroller.RightsChecker
+	opts := compositecontroller.Options{}
 	if c.ExtraConfig.Target != nil {
+		// Only with a target cluster is there a loop to escalate through,
+		// and rights of the server's to check.
 		authz = c.GenericConfig.Authorization.Authorizer
-		checker = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
+		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
+		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
-	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz)
-	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, runner, checker)
+	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz)
+	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
 		return nil, err
 	}

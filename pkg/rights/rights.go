@@ -8,8 +8,11 @@ package rights
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,39 +68,113 @@ func Needed(cc *v1alpha1.CompositeController) ([]Right, error) {
 	return out, nil
 }
 
-// Checker asks the target cluster about the server's own rights.
+// Checker asks the target cluster about the server's own rights. Answers
+// are kept for cacheTTL, as kube-apiserver's delegating authorizer keeps
+// its own: an apply that checks them must cost no round trips when the
+// answer is fresh, and a grant shows within seconds.
 type Checker struct {
 	Kube kubernetes.Interface
+
+	mu    sync.Mutex
+	cache map[Right]cached
+	now   func() time.Time
 }
 
-// Missing returns the rights cc needs that the server lacks.
+type cached struct {
+	allowed bool
+	expires time.Time
+}
+
+const cacheTTL = 10 * time.Second
+
+// Missing returns the rights cc needs that the server lacks, asking about
+// the ones not known now all at once.
 func (c *Checker) Missing(ctx context.Context, cc *v1alpha1.CompositeController) ([]Right, error) {
 	needed, err := Needed(cc)
 	if err != nil {
 		return nil, err
 	}
-	var missing []Right
-	seen := map[Right]bool{}
+	allowed := c.lookup(needed)
+	var unknown []Right
 	for _, r := range needed {
-		if seen[r] {
-			continue
+		if _, ok := allowed[r]; !ok {
+			unknown = append(unknown, r)
 		}
-		seen[r] = true
-		review, err := c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource,
-			}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("can't ask the target cluster whether this server may %s: %w", r, err)
-		}
-		if !review.Status.Allowed {
-			missing = append(missing, r)
-		}
+	}
+	answers := make([]bool, len(unknown))
+	errs := make([]error, len(unknown))
+	var wg sync.WaitGroup
+	for i, r := range unknown {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = c.ask(ctx, r)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.store(unknown, answers)
+	for i, r := range unknown {
+		allowed[r] = answers[i]
 	}
 	// In Needed's order: resources as the spec names them, verbs as a
 	// person reads them (get, list, watch, ...).
+	var missing []Right
+	seen := map[Right]bool{}
+	for _, r := range needed {
+		if !allowed[r] && !seen[r] {
+			seen[r] = true
+			missing = append(missing, r)
+		}
+	}
 	return missing, nil
+}
+
+func (c *Checker) ask(ctx context.Context, r Right) (bool, error) {
+	review, err := c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource,
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("can't ask the target cluster whether this server may %s: %w", r, err)
+	}
+	return review.Status.Allowed, nil
+}
+
+func (c *Checker) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// lookup returns the fresh answers the cache has for rights.
+func (c *Checker) lookup(rights []Right) map[Right]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[Right]bool{}
+	now := c.clock()
+	for _, r := range rights {
+		if e, ok := c.cache[r]; ok && now.Before(e.expires) {
+			out[r] = e.allowed
+		}
+	}
+	return out
+}
+
+func (c *Checker) store(rights []Right, allowed []bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cache == nil {
+		c.cache = map[Right]cached{}
+	}
+	expires := c.clock().Add(cacheTTL)
+	for i, r := range rights {
+		c.cache[r] = cached{allowed: allowed[i], expires: expires}
+	}
 }
 
 // MissingRights says what cc needs and the server lacks, with the fix; ""

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -42,10 +44,10 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 
 // NewStorage returns the REST storage of compositecontrollers and its
 // subresources, all on one etcd store.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, syncer Syncer, rights RightsChecker) (*Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, opts Options) (*Storage, error) {
 	s := NewStrategy(scheme)
-	if rights != nil {
-		s.rightsWarnings = rightsWarnings(scheme, rights)
+	if opts.Rights != nil {
+		s.rightsWarnings = rightsWarnings(scheme, opts.Rights)
 	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
@@ -61,6 +63,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, sy
 
 		TableConvertor: tableConvertor{},
 	}
+	if opts.Authors != nil {
+		store.BeginCreate = checkAuthorOnCreate(scheme, opts.Authors)
+		store.BeginUpdate = checkAuthorOnUpdate(scheme, opts.Authors)
+	}
 	options := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, fmt.Errorf("can't complete the compositecontrollers store: %w", err)
@@ -74,15 +80,67 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, sy
 	statusStore.DeleteStrategy = nil
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
+	// The status is the server's to write; its author checks are the
+	// spec's.
+	statusStore.BeginCreate, statusStore.BeginUpdate = nil, nil
 
 	storage := &Storage{
 		CompositeController: &REST{store},
 		Status:              &StatusREST{store: &statusStore},
 	}
-	if syncer != nil {
-		storage.Sync = NewSyncREST(store, scheme, syncer)
+	if opts.Syncer != nil {
+		storage.Sync = NewSyncREST(store, scheme, opts.Syncer)
 	}
 	return storage, nil
+}
+
+// Options are what the registry takes from the rest of the server; each
+// may be nil (standalone mode has no target cluster).
+type Options struct {
+	// Syncer runs /sync.
+	Syncer Syncer
+	// Rights warns on apply about rights the server lacks.
+	Rights RightsChecker
+	// Authors refuses a controller whose author may not do what its loop
+	// would do.
+	Authors AuthorChecker
+}
+
+// AuthorChecker refuses, with a Forbidden error, a CompositeController
+// whose loop would do what the requesting user may not.
+type AuthorChecker interface {
+	CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeController) error
+}
+
+func checkAuthorOnCreate(scheme *runtime.Scheme, authors AuthorChecker) genericregistry.BeginCreateFunc {
+	return func(ctx context.Context, obj runtime.Object, options *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
+		if err := checkAuthor(ctx, scheme, authors, obj.(*metacontroller.CompositeController)); err != nil {
+			return nil, err
+		}
+		return func(context.Context, bool) {}, nil
+	}
+}
+
+// checkAuthorOnUpdate checks only a change of spec: metadata-only updates
+// (labels, finalizers) give the loop nothing new to do.
+func checkAuthorOnUpdate(scheme *runtime.Scheme, authors AuthorChecker) genericregistry.BeginUpdateFunc {
+	return func(ctx context.Context, obj, old runtime.Object, options *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
+		newCC, oldCC := obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController)
+		if !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec) {
+			if err := checkAuthor(ctx, scheme, authors, newCC); err != nil {
+				return nil, err
+			}
+		}
+		return func(context.Context, bool) {}, nil
+	}
+}
+
+func checkAuthor(ctx context.Context, scheme *runtime.Scheme, authors AuthorChecker, cc *metacontroller.CompositeController) error {
+	versioned := &v1alpha1.CompositeController{}
+	if err := scheme.Convert(cc, versioned, nil); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return authors.CheckAuthor(ctx, versioned)
 }
 
 // RightsChecker tells which rights a controller needs that the server lacks

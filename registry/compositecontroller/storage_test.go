@@ -39,7 +39,7 @@ func newStorage(t *testing.T) *Storage {
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          "compositecontrollers",
 	}
-	storage, err := NewStorage(scheme, options, nil, nil)
+	storage, err := NewStorage(scheme, options, Options{})
 	if err != nil {
 		t.Fatalf("NewStorage: %v", err)
 	}

@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestNoEscalationThroughACompositeController: a controller's loop acts
+// with the server's identity, so whoever creates or changes one must be
+// allowed what it would do. A user who may create CompositeControllers and
+// manage ConfigMaps, but not Secrets, may create a controller of ConfigMaps
+// and not one of Secrets; a cluster admin may.
+func TestNoEscalationThroughACompositeController(t *testing.T) {
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-author"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
+		},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-author"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "cc-author"}},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	author, err := stack.UserKubeconfig("cc-author")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(name, resource string) string {
+		file := filepath.Join(t.TempDir(), name+".yaml")
+		m := strings.Replace(helloController(name, hook.URL, "InPlace"), "resource: configmaps", "resource: "+resource, 1)
+		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{"esc-configmaps", "esc-secrets"} {
+			_, _, _ = stack.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
+		}
+	})
+
+	// helloController also declares services, which the author may not
+	// manage: that controller is refused too, naming what is missing.
+	_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("esc-secrets", "secrets"))
+	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets") ||
+		!strings.Contains(stderr, "delete services") || !strings.Contains(stderr, "you may not") {
+		t.Errorf("a user who may not manage Secrets created a controller of Secrets: err=%v\n%s", err, stderr)
+	}
+	if _, _, err := stack.Kubectl(ctx, "get", "cc", "esc-secrets"); err == nil {
+		t.Errorf("the refused controller esc-secrets exists")
+	}
+
+	// Without the Services the author may not touch, the same author may.
+	only := strings.Replace(helloController("esc-configmaps", hook.URL, "InPlace"),
+		"  - apiVersion: v1\n    resource: services\n    updateStrategy:\n      method: InPlace\n", "", 1)
+	file := filepath.Join(t.TempDir(), "only.yaml")
+	if err := os.WriteFile(file, []byte(only), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(only, "services") {
+		t.Fatalf("the fixture still declares services:\n%s", only)
+	}
+	if _, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", file); err != nil {
+		t.Errorf("a user who may do all the controller's loop does was refused: %v\n%s", err, stderr)
+	}
+
+	// A cluster admin may create the Secrets controller.
+	if _, stderr, err := stack.Kubectl(ctx, "apply", "-f", manifest("esc-secrets", "secrets")); err != nil {
+		t.Errorf("a cluster admin was refused: %v\n%s", err, stderr)
+	}
+}

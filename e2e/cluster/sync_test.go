@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,9 +66,18 @@ type syncAnswer struct {
 	} `json:"status"`
 }
 
+// dryRunSync previews the sync of a live parent as kubeconfig's user, the
+// children computed by composite-apiserver.
 func dryRunSync(t *testing.T, kubeconfig, controller, namespace, parent string) (syncAnswer, string, error) {
 	t.Helper()
-	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":%q}}}`, namespace, parent)
+	return previewSync(t, kubeconfig, controller, namespace, parent, false)
+}
+
+// previewSync previews the sync of a live parent; with serverDryRun the
+// children are dry-run applied by kube-apiserver.
+func previewSync(t *testing.T, kubeconfig, controller, namespace, parent string, serverDryRun bool) (syncAnswer, string, error) {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":%q},"serverDryRun":%v}}`, namespace, parent, serverDryRun)
 	f, err := os.CreateTemp(t.TempDir(), "sync-*.json")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +111,8 @@ spec: {color: blue, configMaps: [a, b]}
 `
 	mustApply(t, parent)
 
-	answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p1")
+	// serverDryRun: kube-apiserver dry-run applies each child.
+	answer, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p1", true)
 	if err != nil {
 		t.Fatalf("dry-run sync: %v: %s", err, stderr)
 	}
@@ -110,8 +123,8 @@ spec: {color: blue, configMaps: [a, b]}
 	if actions["ConfigMap/p1-a"] != "Create" || actions["ConfigMap/p1-b"] != "Create" || len(actions) != 2 {
 		t.Errorf("plan = %v, want Create of ConfigMaps p1-a and p1-b", actions)
 	}
-	// The children are as kube-apiserver would store them: with a uid and
-	// our field manager, owned by the parent.
+	// The children are as kube-apiserver stored them in its dry run: with
+	// a uid and our field manager, owned by the parent.
 	if len(answer.Status.Children) != 2 {
 		t.Fatalf("children = %d, want 2", len(answer.Status.Children))
 	}
@@ -178,7 +191,8 @@ spec: {color: green, configMaps: [same, changed]}
 	}
 	for _, cm := range []*corev1.ConfigMap{
 		owned("p2-same", map[string]string{"color": "green", "item": "same"}),
-		owned("p2-changed", map[string]string{"color": "red", "item": "changed"}),
+		// stale is ours and the hook no longer returns it.
+		owned("p2-changed", map[string]string{"color": "red", "item": "changed", "stale": "x"}),
 		owned("p2-stale", map[string]string{"color": "green"}),
 	} {
 		// Written as the controller writes them: server-side applied under
@@ -211,6 +225,30 @@ spec: {color: green, configMaps: [same, changed]}
 			t.Errorf("plan for %s = %q, want %q (plan %v)", name, actions[name], action, actions)
 		}
 	}
+	// The preview merged each child into the live one as kube-apiserver
+	// would: what the hook dropped is pruned, the live metadata stays.
+	local := childrenByName(answer)
+	if data := local["p2-changed"]["data"]; !reflect.DeepEqual(data, map[string]interface{}{"color": "green", "item": "changed"}) {
+		t.Errorf("preview of p2-changed: data %v, want color green and no stale", data)
+	}
+	if meta, _ := local["p2-same"]["metadata"].(map[string]interface{}); meta["uid"] == nil || meta["resourceVersion"] == nil {
+		t.Errorf("preview of p2-same lost the live uid and resourceVersion: %v", meta)
+	}
+	// And kube-apiserver agrees: its dry-run applies store the same
+	// children (ConfigMaps have no defaults), managedFields included.
+	server, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p2", true)
+	if err != nil {
+		t.Fatalf("dry-run sync with serverDryRun: %v: %s", err, stderr)
+	}
+	remote := childrenByName(server)
+	if len(remote) != len(local) {
+		t.Errorf("server dry-run: %d children, local preview %d", len(remote), len(local))
+	}
+	for name, want := range remote {
+		if got, want := storedForm(local[name]), storedForm(want); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the local preview differs from kube-apiserver's dry run:\nlocal  %v\nserver %v", name, got, want)
+		}
+	}
 	// Nothing changed: the stale child is there, the changed one still red.
 	stale, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-stale", metav1.GetOptions{})
 	if err != nil {
@@ -221,6 +259,109 @@ spec: {color: green, configMaps: [same, changed]}
 	changed, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-changed", metav1.GetOptions{})
 	if err != nil || changed.Data["color"] != "red" {
 		t.Errorf("the dry-run changed p2-changed: %v %v", err, changed.Data)
+	}
+}
+
+func childrenByName(answer syncAnswer) map[string]map[string]interface{} {
+	out := map[string]map[string]interface{}{}
+	for _, child := range answer.Status.Children {
+		meta, _ := child["metadata"].(map[string]interface{})
+		out[fmt.Sprint(meta["name"])] = child
+	}
+	return out
+}
+
+// storedForm is what the local preview and kube-apiserver's dry-run apply
+// must agree on: everything but what the apiserver alone sets (uid,
+// creationTimestamp and resourceVersion of a create) and managedFields
+// times.
+func storedForm(child map[string]interface{}) map[string]interface{} {
+	data, _ := json.Marshal(child)
+	var out map[string]interface{}
+	_ = json.Unmarshal(data, &out)
+	meta, _ := out["metadata"].(map[string]interface{})
+	for _, f := range []string{"uid", "creationTimestamp", "resourceVersion"} {
+		delete(meta, f)
+	}
+	entries, _ := meta["managedFields"].([]interface{})
+	for _, e := range entries {
+		delete(e.(map[string]interface{}), "time")
+	}
+	sort.Slice(entries, func(i, j int) bool { return fmt.Sprint(entries[i]) < fmt.Sprint(entries[j]) })
+	return out
+}
+
+// dryRunApplies is how many dry-run applies and patches of ConfigMaps
+// kube-apiserver has served, by its apiserver_request_total.
+func dryRunApplies(t *testing.T) float64 {
+	t.Helper()
+	data, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("can't read kube-apiserver's /metrics: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="configmaps"`) ||
+			!strings.Contains(line, `dry_run="All"`) || !(strings.Contains(line, `verb="APPLY"`) || strings.Contains(line, `verb="PATCH"`)) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("can't parse %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// TestDryRunSyncPreviewsWithoutApplyingToTheCluster: a preview computes
+// the children it shows itself, from the children the sync listed, and
+// sends kube-apiserver no apply for them; serverDryRun sends one per child.
+func TestDryRunSyncPreviewsWithoutApplyingToTheCluster(t *testing.T) {
+	dumpLogsOnFailure(t)
+	hook := setUpHellos(t)
+	const controller, ns = "sync-local", "sync-local"
+	createNamespace(t, ns)
+	mustApply(t, helloController(controller, hook.URL, "InPlace"))
+	mustApply(t, `apiVersion: example.com/v1
+kind: Hello
+metadata: {name: p4, namespace: sync-local}
+spec: {color: blue, configMaps: [a, b, c]}
+`)
+	before := dryRunApplies(t)
+	const previews = 5
+	for i := 0; i < previews; i++ {
+		answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p4")
+		if err != nil {
+			t.Fatalf("dry-run sync: %v: %s", err, stderr)
+		}
+		if len(answer.Status.Children) != 3 {
+			t.Fatalf("children = %d, want 3 (warnings %q)", len(answer.Status.Children), answer.Status.Warnings)
+		}
+		for _, child := range answer.Status.Children {
+			meta := child["metadata"].(map[string]interface{})
+			if managers := fmt.Sprint(meta["managedFields"]); !strings.Contains(managers, "metacontroller.k8s.io/"+controller) {
+				t.Errorf("child %v is not managed by metacontroller.k8s.io/%s: %s", meta["name"], controller, managers)
+			}
+			if refs := fmt.Sprint(meta["ownerReferences"]); !strings.Contains(refs, "p4") {
+				t.Errorf("child %v is not owned by p4: %s", meta["name"], refs)
+			}
+			if meta["uid"] != nil {
+				t.Errorf("child %v has a uid: kube-apiserver stored it, or it exists", meta["name"])
+			}
+		}
+	}
+	if after := dryRunApplies(t); after != before {
+		t.Errorf("%d previews sent %v dry-run applies of ConfigMaps to kube-apiserver, want none", previews, after-before)
+	}
+
+	// The counter does count them: serverDryRun sends one per child.
+	before = dryRunApplies(t)
+	if _, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p4", true); err != nil {
+		t.Fatalf("dry-run sync with serverDryRun: %v: %s", err, stderr)
+	}
+	if after := dryRunApplies(t); after-before != 3 {
+		t.Errorf("a preview with serverDryRun sent %v dry-run applies of ConfigMaps, want 3", after-before)
 	}
 }
 

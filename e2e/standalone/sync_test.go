@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,6 +145,94 @@ func TestDryRunSyncOfInlineParentShowsChildrenAndPlan(t *testing.T) {
 	}
 	if answer.Status.HookRequest.Parent["metadata"].(map[string]interface{})["name"] != "p1" {
 		t.Errorf("hookRequest.parent is not p1: %v", answer.Status.HookRequest.Parent)
+	}
+}
+
+// TestDryRunSyncShowsWhatAnApplyWouldStore previews an update of a child
+// our field manager applied before (inline, with its managedFields) and a
+// create: the children are merged as kube-apiserver's server-side apply
+// would merge them, with no cluster at all.
+func TestDryRunSyncShowsWhatAnApplyWouldStore(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	hook := startHook(t)
+	name := uniqueName("sync-store")
+	createSyncController(t, s, name, hook.URL)
+	manager := "metacontroller.k8s.io/" + name
+	const parentUID = "11111111-2222-3333-4444-555555555555"
+	// p1-a was applied by us with data.stale, which the hook no longer
+	// returns; data.note is someone else's.
+	request := fmt.Sprintf(`{
+  "apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "SyncRequest",
+  "spec": {
+    "parent": {"apiVersion": "example.com/v1", "kind": "Hello",
+      "metadata": {"name": "p1", "namespace": "default", "uid": %[2]q},
+      "spec": {"color": "blue", "configMaps": ["a", "b"]}},
+    "children": {"ConfigMap.v1": {"p1-a": {"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "p1-a", "namespace": "default", "labels": {"app": "p1"},
+        "managedFields": [
+          {"manager": %[1]q, "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+           "fieldsV1": {"f:data": {"f:color": {}, "f:item": {}, "f:stale": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}},
+          {"manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+           "fieldsV1": {"f:data": {"f:note": {}}}}]},
+      "data": {"color": "red", "item": "a", "stale": "x", "note": "kept"}}}}
+  }
+}`, manager, parentUID)
+	c := newAPIClient(t, s.kubeconfig)
+	r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(request))
+	if r.code != http.StatusCreated && r.code != http.StatusOK {
+		t.Fatalf("dry-run: HTTP %d: %s", r.code, r.body)
+	}
+	var answer syncAnswer
+	if err := json.Unmarshal(r.body, &answer); err != nil {
+		t.Fatalf("answer is not JSON: %v\n%s", err, r.body)
+	}
+	children := map[string]map[string]interface{}{}
+	for _, child := range answer.Status.Children {
+		meta, _ := child["metadata"].(map[string]interface{})
+		children[fmt.Sprint(meta["name"])] = child
+	}
+	if len(children) != 2 {
+		t.Fatalf("children %v, want p1-a and p1-b", children)
+	}
+	for childName, want := range map[string]map[string]interface{}{
+		// stale pruned, color updated, note left to its owner.
+		"p1-a": {"color": "blue", "item": "a", "note": "kept"},
+		"p1-b": {"color": "blue", "item": "b"},
+	} {
+		child := children[childName]
+		if !reflect.DeepEqual(child["data"], want) {
+			t.Errorf("%s: data %v, want %v", childName, child["data"], want)
+		}
+		meta, _ := child["metadata"].(map[string]interface{})
+		if refs := fmt.Sprint(meta["ownerReferences"]); !strings.Contains(refs, parentUID) {
+			t.Errorf("%s: ownerReferences %s, want the parent's", childName, refs)
+		}
+		if managers := fmt.Sprint(meta["managedFields"]); !strings.Contains(managers, manager) || !strings.Contains(managers, "Apply") {
+			t.Errorf("%s: managedFields %s, want an Apply entry of %s", childName, managers, manager)
+		}
+	}
+	for _, item := range answer.Status.Plan {
+		if item.Name == "p1-a" && (item.Action != "Update" || !strings.Contains(strings.Join(item.Diff, "\n"), `- data.stale: "x"`)) {
+			t.Errorf("plan for p1-a: %s %q, want an Update removing data.stale", item.Action, item.Diff)
+		}
+	}
+}
+
+func TestServerDryRunNeedsACluster(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	hook := startHook(t)
+	name := uniqueName("sync-serverdryrun")
+	createSyncController(t, s, name, hook.URL)
+	c := newAPIClient(t, s.kubeconfig)
+	body := strings.Replace(inlineSyncRequest, `"spec": {`, `"spec": {"serverDryRun": true,`, 1)
+	r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(body))
+	if r.code != http.StatusBadRequest {
+		t.Fatalf("serverDryRun in standalone mode: HTTP %d, want 400: %s", r.code, r.body)
+	}
+	if st := r.status(t); !strings.Contains(st.Message, "serverDryRun") || !strings.Contains(st.Message, "standalone") {
+		t.Errorf("message %q should name serverDryRun and standalone mode", st.Message)
 	}
 }
 

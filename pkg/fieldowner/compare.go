@@ -5,7 +5,8 @@
 // manager stops setting (the apply removes them) and ignores fields other
 // managers own. It also takes children over from Metacontroller, so that
 // the fields Metacontroller set are pruned like ours once the hook stops
-// returning them.
+// returning them. And it tells what such an apply would store
+// (WouldStore), so that a preview needs no dry-run request per child.
 package fieldowner
 
 import (
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/merge"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // ErrSchema marks errors of objects that do not fit the schema of their
@@ -107,73 +109,24 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 	if desired == nil {
 		return Result{}, errors.New("can't compare: no desired object")
 	}
-	applied := Sanitize(desired)
-	name := describeObject(desired)
-	if observed != nil && observed.GroupVersionKind() != applied.GroupVersionKind() {
-		return Result{}, fmt.Errorf("can't compare %s: observed as %s, desired as %s", name, observed.GroupVersionKind(), applied.GroupVersionKind())
-	}
-	config, err := tc.ObjectToTyped(applied)
-	if err != nil {
-		return Result{}, fmt.Errorf("can't convert desired %s: %w: %w", name, ErrSchema, err)
-	}
-	empty, err := emptyTyped(tc, applied)
+	a, err := runApply(tc, observed, desired, manager)
 	if err != nil {
 		return Result{}, err
 	}
-	live := empty
-	managers := fieldpath.ManagedFields{}
-	if observed != nil {
-		live, err = tc.ObjectToTyped(sanitizeLive(observed), typed.AllowDuplicates)
-		if err != nil {
-			return Result{}, fmt.Errorf("can't convert observed %s: %w: %w", name, ErrSchema, err)
-		}
-		if managers, err = decodeManagedFields(observed.GetManagedFields()); err != nil {
-			return Result{}, fmt.Errorf("can't read the managedFields of %s: %w", name, err)
-		}
-	}
-	version := fieldpath.APIVersion(applied.GetAPIVersion())
-	updater := merge.Updater{Converter: sameShape{}}
-	if observed != nil && len(managers) == 0 {
-		// Like the API server: the fields of an object without
-		// managedFields belong to "before-first-apply", so that the first
-		// apply does not prune what others set.
-		id, err := managerID(metav1.ManagedFieldsEntry{Manager: "before-first-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: string(version)})
-		if err != nil {
-			return Result{}, err
-		}
-		if _, managers, err = updater.Update(empty, live, version, managers, id); err != nil {
-			return Result{}, fmt.Errorf("can't record the fields of %s: %w", name, err)
-		}
-		stripMeta(managers, id)
-	}
-
-	ours, err := managerID(metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply})
-	if err != nil {
-		return Result{}, err
-	}
+	live, merged := a.live, a.merged
 	before := fieldpath.NewSet()
 	var beforeVersion fieldpath.APIVersion
-	if vs, ok := managers[ours]; ok {
+	if vs, ok := a.managers[a.ours]; ok {
 		before, beforeVersion = vs.Set(), vs.APIVersion()
 	}
-	merged, after, err := updater.Apply(live, config, version, managers.Copy(), ours, true)
-	if err != nil {
-		return Result{}, fmt.Errorf("can't merge desired %s: %w", name, err)
-	}
-	if merged == nil {
-		merged = live // The Updater's way of saying "no change".
-	} else if merged, err = convertLikeServer(tc, merged); err != nil {
-		return Result{}, fmt.Errorf("can't convert merged %s: %w", name, err)
-	}
-	stripMeta(after, ours)
 	now := fieldpath.NewSet()
-	if vs, ok := after[ours]; ok {
+	if vs, ok := a.after[a.ours]; ok {
 		now = vs.Set()
 	}
 
 	cmp, err := live.Compare(merged)
 	if err != nil {
-		return Result{}, fmt.Errorf("can't compare %s: %w", name, err)
+		return Result{}, fmt.Errorf("can't compare %s: %w", a.name, err)
 	}
 	oldObj, newObj := live.AsValue().Unstructured(), merged.AsValue().Unstructured()
 	var r Result
@@ -190,13 +143,134 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 	r.Ownership = append(r.Ownership, describeSet(before.Difference(now).Difference(cmp.Removed), func(p fieldpath.Path) string {
 		return formatPath(p) + ": " + renderAt(newObj, p) + " (release)"
 	})...)
-	if !before.Empty() && !now.Empty() && beforeVersion != version {
-		r.Ownership = append(r.Ownership, fmt.Sprintf("managedFields: apiVersion %q -> %q", beforeVersion, version))
+	if !before.Empty() && !now.Empty() && beforeVersion != a.version {
+		r.Ownership = append(r.Ownership, fmt.Sprintf("managedFields: apiVersion %q -> %q", beforeVersion, a.version))
 	}
 	sort.Strings(r.Lines)
 	sort.Strings(r.Ownership)
 	r.Changed = len(r.Lines) > 0 || len(r.Ownership) > 0 || !before.Equals(now)
 	return r, nil
+}
+
+// applyRun is one server-side apply as the API server's field manager runs
+// it, before anything is stored: what Compare compares and WouldStore
+// returns.
+type applyRun struct {
+	// name describes the object in errors.
+	name string
+	// version is the apiVersion applied.
+	version fieldpath.APIVersion
+	// live is the object before the apply (empty for a create), merged
+	// the object after it: live itself when the apply changes no value.
+	live, merged *typed.TypedValue
+	// written is whether the Updater found a changed value, which is when
+	// the API server stamps the manager's entry with the time.
+	written bool
+	// managers are the field sets before the apply, those of
+	// "before-first-apply" included (firstApply names it then), and after
+	// the fields the apply changes ownership of, ours stripped of the
+	// metadata the server never records.
+	managers, after fieldpath.ManagedFields
+	// entries are observed's managedFields by manager identifier.
+	entries map[string]metav1.ManagedFieldsEntry
+	// ours and firstApply are the manager identifiers of the applier and,
+	// when one was recorded, "before-first-apply"; firstApply is "" else.
+	ours, firstApply string
+}
+
+// runApply runs the API server's apply of desired (Sanitized) under manager,
+// with force, on observed (nil: a create). See Compare for how.
+func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Unstructured, manager string) (*applyRun, error) {
+	applied := Sanitize(desired)
+	a := &applyRun{name: describeObject(desired)}
+	name := a.name
+	if observed != nil && observed.GroupVersionKind() != applied.GroupVersionKind() {
+		return nil, fmt.Errorf("can't compare %s: observed as %s, desired as %s", name, observed.GroupVersionKind(), applied.GroupVersionKind())
+	}
+	config, err := tc.ObjectToTyped(applied)
+	if err != nil {
+		return nil, fmt.Errorf("can't convert desired %s: %w: %w", name, ErrSchema, err)
+	}
+	empty, err := emptyTyped(tc, applied)
+	if err != nil {
+		return nil, err
+	}
+	live := empty
+	managers := fieldpath.ManagedFields{}
+	if observed != nil {
+		live, err = tc.ObjectToTyped(sanitizeLive(observed), typed.AllowDuplicates)
+		if err != nil {
+			return nil, fmt.Errorf("can't convert observed %s: %w: %w", name, ErrSchema, err)
+		}
+		if managers, a.entries, err = decodeManagedFields(observed.GetManagedFields()); err != nil {
+			return nil, fmt.Errorf("can't read the managedFields of %s: %w", name, err)
+		}
+	}
+	a.version = fieldpath.APIVersion(applied.GetAPIVersion())
+	updater := merge.Updater{Converter: sameShape{}}
+	if observed != nil && len(managers) == 0 {
+		// Like the API server: the fields of an object without
+		// managedFields belong to "before-first-apply", so that the first
+		// apply does not prune what others set.
+		id, err := managerID(metav1.ManagedFieldsEntry{Manager: "before-first-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: string(a.version)})
+		if err != nil {
+			return nil, err
+		}
+		if _, managers, err = updater.Update(empty, live, a.version, managers, id); err != nil {
+			return nil, fmt.Errorf("can't record the fields of %s: %w", name, err)
+		}
+		stripMeta(managers, id)
+		if _, ok := managers[id]; ok {
+			a.firstApply = id
+		}
+	}
+
+	if a.ours, err = managerID(metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply}); err != nil {
+		return nil, err
+	}
+	var merged *typed.TypedValue
+	var after fieldpath.ManagedFields
+	if observed == nil {
+		merged, after, err = applyToNothing(empty, config, a.version, a.ours)
+	} else {
+		merged, after, err = updater.Apply(live, config, a.version, managers.Copy(), a.ours, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("can't merge desired %s: %w", name, err)
+	}
+	if merged == nil {
+		merged = live // The Updater's way of saying "no change".
+	} else if merged, err = convertLikeServer(tc, merged); err != nil {
+		return nil, fmt.Errorf("can't convert merged %s: %w", name, err)
+	} else {
+		a.written = true
+	}
+	stripMeta(after, a.ours)
+	a.live, a.merged, a.managers, a.after = live, merged, managers, after
+	return a, nil
+}
+
+// applyToNothing is what merge.Updater.Apply answers for an object that
+// does not exist yet, without the walks that would find it out: merged
+// into the empty object a configuration stays itself, nothing is pruned
+// (manager owned nothing) and nobody else owns a field to take, so manager
+// owns exactly the configuration's fields. Like the Updater it returns a
+// nil object when nothing changes, i.e. for an empty configuration. A
+// preview applies mostly new children, at a third of the cost this way;
+// TestApplyToNothingIsTheUpdaters holds both to the same answers.
+func applyToNothing(empty, config *typed.TypedValue, version fieldpath.APIVersion, manager string) (*typed.TypedValue, fieldpath.ManagedFields, error) {
+	set, err := config.ToFieldSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	managers := fieldpath.ManagedFields{}
+	if !set.Empty() {
+		managers[manager] = fieldpath.NewVersionedSet(set, version, true)
+	}
+	if value.Equals(empty.AsValue(), config.AsValue()) {
+		return nil, managers, nil
+	}
+	return config, managers, nil
 }
 
 // Sanitize returns a copy of a desired child without what an applied
@@ -449,21 +523,24 @@ func managerID(e metav1.ManagedFieldsEntry) (string, error) {
 	return string(b), nil
 }
 
-// decodeManagedFields reads managedFields as the API server does.
-func decodeManagedFields(entries []metav1.ManagedFieldsEntry) (fieldpath.ManagedFields, error) {
+// decodeManagedFields reads managedFields as the API server does: the
+// field sets by manager identifier, and the entries they come from.
+func decodeManagedFields(entries []metav1.ManagedFieldsEntry) (fieldpath.ManagedFields, map[string]metav1.ManagedFieldsEntry, error) {
 	managers := make(fieldpath.ManagedFields, len(entries))
+	byID := make(map[string]metav1.ManagedFieldsEntry, len(entries))
 	for _, e := range entries {
 		id, err := managerID(e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		set, err := decodeSet(e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		managers[id] = fieldpath.NewVersionedSet(set, fieldpath.APIVersion(e.APIVersion), e.Operation == metav1.ManagedFieldsOperationApply)
+		byID[id] = e
 	}
-	return managers, nil
+	return managers, byID, nil
 }
 
 func decodeSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {

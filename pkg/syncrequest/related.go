@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,11 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 type callerLister struct {
 	cluster    *target.Cluster
 	authorizer authorizer.Authorizer
+	// keep says to keep what is listed, for find.
+	keep bool
+
+	mu     sync.Mutex
+	listed []*unstructured.Unstructured
 }
 
 func (l *callerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
@@ -38,7 +44,30 @@ func (l *callerLister) List(ctx context.Context, gvr schema.GroupVersionResource
 	for i := range list.Items {
 		out = append(out, &list.Items[i])
 	}
+	if l.keep {
+		l.mu.Lock()
+		l.listed = append(l.listed, out...)
+		l.mu.Unlock()
+	}
 	return out, nil
+}
+
+// find returns the listed object of desired's apiVersion, kind, namespace
+// and name, or nil. A linear search: it is only needed for the few desired
+// children the plan has no observed object for.
+func (l *callerLister) find(desired *unstructured.Unstructured) *unstructured.Unstructured {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, obj := range l.listed {
+		if obj.GetName() == desired.GetName() && obj.GetNamespace() == desired.GetNamespace() &&
+			obj.GetKind() == desired.GetKind() && obj.GetAPIVersion() == desired.GetAPIVersion() {
+			return obj
+		}
+	}
+	return nil
 }
 
 func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {

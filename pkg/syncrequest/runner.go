@@ -1,8 +1,10 @@
 // Package syncrequest answers the /sync subresource: it finds the parent
 // (live or inline), runs the reconcile step the controller loop runs, with
 // the controller's real hooks and the caller's rights for what it reads,
-// and, on a dry run, asks the target cluster what it would store for each
-// desired child, without storing anything.
+// and, on a dry run, shows what an apply would store for each desired
+// child, without storing anything: computed here with structured-merge-diff
+// and the cluster's schemas (one preview costs about one hook call), or,
+// when the request asks for it, by the target cluster's dry-run applies.
 package syncrequest
 
 import (
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +30,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
@@ -34,8 +38,13 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
-// maxConcurrentDryRunApplies bounds the dry-run applies of one preview.
+// maxConcurrentDryRunApplies bounds the dry-run applies of one preview
+// with spec.serverDryRun.
 const maxConcurrentDryRunApplies = 16
+
+// deducedSchemas merge the children of a preview without a target cluster,
+// whose schemas are unknown: maps field by field, lists whole.
+var deducedSchemas = fieldowner.NewSchemas(nil)
 
 // Runner runs SyncRequests.
 type Runner struct {
@@ -75,6 +84,12 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if !dryRun && req.Spec.Parent != nil {
 		return nil, apierrors.NewBadRequest("an inline parent can only be previewed (?dryRun=All); name a live parent with spec.parentRef to sync it")
 	}
+	if req.Spec.ServerDryRun && !dryRun {
+		return nil, apierrors.NewBadRequest("spec.serverDryRun is for previews (?dryRun=All): a sync without dryRun applies its children for real")
+	}
+	if req.Spec.ServerDryRun && r.cluster == nil {
+		return nil, apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
+	}
 	controllerHooks, err := r.hooks.Get(ctx, cc)
 	if err != nil {
 		return nil, hookFailed(err)
@@ -93,18 +108,22 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	}
 	env := reconcile.Env{Resolver: syncengine.GuessingResolver()}
 	var warnings []string
+	// children keeps what the sync lists of the child resources, where a
+	// preview finds the live child of a desired one the plan holds no
+	// observed object for (released, or someone else's).
+	var children *callerLister
 	if r.cluster != nil {
-		lister := &callerLister{cluster: r.cluster, authorizer: r.authorizer}
+		children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
 		env = reconcile.Env{
 			Client:    r.cluster.Dynamic,
 			Resolver:  syncengine.RESTMapperResolver(r.cluster.Discovery),
-			Children:  lister,
-			Related:   lister,
+			Children:  children,
+			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
 			Recorder:  r.recorder,
 			Ownership: r.cluster.Schemas,
 		}
 	} else {
-		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, and nothing is read from or applied to a cluster")
+		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)")
 	}
 	if !dryRun {
 		if err := authorize(ctx, r.authorizer, "update", rec.Resources.Parent, parent.GetNamespace(), parent.GetName()); err != nil {
@@ -164,18 +183,27 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		}
 		status.Plan = append(status.Plan, pi)
 	}
-	children := plan.Desired
+	stored := plan.Desired
 	if dryRun {
 		var applyWarnings []string
-		children, applyWarnings = r.wouldStore(ctx, cc, res.Parent, plan)
+		if req.Spec.ServerDryRun {
+			stored, applyWarnings = r.serverDryRun(ctx, cc, res.Parent, plan)
+		} else {
+			stored, applyWarnings = r.wouldStore(cc, res.Parent, plan, children)
+		}
 		status.Warnings = append(status.Warnings, applyWarnings...)
 	}
-	for _, child := range children {
-		raw, err := rawJSON(child)
+	if len(stored) > 0 {
+		status.Children = make([]runtime.RawExtension, 0, len(stored))
+	}
+	for _, child := range stored {
+		// The object's own encoder: json.Marshal would call it and then
+		// compact what it wrote, a second pass over every child.
+		data, err := child.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("can't encode the sync result: %w", err)
 		}
-		status.Children = append(status.Children, *raw)
+		status.Children = append(status.Children, runtime.RawExtension{Raw: data})
 	}
 	status.Timings = v1alpha1.SyncTimings{
 		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
@@ -242,20 +270,146 @@ func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1
 	return nil, nil
 }
 
-// wouldStore returns the desired children as the target cluster would
-// store them, by server-side applying each with dryRun=All; without a
-// target, as the hook returned them. A child the cluster would refuse is a
-// warning: the answer still shows everything else.
-func (r *Runner) wouldStore(ctx context.Context, cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
-	if r.cluster == nil {
-		return plan.Desired, nil
-	}
-	var items []syncengine.Item
+// previewed are the plan's items whose desired child an apply would store.
+func previewed(plan *syncengine.Plan) []syncengine.Item {
+	items := make([]syncengine.Item, 0, len(plan.Items))
 	for _, item := range plan.Items {
 		if item.Desired != nil && item.Action != v1alpha1.SyncActionDelete {
 			items = append(items, item)
 		}
 	}
+	return items
+}
+
+// wouldStore returns the desired children as server-side applying them
+// would store them, computed here rather than asked of the target cluster:
+// the merge of kube-apiserver's field manager (fieldowner.WouldStore) over
+// the live child the sync already read, with the cluster's schemas (deduced
+// ones without a cluster). It sends no request: a preview costs its hook
+// calls and the reads the sync makes anyway. What the cluster would add
+// (defaults, admission) is not there; spec.serverDryRun asks for it. A
+// child that can't be computed is shown as the hook returned it, with a
+// warning.
+func (r *Runner) wouldStore(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
+	schemas := deducedSchemas
+	if r.cluster != nil {
+		schemas = r.cluster.Schemas
+	}
+	manager := syncengine.FieldManager(cc.Name)
+	// Every child gets the same ownerReferences, as the apply code sends
+	// them; an inline parent that does not exist has no uid to refer to.
+	var ownerRefs []interface{}
+	if parent.GetUID() != "" {
+		ownerRefs = ownerReferences(syncengine.ControllerRef(parent))
+	}
+	items := previewed(plan)
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	var warnings []string
+	warn := func(msg string) {
+		for _, w := range warnings {
+			if w == msg {
+				return
+			}
+		}
+		warnings = append(warnings, msg)
+	}
+	for _, item := range items {
+		desired := item.Desired
+		if ownerRefs != nil {
+			desired = withOwnerReferences(desired, ownerRefs)
+		}
+		observed, err := liveChild(item, listed)
+		if err != nil {
+			warn(fmt.Sprintf("can't preview the takeover of %s: %v", describe(item.Desired), err))
+		}
+		obj, fallback, err := schemas.WouldStore(observed, desired, manager)
+		if err != nil {
+			warn(fmt.Sprintf("can't compute what applying %s would store; it is shown as the hook returned it: %v", describe(item.Desired), err))
+			obj = item.Desired
+		} else if fallback != "" && r.cluster != nil {
+			warn(fmt.Sprintf("previewed without the target cluster's schema, lists merged whole: %s", fallback))
+		}
+		out = append(out, obj)
+	}
+	return out, warnings
+}
+
+// liveChild is the object an apply of item's desired child would merge
+// into: nil when the apply creates it, which a Recreate does once the old
+// child is gone; the observed child, as the takeover from Metacontroller
+// before the apply leaves it; else the object of that name the sync
+// listed, if any (a released child, one someone else controls).
+func liveChild(item syncengine.Item, listed *callerLister) (*unstructured.Unstructured, error) {
+	if item.Action == v1alpha1.SyncActionRecreate {
+		return nil, nil
+	}
+	observed := item.Observed
+	if observed == nil {
+		return listed.find(item.Desired), nil
+	}
+	if item.Takeover == nil {
+		return observed, nil
+	}
+	taken, err := takenOver(observed, item.Takeover)
+	if err != nil {
+		return observed, err
+	}
+	return taken, nil
+}
+
+// takenOver is observed once the takeover patch is applied.
+func takenOver(observed *unstructured.Unstructured, patch []byte) (*unstructured.Unstructured, error) {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, fmt.Errorf("can't read the takeover patch: %w", err)
+	}
+	data, err := observed.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("can't encode the observed child: %w", err)
+	}
+	if data, err = p.Apply(data); err != nil {
+		return nil, fmt.Errorf("can't apply the takeover patch: %w", err)
+	}
+	taken := &unstructured.Unstructured{}
+	if err := taken.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("can't decode the child taken over: %w", err)
+	}
+	return taken, nil
+}
+
+// ownerReferences is refs as an object's metadata.ownerReferences holds it.
+func ownerReferences(refs ...metav1.OwnerReference) []interface{} {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetOwnerReferences(refs)
+	list, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
+	return list
+}
+
+// withOwnerReferences returns desired with the given ownerReferences. Only
+// the two maps on the way are copied: the rest is shared with desired,
+// which is fine for fieldowner.WouldStore, which copies what it keeps, and
+// cheaper than a deep copy per child.
+func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{}) *unstructured.Unstructured {
+	obj := make(map[string]interface{}, len(desired.Object))
+	for k, v := range desired.Object {
+		obj[k] = v
+	}
+	meta, _ := desired.Object["metadata"].(map[string]interface{})
+	m := make(map[string]interface{}, len(meta)+1)
+	for k, v := range meta {
+		m[k] = v
+	}
+	m["ownerReferences"] = refs
+	obj["metadata"] = m
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// serverDryRun returns the desired children as the target cluster would
+// store them, by server-side applying each with dryRun=All: admission and
+// defaulting included, at one round trip per child. A child the cluster
+// would refuse is a warning: the answer still shows everything else.
+func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
+	items := previewed(plan)
 	// The dry-run applies are independent: send them at once, in order of
 	// the plan in the answer. A preview's latency is then one round trip,
 	// not one per child.
@@ -286,6 +440,14 @@ func (r *Runner) wouldStore(ctx context.Context, cc *v1alpha1.CompositeControlle
 		}
 	}
 	return out, warnings
+}
+
+func describe(obj *unstructured.Unstructured) string {
+	name := obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return obj.GetKind() + " " + name
 }
 
 // hookFailed answers a failed or invalid hook call: the hook, not the

@@ -41,6 +41,18 @@ type SyncRequestSpec struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Children *runtime.RawExtension `json:"children,omitempty"`
+	// serverDryRun asks the target cluster to dry-run-apply every desired
+	// child (server-side apply with dryRun=All), so that what its admission
+	// and defaulting (mutating and validating webhooks, policies, defaults
+	// of built-in types and CRD schemas) would do shows in status.children,
+	// at one round trip to the cluster per child. By default a preview
+	// computes what each apply would store here, with structured-merge-diff
+	// and the cluster's OpenAPI schemas as kube-apiserver's field manager
+	// does, from the children the sync read anyway: no request per child,
+	// but no defaulting or admission either. Only for a dry run
+	// (?dryRun=All) with a target cluster.
+	// +optional
+	ServerDryRun bool `json:"serverDryRun,omitempty"`
 }
 
 // ParentReference names a parent object of the controller's parent resource.
@@ -124,9 +136,11 @@ type SyncRequestStatus struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	ParentStatus *runtime.RawExtension `json:"parentStatus,omitempty"`
-	// children are the desired children: as the target cluster would store
-	// them when it was reachable for a dry-run apply, else as the hook
-	// returned them.
+	// children are the desired children as an apply would store them: on
+	// a dry run, as the server-side apply of each over the live child
+	// computes it (or, with spec.serverDryRun, as the target cluster
+	// answered a dry-run apply); a child that can't be computed or that
+	// the cluster refused is as the hook returned it, with a warning.
 	// +optional
 	// +listType=atomic
 	Children []runtime.RawExtension `json:"children,omitempty"`

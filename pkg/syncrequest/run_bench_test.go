@@ -1,0 +1,62 @@
+package syncrequest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// BenchmarkRunInlinePreview is one whole standalone preview of an inline
+// parent whose hook returns 10 ConfigMaps: what a /sync?dryRun=All costs
+// the server besides HTTP and the API machinery.
+func BenchmarkRunInlinePreview(b *testing.B) {
+	var children []interface{}
+	for i := 0; i < 10; i++ {
+		children = append(children, map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"name": fmt.Sprintf("p-%d", i), "labels": map[string]interface{}{"app": "p"}},
+			"data":     map[string]interface{}{"color": "blue", "item": fmt.Sprint(i)},
+		})
+	}
+	answer, err := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"ok": true}, "children": children})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	defer hook.Close()
+	cc := &v1alpha1.CompositeController{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", UID: "0e7c1f1e-0000-4000-8000-0000000000cc"},
+		Spec: v1alpha1.CompositeControllerSpec{
+			ParentResource: v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}},
+			ChildResources: []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
+			Hooks:          &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{URL: ptr.To(hook.URL + "/sync")}}},
+		},
+	}
+	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
+		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"blue"}}`),
+	}}}
+	ctx := context.Background()
+	r := NewRunner(ctx, nil, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := r.Run(ctx, cc, req, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(st.Children) != 10 {
+			b.Fatalf("%d children: %q", len(st.Children), st.Warnings)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// writePlanTable prints the plan as kubectl prints tables: ACTION, KIND,
+// NAMESPACE/NAME, and CHANGES, which is how many fields change or, for an
+// item without a diff, why it is planned.
+func writePlanTable(w io.Writer, plan []v1alpha1.SyncPlanItem) error {
+	if len(plan) == 0 {
+		_, err := fmt.Fprintln(w, "No children: the hook returns none and the parent has none.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tKIND\tNAMESPACE/NAME\tCHANGES")
+	for _, item := range plan {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", item.Action, item.Kind, describeName(item.Namespace, item.Name), changesColumn(item))
+	}
+	return tw.Flush()
+}
+
+func changesColumn(item v1alpha1.SyncPlanItem) string {
+	switch n := len(item.Diff); {
+	case n == 1:
+		return "1 change"
+	case n > 1:
+		return strconv.Itoa(n) + " changes"
+	case item.Reason != "":
+		return item.Reason
+	default:
+		return "-"
+	}
+}
+
+// changes tells whether a plan does anything: every action but Unchanged
+// writes to the cluster (an adoption or an orphaning writes the child's
+// ownerReferences).
+func changes(plan []v1alpha1.SyncPlanItem) bool {
+	for _, item := range plan {
+		if item.Action != v1alpha1.SyncActionUnchanged {
+			return true
+		}
+	}
+	return false
+}

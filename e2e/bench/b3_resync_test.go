@@ -26,17 +26,8 @@ func BenchmarkConvergedResync(b *testing.B) {
 	if err := w.createParents(ctx, name, l, parents, children, 16); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(*resyncTimeout)
-	for {
-		observed, cms, _ := w.progress()
-		if observed == parents && cms == parents*children {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the loop did not converge %d parents within -resync.timeout=%s: %d observed, %d/%d ConfigMaps; missing %v",
-				parents, *resyncTimeout, observed, cms, parents*children, w.missing(10))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := w.waitConverged(ctx, parents, children, *resyncTimeout); err != nil {
+		b.Fatalf("%v (-resync.timeout)", err)
 	}
 	convergedIn := time.Since(start)
 	// Let the syncs our own writes trigger run out.
@@ -62,7 +53,7 @@ func BenchmarkConvergedResync(b *testing.B) {
 		b.Fatal(err)
 	}
 	ready := time.Since(restart)
-	deadline = time.Now().Add(*resyncTimeout)
+	deadline := time.Now().Add(*resyncTimeout)
 	for hook.distinct() < parents {
 		if time.Now().After(deadline) {
 			b.Fatalf("after the restart the hook was called for %d of %d parents within -resync.timeout=%s", hook.distinct(), parents, *resyncTimeout)

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -413,4 +416,63 @@ func sumWhere(c map[string]float64, prefix string) float64 {
 		}
 	}
 	return total
+}
+
+var (
+	aggregatorOnce    sync.Once
+	aggregatorHTTP    *http.Client
+	aggregatorHTTPErr error
+)
+
+// serverGet GETs path straight from composite-apiserver the way
+// kube-apiserver's aggregator reaches it (front-proxy client certificate,
+// an administrator in the X-Remote-* headers): kube-apiserver proxies only
+// the API group, not the server's /metrics or /debug/pprof.
+func serverGet(ctx context.Context, path string) ([]byte, error) {
+	aggregatorOnce.Do(func() {
+		cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+		if err != nil {
+			aggregatorHTTPErr = err
+			return
+		}
+		aggregatorHTTP, aggregatorHTTPErr = stack.CompositeHTTPClient(&cert)
+	})
+	if aggregatorHTTPErr != nil {
+		return nil, aggregatorHTTPErr
+	}
+	var data []byte
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if data, err = getAsAggregator(ctx, path); err == nil {
+			return data, nil
+		}
+		// client-go shares one transport per certificate, and the
+		// front-proxy certificate's files are always the same: after a
+		// restart of composite-apiserver (BenchmarkConvergedResync,
+		// BenchmarkCRUD) the pool holds connections to the old process.
+		aggregatorHTTP.CloseIdleConnections()
+	}
+	return nil, err
+}
+
+func getAsAggregator(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, stack.CompositeURL()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Remote-User", "admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	resp, err := aggregatorHTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("can't GET %s from composite-apiserver: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s from composite-apiserver: %s: %.200s", path, resp.Status, data)
+	}
+	return data, nil
 }

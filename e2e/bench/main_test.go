@@ -3,39 +3,41 @@
 // registered as an APIService, all on 127.0.0.1, with an in-process Go hook
 // served over HTTP), each against a baseline measured in the same run:
 //
-//   - BenchmarkDryRunSync: throughput and latency of dry-run
+//   - BenchmarkDryRunSync (B1): throughput and latency of dry-run
 //     compositecontrollers/<cc>/sync with an inline parent, straight to
 //     composite-apiserver (as the aggregator: front-proxy certificate and
 //     X-Remote-* headers) and through kube-apiserver, against a bare Go
 //     client that encodes, POSTs and decodes the same hook request and
 //     response the way the server does.
-//   - BenchmarkLoopConvergence: how fast the controller loop turns freshly
-//     created parents into children and status, against a plain client-go
-//     program writing the same objects to the same kube-apiserver.
-//   - BenchmarkConvergedResync: a restart of composite-apiserver over
+//   - BenchmarkLoopConvergence (B2): how fast the controller loop turns
+//     freshly created parents into children and status, at each size of
+//     -loop.parents, against a plain client-go program writing the same
+//     objects to the same kube-apiserver.
+//   - BenchmarkConvergedResync (B3): a restart of composite-apiserver over
 //     converged parents must call the hook once per parent and write no
 //     child and no parent status; it fails otherwise.
+//   - BenchmarkMemory (B4): heap bytes per cached child of the server
+//     against a bare client-go dynamic informer holding the same objects.
+//   - BenchmarkCRUD (B5): create, get and list of CompositeControllers
+//     through kube-apiserver against the same objects served as a CRD by
+//     the same kube-apiserver.
 //
 // The stack starts only when -bench selects one of these benchmarks, so
 // `go test ./...` just compiles the package and runs its few unit tests.
-// Run the benchmarks with
+// Run the benchmarks with hack/bench.sh, which prints one table of them
+// with their baselines, or with
 //
-//	go test ./e2e/bench/ -run '^$' -bench . -benchtime 1x
+//	go test ./e2e/bench/ -run '^$' -bench . -benchtime 1x -timeout 30m
 //
 // Each benchmark reports its own metrics (ops/s or objects/s, p50-ms,
-// p99-ms, ratios, writes, hook calls) and suppresses ns/op, which means
-// nothing for fixed-size experiments; each also logs a summary line (shown
-// by go test -bench without -v). The loop and resync benchmarks run one
+// p99-ms, ratios, writes, hook calls, bytes) and suppresses ns/op, which
+// means nothing for fixed-size experiments; each also logs a summary line
+// (shown by go test -bench without -v). Every benchmark but B1 runs one
 // experiment per invocation whatever b.N is: use -benchtime 1x.
 //
-// Sizes and layouts are flags (below). Parents may be spread over
-// namespaces: the resync benchmark puts each parent in a namespace of its
-// own by default, because a parent's sync currently reports every child of
-// every other parent of its namespace as a "foreign" object with one Event
-// each, which makes a resync of many parents in one namespace quadratic
-// (see -resync.parents-per-namespace=0). -composite.args passes flags to
-// composite-apiserver, e.g. "--target-qps=-1" to lift the rate limit of
-// its client of the target cluster.
+// Sizes and layouts are flags (below). composite-apiserver runs with its
+// default flags unless -composite.workers or -composite.args say otherwise
+// (e.g. "--target-qps=-1"), so that the figures are what a user gets.
 package bench
 
 import (
@@ -44,6 +46,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,25 +57,63 @@ import (
 
 var (
 	syncBareRequests   = flag.Int("sync.bare-requests", 2000, "BenchmarkDryRunSync: requests per iteration of the bare baseline")
-	syncServerRequests = flag.Int("sync.server-requests", 160, "BenchmarkDryRunSync: requests per iteration through composite-apiserver (direct and through kube-apiserver)")
+	syncServerRequests = flag.Int("sync.server-requests", 800, "BenchmarkDryRunSync: requests per iteration through composite-apiserver (direct and through kube-apiserver)")
 	syncConcurrency    = flag.Int("sync.concurrency", 8, "BenchmarkDryRunSync: concurrent requests")
 	syncChildren       = flag.Int("sync.children", 10, "BenchmarkDryRunSync: ConfigMaps the hook returns per parent")
+	syncServerDryRun   = flag.Bool("sync.server-dry-run", false, "BenchmarkDryRunSync: set spec.serverDryRun, so that the server dry-run applies every child to kube-apiserver instead of computing what it would store")
 
-	loopParents         = flag.Int("loop.parents", 500, "BenchmarkLoopConvergence: parents")
+	loopParents         = intList{500, 2000}
 	loopChildren        = flag.Int("loop.children", 10, "BenchmarkLoopConvergence: ConfigMaps per parent")
 	loopPerNamespace    = flag.Int("loop.parents-per-namespace", 0, "BenchmarkLoopConvergence: parents per namespace; 0 puts them all in one")
 	loopCreators        = flag.Int("loop.creators", 16, "BenchmarkLoopConvergence: workers creating the parents")
 	loopBaselineWorkers = flag.Int("loop.baseline-workers", 32, "BenchmarkLoopConvergence: workers of the client-go baseline")
-	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence; when it passes, the rate so far is reported with converged=0")
+	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")
 
-	resyncParents      = flag.Int("resync.parents", 1000, "BenchmarkConvergedResync: converged parents")
+	resyncParents      = flag.Int("resync.parents", 2000, "BenchmarkConvergedResync: converged parents")
 	resyncChildren     = flag.Int("resync.children", 10, "BenchmarkConvergedResync: ConfigMaps per parent")
-	resyncPerNamespace = flag.Int("resync.parents-per-namespace", 1, "BenchmarkConvergedResync: parents per namespace; 0 puts them all in one")
-	resyncTimeout      = flag.Duration("resync.timeout", 3*time.Minute, "BenchmarkConvergedResync: how long to wait for the controller to call the hook for every parent")
+	resyncPerNamespace = flag.Int("resync.parents-per-namespace", 0, "BenchmarkConvergedResync: parents per namespace; 0 puts them all in one")
+	resyncTimeout      = flag.Duration("resync.timeout", 4*time.Minute, "BenchmarkConvergedResync: how long to wait for the loop to converge the parents, and then for the restarted server to call the hook for every parent")
 
-	compositeWorkers = flag.Int("composite.workers", 16, "--workers of composite-apiserver")
+	memoryParents  = flag.Int("memory.parents", 500, "BenchmarkMemory: parents whose children the loop creates and caches")
+	memoryChildren = flag.Int("memory.children", 10, "BenchmarkMemory: ConfigMaps per parent")
+	memoryTimeout  = flag.Duration("memory.timeout", 4*time.Minute, "BenchmarkMemory: how long to wait for the loop to converge the parents")
+
+	crudObjects     = flag.Int("crud.objects", 500, "BenchmarkCRUD: objects created, read and listed of each kind")
+	crudLists       = flag.Int("crud.lists", 20, "BenchmarkCRUD: lists of all the objects of each kind, for the list time's median")
+	crudConcurrency = flag.Int("crud.concurrency", 1, "BenchmarkCRUD: concurrent requests of creates and gets; 1 measures latency without queueing")
+	crudLoop        = flag.Bool("crud.loop", false, "BenchmarkCRUD: keep the controller loop on; by default composite-apiserver is restarted with --controller-loop=false for it, so that starting a controller per created CompositeController does not share the 2 cores with the requests measured")
+
+	compositeWorkers = flag.Int("composite.workers", 0, "--workers of composite-apiserver; 0 keeps the server's default")
 	compositeArgs    = flag.String("composite.args", "", "more flags of composite-apiserver, space-separated, e.g. \"--target-qps=-1\"")
 )
+
+func init() {
+	flag.Var(&loopParents, "loop.parents", "BenchmarkLoopConvergence: parents, comma-separated; each size runs its baseline and the loop, and the last size reports its p50 against the first's")
+}
+
+// intList is a flag of comma-separated positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	parts := make([]string, len(*l))
+	for i, n := range *l {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out intList
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
 
 // stack is the control plane shared by the package's benchmarks; nil when
 // no benchmark runs.
@@ -82,7 +123,7 @@ var stack *framework.Stack
 var env *environment
 
 // benchmarks are the package's benchmarks, for benchmarksWanted.
-var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkConvergedResync"}
+var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that
@@ -111,9 +152,20 @@ func TestMain(m *testing.M) {
 		// No benchmark of this package asked for: nothing to start.
 		os.Exit(m.Run())
 	}
-	args := append([]string{fmt.Sprintf("--workers=%d", *compositeWorkers)}, strings.Fields(*compositeArgs)...)
-	fmt.Fprintf(os.Stderr, "bench: composite-apiserver %s\n", strings.Join(args, " "))
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: args}, &stack))
+	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: serverArgs()}, &stack))
+}
+
+// serverArgs are the flags the benchmarks give composite-apiserver beyond
+// what the stack needs: none unless asked, so that the figures are the
+// defaults'.
+func serverArgs() []string {
+	var args []string
+	if *compositeWorkers > 0 {
+		args = append(args, fmt.Sprintf("--workers=%d", *compositeWorkers))
+	}
+	args = append(args, strings.Fields(*compositeArgs)...)
+	fmt.Fprintf(os.Stderr, "bench: composite-apiserver flags beyond the stack's: %q\n", args)
+	return args
 }
 
 var (

@@ -18,6 +18,8 @@ func TestBenchmarksWanted(t *testing.T) {
 		"SomethingElse/DryRunSync":  false,
 		"ConvergedResync$":          true,
 		"^BenchmarkLoopConvergence": true,
+		"Memory":                    true,
+		"CRUD":                      true,
 	} {
 		if got := benchmarksWanted(pattern); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)
@@ -66,5 +68,27 @@ func TestLayout(t *testing.T) {
 	}
 	if one := newLayout("b", 10, 0); one.count(10) != 1 || one.namespace(9) != "b-0" {
 		t.Errorf("layout of all in one: %d namespaces", one.count(10))
+	}
+}
+
+func TestIntList(t *testing.T) {
+	var l intList
+	if err := l.Set("500, 2000"); err != nil || len(l) != 2 || l[0] != 500 || l[1] != 2000 || l.String() != "500,2000" {
+		t.Errorf("Set(\"500, 2000\") = %v, %v", l, err)
+	}
+	for _, bad := range []string{"", "500,", "0", "-1", "x"} {
+		if err := l.Set(bad); err == nil {
+			t.Errorf("Set(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestHeapAllocOf(t *testing.T) {
+	profile := "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 123\n# TotalAlloc = 456\n# HeapAlloc = 12345678\n# Sys = 1\n"
+	if n, err := heapAllocOf([]byte(profile)); err != nil || n != 12345678 {
+		t.Errorf("heapAllocOf = %d, %v; want 12345678", n, err)
+	}
+	if _, err := heapAllocOf([]byte("heap profile: 1\n")); err == nil {
+		t.Error("heapAllocOf of a profile without MemStats succeeded")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -42,6 +43,9 @@ func (l *callerLister) List(ctx context.Context, gvr schema.GroupVersionResource
 	}
 	out := make([]*unstructured.Unstructured, 0, len(list.Items))
 	for i := range list.Items {
+		// As lean as the loop's cache keeps them, so that a hook gets the
+		// same request from /sync as from the loop.
+		fieldowner.Lean(&list.Items[i])
 		out = append(out, &list.Items[i])
 	}
 	if l.keep {

@@ -67,7 +67,10 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 			return nil, err
 		}
 	}
-	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{})
+	// From the watch cache: a sync runs the controller as it is known
+	// now, and an etcd quorum read per preview would cost more than the
+	// preview itself.
+	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,35 +21,15 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
-var (
-	pluginOnce sync.Once
-	pluginDir  string
-	pluginErr  error
-)
-
 // buildPlugin builds cmd/kubectl-composite once for the package, into a
 // directory of its own that goes first on kubectl's PATH.
 func buildPlugin(t *testing.T) string {
 	t.Helper()
-	pluginOnce.Do(func() {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			pluginErr = err
-			return
-		}
-		dir := filepath.Join(stack.Dir, "plugin-bin")
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-composite"), "./cmd/kubectl-composite")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pluginErr = fmt.Errorf("can't build kubectl-composite: %w\n%s", err, out)
-			return
-		}
-		pluginDir = dir
-	})
-	if pluginErr != nil {
-		t.Fatal(pluginErr)
+	dir, err := framework.BuildKubectlPlugin()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return pluginDir
+	return dir
 }
 
 type pluginResult struct {

@@ -95,6 +95,34 @@ func BuildCompositeAPIServer() (string, error) {
 	return built, buildErr
 }
 
+var (
+	pluginOnce  sync.Once
+	pluginBuilt string
+	pluginErr   error
+)
+
+// BuildKubectlPlugin builds this checkout's kubectl-composite once per test
+// process and returns the directory holding it, to put first on PATH so
+// that the real kubectl finds the plugin.
+func BuildKubectlPlugin() (string, error) {
+	pluginOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			pluginErr = err
+			return
+		}
+		dir := filepath.Join(root, "_output", "plugin-bin")
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-composite"), "./cmd/kubectl-composite")
+		cmd.Dir = root
+		if output, err := cmd.CombinedOutput(); err != nil {
+			pluginErr = fmt.Errorf("can't build kubectl-composite: %w\n%s", err, output)
+			return
+		}
+		pluginBuilt = dir
+	})
+	return pluginBuilt, pluginErr
+}
+
 // RepoRoot is the directory of the project's go.mod.
 func RepoRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()

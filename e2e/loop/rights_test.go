@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // A controller the server has no rights for says so where the user looks —
@@ -95,23 +97,16 @@ spec:
 		t.Fatal(err)
 	}
 
-	// The admin grants what the message asked for, through the aggregated
-	// ClusterRole.
-	if err := stack.Apply(context.Background(), `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-rights
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["rights.example.com"]
-  resources: ["gizmos"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-- apiGroups: ["rights.example.com"]
-  resources: ["gizmos/status"]
-  verbs: ["get", "update", "patch"]
-`); err != nil {
+	// The admin does what the message says, with the real kubectl finding
+	// the plugin on PATH.
+	pluginDir, err := framework.BuildKubectlPlugin()
+	if err != nil {
 		t.Fatal(err)
+	}
+	grant := exec.Command("bash", "-c", "kubectl composite rbac rights | kubectl apply -f -")
+	grant.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+stack.AdminKubeconfig)
+	if out, err := grant.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl composite rbac rights | kubectl apply -f -: %v\n%s", err, out)
 	}
 	eventually(t, "controller rights Ready after the grant", func() (bool, error) {
 		return meta.IsStatusConditionTrue(ccReady(t, "rights").Status.Conditions, v1alpha1.ConditionReady), nil

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,6 +92,7 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 		mu.Unlock()
 		return err
 	}
+	cpuBefore := apiServerCPU(b)
 	start := time.Now()
 	perParent, err := forEach(ctx, parents, *loopBaselineWorkers, func(ctx context.Context, i int) error {
 		ns := l.namespace(i)
@@ -134,6 +137,7 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 	}
 	objects := parents + parents*children + parents
 	rate = float64(objects) / elapsed.Seconds()
+	reportAPIServerCPU(b, cpuBefore, objects)
 	sorted, sortedParents := sortedCopy(lat), sortedCopy(perParent)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(rate, "objects/s")
@@ -423,7 +427,21 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bo
 		b.Fatal(err)
 	}
 
+	cpuBefore := apiServerCPU(b)
 	start := time.Now()
+	if dir := *loopCPUProfile; dir != "" {
+		// The server's CPU while it converges, to see what grows with the
+		// number of parents.
+		go func() {
+			data, err := serverGet(ctx, "/debug/pprof/profile?seconds=20")
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("loop-%d.pprof", parents)), data, 0o644)
+			}
+			if err != nil {
+				b.Logf("loop: no CPU profile: %v", err)
+			}
+		}()
+	}
 	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
 		b.Fatal(err)
 	}
@@ -461,6 +479,7 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bo
 	done := parents + cms + observed
 	objects := parents + parents*children + parents
 	rate := float64(done) / elapsed.Seconds()
+	reportAPIServerCPU(b, cpuBefore, done)
 	lat := w.latencies()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(rate, "objects/s")
@@ -488,4 +507,24 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bo
 			*loopTimeout, done, objects, float64(objects)/rate, w.missing(10))
 	}
 	return percentile(lat, 0.5), converged
+}
+
+// apiServerCPU is kube-apiserver's CPU time so far; 0 when it can't be read.
+func apiServerCPU(b *testing.B) float64 {
+	cpu, err := stack.KubeAPIServerCPUSeconds()
+	if err != nil {
+		b.Logf("can't read kube-apiserver's CPU time: %v", err)
+		return 0
+	}
+	return cpu
+}
+
+// reportAPIServerCPU reports the kube-apiserver CPU spent per object since
+// before: where a client's requests cost the shared apiserver.
+func reportAPIServerCPU(b *testing.B, before float64, objects int) {
+	after := apiServerCPU(b)
+	if before == 0 || after == 0 || objects == 0 {
+		return
+	}
+	b.ReportMetric((after-before)*1000/float64(objects), "apiserver-cpu-ms/object")
 }

@@ -67,6 +67,7 @@ var (
 	loopPerNamespace    = flag.Int("loop.parents-per-namespace", 0, "BenchmarkLoopConvergence: parents per namespace; 0 puts them all in one")
 	loopCreators        = flag.Int("loop.creators", 16, "BenchmarkLoopConvergence: workers creating the parents")
 	loopBaselineWorkers = flag.Int("loop.baseline-workers", 32, "BenchmarkLoopConvergence: workers of the client-go baseline")
+	loopCPUProfile      = flag.String("loop.cpuprofile", "", "BenchmarkLoopConvergence: a directory to write composite-apiserver's CPU profile of the first 20 s of each size's convergence to")
 	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")
 
 	resyncParents      = flag.Int("resync.parents", 2000, "BenchmarkConvergedResync: converged parents")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,32 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
+}
+
+// CPUSeconds is the CPU time (user and system) the process has used, read
+// from /proc: benchmarks report where the work went, in CPU-seconds.
+func (p *Process) CPUSeconds() (float64, error) {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return 0, fmt.Errorf("no process")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which may hold spaces, start
+	// after its closing parenthesis; utime and stime are the 14th and 15th.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("can't read /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("can't read /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	// Clock ticks: 100 a second on Linux.
+	return (utime + stime) / 100, nil
 }
 
 // StartProcess starts bin with args, its stdout and stderr appended to

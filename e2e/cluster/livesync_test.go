@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -127,4 +130,78 @@ spec:
 	// Let the parent go: its finalize hook must not keep a test namespace.
 	_ = dyn.Resource(hellos).Namespace(ns).Delete(context.Background(), "p", metav1.DeleteOptions{})
 	_, _, _ = stack.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "p", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+}
+
+// TestLiveSyncNeedsTheCallersOwnRights: a live /sync writes with the
+// server's identity, so it also needs the caller's own rights on what it
+// would write; without them it is refused, naming each one, and nothing is
+// written.
+func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	ns := "live-sync-rights"
+	createNamespace(t, ns)
+	if err := stack.Apply(ctx, helloController("live-sync-rights", hook.URL, "InPlace")); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hellos := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
+	if _, err := dyn.Resource(hellos).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Hello",
+		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
+		"spec":     map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list"}},
+		},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "live-syncer"}},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	syncer, err := stack.UserKubeconfig("live-syncer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
+	file := filepath.Join(t.TempDir(), "sync.json")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", file)
+	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create configmaps "+ns+"/p-a") ||
+		!strings.Contains(stderr, "patch configmaps "+ns+"/p-a") {
+		t.Fatalf("a live sync by a user who may not create the children: err %v\n%s\nwant Forbidden naming create and patch of configmaps %s/p-a", err, stderr, ns)
+	}
+	if cms, _ := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) > 1 {
+		t.Errorf("a refused sync created ConfigMaps: %d in the namespace", len(cms.Items))
+	}
+	got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Object["status"] != nil {
+		t.Errorf("a refused sync wrote the status: %v", got.Object["status"])
+	}
+	// The same request by the admin goes through.
+	if _, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", file); err != nil {
+		t.Errorf("the admin's live sync: %v\n%s", err, stderr)
+	}
 }

@@ -80,6 +80,10 @@ type Options struct {
 	// Claimed are the parent's children as given inline (a preview);
 	// nil claims them from Env.Children.
 	Claimed *syncengine.Claimed
+	// Allow, when set, is asked before anything of the plan is carried
+	// out; an error stops the sync there. A live /sync checks the caller's
+	// own rights with it.
+	Allow func(ctx context.Context, plan *syncengine.Plan) error
 }
 
 // Result is what one Sync found and did.
@@ -182,6 +186,11 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	res.RequeueAfter = c.requeueAfter(plan)
 	if opts.DryRun {
 		return res, nil
+	}
+	if opts.Allow != nil {
+		if err := opts.Allow(ctx, plan); err != nil {
+			return res, err
+		}
 	}
 
 	done, applyErr := apply.Execute(ctx, env.Client, c.CC.Name, parent, plan)

@@ -89,6 +89,10 @@ func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector)
 // authorize refuses to read or write, on the caller's behalf, what the
 // caller could not themselves.
 func authorize(ctx context.Context, authz authorizer.Authorizer, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+	return authorizeSubresource(ctx, authz, verb, gvr, "", namespace, name)
+}
+
+func authorizeSubresource(ctx context.Context, authz authorizer.Authorizer, verb string, gvr schema.GroupVersionResource, subresource, namespace, name string) error {
 	if authz == nil {
 		return nil
 	}
@@ -98,7 +102,7 @@ func authorize(ctx context.Context, authz authorizer.Authorizer, verb string, gv
 	}
 	decision, reason, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 		User: user, Verb: verb, Namespace: namespace, Name: name, ResourceRequest: true,
-		APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
+		APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource, Subresource: subresource,
 	})
 	if err != nil && decision != authorizer.DecisionAllow {
 		return apierrors.NewForbidden(gvr.GroupResource(), name, fmt.Errorf("a sync reads it on your behalf: %w", err))

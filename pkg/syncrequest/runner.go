@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,8 +132,17 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		}
 	}
 
+	if !dryRun {
+		opts.Allow = func(ctx context.Context, plan *syncengine.Plan) error {
+			return r.allowPlan(ctx, rec.Resources.Parent, parent, plan)
+		}
+	}
 	res, err := rec.Sync(ctx, env, parent, opts)
 	warnings = append(warnings, res.Warnings...)
+	if apierrors.IsForbidden(err) && len(res.Done) == 0 {
+		// The caller may not do what the plan does: nothing was done.
+		return nil, err
+	}
 	if err != nil && res.Plan == nil {
 		if _, ok := err.(apierrors.APIStatus); ok {
 			return nil, err
@@ -211,6 +221,56 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		TotalMillis:         time.Since(start).Milliseconds(),
 	}
 	return status, nil
+}
+
+// planVerbs are the verbs a caller needs for what a plan item does: a
+// server-side apply that may create needs create and patch, adoption and
+// release patch the child, recreation deletes it.
+var planVerbs = map[v1alpha1.SyncAction][]string{
+	v1alpha1.SyncActionCreate:   {"create", "patch"},
+	v1alpha1.SyncActionUpdate:   {"patch"},
+	v1alpha1.SyncActionRecreate: {"delete"},
+	v1alpha1.SyncActionDelete:   {"delete"},
+	v1alpha1.SyncActionAdopt:    {"patch"},
+	v1alpha1.SyncActionOrphan:   {"patch"},
+}
+
+// allowPlan refuses a live sync whose plan does what the caller may not do
+// themselves, naming every missing right: the server would otherwise lend
+// its identity to them.
+func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *syncengine.Plan) error {
+	var missing []string
+	check := func(verb string, gvr schema.GroupVersionResource, subresource, namespace, name string) {
+		if err := authorizeSubresource(ctx, r.authorizer, verb, gvr, subresource, namespace, name); err != nil {
+			what := gvr.GroupResource().String()
+			if subresource != "" {
+				what += "/" + subresource
+			}
+			missing = append(missing, fmt.Sprintf("%s %s %s", verb, what, namespacedName(namespace, name)))
+		}
+	}
+	for _, item := range plan.Items {
+		obj := item.Desired
+		if obj == nil {
+			obj = item.Observed
+		}
+		for _, verb := range planVerbs[item.Action] {
+			check(verb, item.GVR, "", obj.GetNamespace(), obj.GetName())
+		}
+	}
+	check("update", parentGVR, "status", parent.GetNamespace(), parent.GetName())
+	if len(missing) > 0 {
+		return apierrors.NewForbidden(parentGVR.GroupResource(), parent.GetName(), fmt.Errorf(
+			"a sync writes with composite-apiserver's identity, and you may not do what this one would: %s", strings.Join(missing, "; ")))
+	}
+	return nil
+}
+
+func namespacedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // parent returns the inline parent, or reads the live one as the caller

@@ -6,7 +6,8 @@
 # It first builds (or takes from the cache) the pinned etcd, kube-apiserver,
 # kube-controller-manager and kubectl (hack/install-test-binaries.sh), and puts
 # that kubectl first on PATH so every test drives the cluster with the client
-# of its version. Extra arguments go to `go test`.
+# of its version. Extra arguments go to `go test`. Last, a short fuzz run
+# of the engine (FUZZTIME sets its length).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,3 +18,8 @@ export PATH="$bin_dir:$PATH"
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
 go test -count=1 "$@" ./...
+
+# A short fuzz run of the engine with the webhook client (any bytes as a
+# hook's answer: a plan or an error, never a panic, never a delete on an
+# error); FUZZTIME=10m for a long one.
+go test ./pkg/reconcile/ -run '^$' -fuzz FuzzHookAnswers -fuzztime "${FUZZTIME:-10s}"

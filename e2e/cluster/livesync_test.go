@@ -205,3 +205,75 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 		t.Errorf("the admin's live sync: %v\n%s", err, stderr)
 	}
 }
+
+// TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing: children a
+// sync made stay when the hook later fails or answers garbage, and the
+// caller gets 502 HookFailed naming the controller and the hook.
+func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	ns := "live-sync-broken"
+	createNamespace(t, ns)
+	if err := stack.Apply(ctx, helloController("live-sync-broken", hook.URL, "InPlace")); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hellos := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
+	if _, err := dyn.Resource(hellos).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Hello",
+		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
+		"spec":     map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
+	file := filepath.Join(t.TempDir(), "sync.json")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sync := func() (string, error) {
+		_, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync", "-f", file)
+		return stderr, err
+	}
+	if stderr, err := sync(); err != nil {
+		t.Fatalf("the first sync: %v\n%s", err, stderr)
+	}
+	before, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
+	if err != nil || len(before.Items) != 2 {
+		t.Fatalf("after the first sync: %v, %d ConfigMaps, want 2", err, len(before.Items))
+	}
+	t.Cleanup(func() { _ = hook.SetMode("ok") })
+	for _, mode := range []string{"error500", "garbage", "undeclared"} {
+		if err := hook.SetMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		stderr, err := sync()
+		// kubectl prints a 502's message; the reason is in the Status.
+		if err == nil || !strings.Contains(stderr, `CompositeController \"live-sync-broken\"`) && !strings.Contains(stderr, `CompositeController "live-sync-broken"`) ||
+			!strings.Contains(stderr, "sync hook") {
+			t.Errorf("%s: a live sync with a broken hook: err %v\n%s\nwant a failure naming the controller and its sync hook", mode, err, stderr)
+		}
+		after, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
+		if err != nil || len(after.Items) != 2 {
+			t.Fatalf("%s: %v, %d ConfigMaps after a failed sync, want both kept", mode, err, len(after.Items))
+		}
+		for _, cm := range after.Items {
+			if cm.DeletionTimestamp != nil {
+				t.Errorf("%s: %s is being deleted after a failed sync", mode, cm.Name)
+			}
+		}
+	}
+	// The status code and reason, as an API client sees them.
+	if err := hook.SetMode("error500"); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := stack.Kube.Discovery().RESTClient().Post().AbsPath("/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync").
+		Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Raw()
+	var status metav1.Status
+	if jerr := json.Unmarshal(raw, &status); err == nil || jerr != nil || status.Code != 502 || status.Reason != "HookFailed" {
+		t.Errorf("answer %s, err %v: want 502 HookFailed", raw, err)
+	}
+}

@@ -6,8 +6,8 @@
 # It first builds (or takes from the cache) the pinned etcd, kube-apiserver,
 # kube-controller-manager and kubectl (hack/install-test-binaries.sh), and puts
 # that kubectl first on PATH so every test drives the cluster with the client
-# of its version. Extra arguments go to `go test`. Last, a short fuzz run
-# of the engine (FUZZTIME sets its length).
+# of its version. Extra arguments go to `go test`. Last, short fuzz runs
+# (FUZZTIME sets their length).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,7 +19,13 @@ export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
 go test -count=1 "$@" ./...
 
-# A short fuzz run of the engine with the webhook client (any bytes as a
-# hook's answer: a plan or an error, never a panic, never a delete on an
-# error); FUZZTIME=10m for a long one.
-go test ./pkg/reconcile/ -run '^$' -fuzz FuzzHookAnswers -fuzztime "${FUZZTIME:-10s}"
+# Short fuzz runs (FUZZTIME each; FUZZTIME=10m for long ones): any bytes as
+# a hook's answer through the webhook client and the engine (a plan or an
+# error, never a panic, never a delete on an error), as a CompositeController
+# body (decoded, defaulted, validated: never a panic) and as a /sync
+# request's inline parent and children (a result, a 400 or a 502: never a
+# 500).
+fuzz() { go test "$1" -run '^$' -fuzz "$2" -fuzztime "${FUZZTIME:-5s}"; }
+fuzz ./pkg/reconcile/ FuzzHookAnswers
+fuzz ./apis/metacontroller/install/ FuzzCompositeControllerBody
+fuzz ./pkg/syncrequest/ FuzzSyncRequest

@@ -69,7 +69,8 @@ func StartPythonHook(logDir string) (*PythonHook, error) {
 }
 
 // SetMode switches how the hook answers: ok, error500, timeout, garbage,
-// undeclared, othernamespace.
+// undeclared, othernamespace, throttle, etag. Every call counted (Calls,
+// Times) after SetMode returns is answered in the new mode.
 func (h *PythonHook) SetMode(mode string) error {
 	resp, err := http.Post(h.URL+"/mode", "application/json", bytes.NewBufferString(`{"mode":"`+mode+`"}`))
 	if err != nil {
@@ -82,15 +83,30 @@ func (h *PythonHook) SetMode(mode string) error {
 	return nil
 }
 
-// Calls returns how many times each path was called.
+// Calls returns how many times each path was called, and each path for
+// each parent ("/sync ns/name").
 func (h *PythonHook) Calls() (map[string]int, error) {
-	resp, err := http.Get(h.URL + "/calls")
+	calls := map[string]int{}
+	return calls, h.get("/calls", &calls)
+}
+
+// Times returns when each call came, in Unix seconds, in the order the
+// calls came, with the keys of Calls.
+func (h *PythonHook) Times() (map[string][]float64, error) {
+	times := map[string][]float64{}
+	return times, h.get("/times", &times)
+}
+
+func (h *PythonHook) get(path string, into interface{}) error {
+	resp, err := http.Get(h.URL + path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	calls := map[string]int{}
-	return calls, json.NewDecoder(resp.Body).Decode(&calls)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s of the hook: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
 }
 
 // Stop ends the hook.

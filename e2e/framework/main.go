@@ -12,7 +12,9 @@ import (
 // TestMain runs a package's tests against one stack started with opts,
 // stored in *stack for them, and returns the exit code. The stack is torn
 // down at the end, also on an interrupt; its files are kept when a test
-// failed, for a look.
+// failed, for a look. A stack process that ended without being asked to
+// (composite-apiserver crashing or exiting with an error, say) fails the
+// package even when every test passed.
 func TestMain(m *testing.M, opts Options, stack **Stack) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -41,12 +43,24 @@ func TestMain(m *testing.M, opts Options, stack **Stack) int {
 	case <-ctx.Done():
 		fmt.Fprintln(os.Stderr, "interrupted: stopping the e2e stack")
 	}
+	if exits := s.UnexpectedExits(); len(exits) > 0 {
+		for _, e := range exits {
+			fmt.Fprintf(os.Stderr, "FAIL: a stack process ended without being asked to: %s\n", e)
+		}
+		fmt.Println("FAIL")
+		code = 1
+	}
 	return code
 }
 
-// DumpLogsOnFailure prints every process's log tail when t fails.
+// DumpLogsOnFailure prints every process's log tail when t fails, and fails
+// t when a stack process ended without being asked to while it ran.
 func (s *Stack) DumpLogsOnFailure(t *testing.T) {
+	seen := len(s.UnexpectedExits())
 	t.Cleanup(func() {
+		for _, e := range s.UnexpectedExits()[seen:] {
+			t.Errorf("a stack process ended without being asked to: %s", e)
+		}
 		if t.Failed() {
 			t.Logf("stack logs:\n%s", s.LogTails(6000))
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -15,9 +16,30 @@ import (
 type Process struct {
 	Name    string
 	LogFile string
-	cmd     *exec.Cmd
-	done    chan struct{}
-	err     error
+	// URL is where the process serves, when the stack knows it (replicas).
+	URL  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	// deliberate is set by Stop and Kill before they signal the process:
+	// an exit without it is a crash the stack reports.
+	deliberate atomic.Bool
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// UnexpectedExit returns, once the process has ended without Stop or Kill
+// having asked it to, how it ended; nil otherwise.
+func (p *Process) UnexpectedExit() error {
+	exited, err := p.Exited()
+	if !exited || p.deliberate.Load() {
+		return nil
+	}
+	if err == nil {
+		return fmt.Errorf("%s (pid %d) exited on its own with status 0", p.Name, p.Pid())
+	}
+	return fmt.Errorf("%s (pid %d) exited unexpectedly: %v", p.Name, p.Pid(), err)
 }
 
 // CPUSeconds is the CPU time (user and system) the process has used, read
@@ -88,6 +110,7 @@ func (p *Process) Stop(grace time.Duration) error {
 	if exited, _ := p.Exited(); exited {
 		return nil
 	}
+	p.deliberate.Store(true)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -104,6 +127,7 @@ func (p *Process) Kill() {
 	if exited, _ := p.Exited(); exited {
 		return
 	}
+	p.deliberate.Store(true)
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }

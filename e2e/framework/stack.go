@@ -78,6 +78,56 @@ type Stack struct {
 	apiserver *Process
 	kcm       *Process
 	composite *Process
+
+	// exits are the processes that ended without being asked to (crashes,
+	// a composite-apiserver exiting with an error), each with its log tail.
+	exitsMu sync.Mutex
+	exits   []string
+}
+
+// watch records p's exit when nobody asked it to end: TestMain then fails
+// the package, and DumpLogsOnFailure the test it happened in.
+func (s *Stack) watch(p *Process) {
+	go func() {
+		<-p.done
+		err := p.UnexpectedExit()
+		if err == nil {
+			return
+		}
+		msg := fmt.Sprintf("%v\n----- %s (%s), last lines:\n%s", err, p.Name, p.LogFile, p.Tail(4000))
+		s.exitsMu.Lock()
+		s.exits = append(s.exits, msg)
+		s.exitsMu.Unlock()
+		s.logf("%v", err)
+	}()
+}
+
+// UnexpectedExits describes every stack process (composite-apiserver, its
+// replicas, etcd, kube-apiserver, kube-controller-manager) that ended
+// without StopComposite, KillComposite, Process.Stop, Process.Kill or
+// Stop asking it to, with the tail of its log.
+func (s *Stack) UnexpectedExits() []string {
+	s.exitsMu.Lock()
+	defer s.exitsMu.Unlock()
+	return append([]string(nil), s.exits...)
+}
+
+// Down returns an error when a process the stack's tests depend on, the
+// control plane or the current composite-apiserver, has ended without being
+// asked to: waiting for anything is pointless then.
+func (s *Stack) Down() error {
+	s.mu.Lock()
+	procs := []*Process{s.etcd, s.apiserver, s.kcm, s.composite}
+	s.mu.Unlock()
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		if err := p.UnexpectedExit(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Start brings a stack up; on error everything started is stopped again.
@@ -176,6 +226,7 @@ func (s *Stack) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.watch(s.etcd)
 	return s.waitHTTP(ctx, "etcd", s.etcd, http.DefaultClient, s.EtcdURL+"/health", 30*time.Second)
 }
 
@@ -212,6 +263,7 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.watch(s.apiserver)
 	admin, err := c.Issue(c.ClientCA, "admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return err
@@ -265,7 +317,11 @@ func (s *Stack) startControllerManager() error {
 		"--secure-port="+strconv.Itoa(port),
 		"--concurrent-gc-syncs=5",
 	)
-	return err
+	if err != nil {
+		return err
+	}
+	s.watch(s.kcm)
+	return nil
 }
 
 // installServerIdentity applies artifacts/deploy's namespace, service account
@@ -325,6 +381,7 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 		return err
 	}
 	s.composite = p
+	s.watch(p)
 	client, err := s.compositeHTTPClient(nil)
 	if err != nil {
 		return err
@@ -334,7 +391,9 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 
 // StartReplica starts another composite-apiserver on the stack's etcd and
 // identity, as a second replica of a Deployment would run; it is not
-// behind the APIService. It returns once /readyz answers; the caller stops it.
+// behind the APIService; it serves at the returned Process's URL. It returns
+// once /readyz answers; the caller stops it (Stop or Kill: an exit it did not
+// ask for fails the package, as one of the stack's own composite-apiserver).
 func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...string) (*Process, error) {
 	port, err := freePort()
 	if err != nil {
@@ -355,6 +414,8 @@ func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...stri
 	if err != nil {
 		return nil, err
 	}
+	p.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	s.watch(p)
 	client, err := s.compositeHTTPClient(nil)
 	if err != nil {
 		p.Kill()
@@ -367,7 +428,9 @@ func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...stri
 	return p, nil
 }
 
-// StopComposite stops composite-apiserver gracefully.
+// StopComposite stops composite-apiserver gracefully. Only StopComposite,
+// KillComposite and Stop may end it: an exit of its own is reported by
+// UnexpectedExits and fails the package.
 func (s *Stack) StopComposite() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -19,6 +19,8 @@ The hook's behaviour can be switched while it runs (POST /mode with
   with no body, as RFC 7232 has it)
 GET /calls answers how many calls each path had, and each path for each
 parent ("/sync ns/name").
+GET /times answers, with the same keys, when each call came (Unix seconds,
+as floats, in the order the calls came).
 GET /etags answers, per path, the If-None-Match of every call in etag mode
 ("" when there was none) and how many were answered 304.
 
@@ -31,7 +33,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-state = {"mode": "ok", "calls": {}, "finalize_after": 2,
+state = {"mode": "ok", "calls": {}, "times": {}, "finalize_after": 2,
          "etags": {"ifNoneMatch": {}, "notModified": {}}}
 lock = threading.Lock()
 
@@ -88,6 +90,9 @@ class Hook(BaseHTTPRequestHandler):
         if self.path == "/calls":
             with lock:
                 return self.reply(200, state["calls"])
+        if self.path == "/times":
+            with lock:
+                return self.reply(200, state["times"])
         if self.path == "/etags":
             with lock:
                 return self.reply(200, state["etags"])
@@ -97,7 +102,9 @@ class Hook(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         path = self.path
+        now = time.time()
         with lock:
+            state["times"].setdefault(path, []).append(now)
             state["calls"][path] = state["calls"].get(path, 0) + 1
             calls = state["calls"][path]
             mode = state["mode"]
@@ -113,6 +120,7 @@ class Hook(BaseHTTPRequestHandler):
             meta = req_parent.get("metadata", {})
             key = "%s %s/%s" % (path, meta.get("namespace", ""), meta.get("name", ""))
             with lock:
+                state["times"].setdefault(key, []).append(now)
                 state["calls"][key] = state["calls"].get(key, 0) + 1
         if path == "/mode":
             with lock:

@@ -192,16 +192,89 @@ func setParentSpec(t *testing.T, ns, name string, spec map[string]interface{}) i
 }
 
 // waitObserved waits until the parent's status says the hook answered for
-// its current generation.
+// its current generation and its children are what the hook (in its ok
+// mode) asked for that spec: the status is written even when applying
+// children failed, so it alone proves nothing about them. It checks that
+// each ConfigMap <name>-<item> of spec.configMaps, and the Service <name>
+// when spec.service, exists, is controlled by the parent and carries the
+// hook's item and labels, and that the parent controls no other ConfigMap
+// or Service. Data that the update strategy may leave alone (OnDelete keeps
+// the old color) is the caller's to check.
 func waitObserved(t *testing.T, ns, name string, generation int64) *unstructured.Unstructured {
 	t.Helper()
 	var parent *unstructured.Unstructured
-	eventually(t, fmt.Sprintf("parent %s observedGeneration %d", name, generation), func() (bool, error) {
+	eventually(t, fmt.Sprintf("parent %s observedGeneration %d and its children as the hook asked", name, generation), func() (bool, error) {
 		parent = getParent(t, ns, name)
-		got, _, _ := unstructured.NestedInt64(parent.Object, "status", "observedGeneration")
-		return got == generation, nil
+		if got, _, _ := unstructured.NestedInt64(parent.Object, "status", "observedGeneration"); got != generation {
+			return false, fmt.Errorf("observedGeneration %d", got)
+		}
+		if err := childrenAsAsked(parent); err != nil {
+			return false, err
+		}
+		return true, nil
 	})
 	return parent
+}
+
+// childrenAsAsked tells how the parent's ConfigMaps and Services differ from
+// what hook.py asks for its spec; nil when they do not.
+func childrenAsAsked(parent *unstructured.Unstructured) error {
+	ctx := context.Background()
+	ns, name := parent.GetNamespace(), parent.GetName()
+	items, _, _ := unstructured.NestedStringSlice(parent.Object, "spec", "configMaps")
+	wantService, _, _ := unstructured.NestedBool(parent.Object, "spec", "service")
+	var problems []string
+	cms, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, item := range items {
+		want[name+"-"+item] = item
+	}
+	seen := map[string]bool{}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		item, wanted := want[cm.Name]
+		seen[cm.Name] = true
+		switch {
+		case wanted && !ownedBy(cm, parent):
+			problems = append(problems, fmt.Sprintf("ConfigMap %s is not controlled by the parent (%v)", cm.Name, cm.OwnerReferences))
+		case wanted && (cm.Data["item"] != item || cm.Labels["app"] != name):
+			problems = append(problems, fmt.Sprintf("ConfigMap %s has data %v and labels %v, not the hook's", cm.Name, cm.Data, cm.Labels))
+		case wanted:
+		case ownedBy(cm, parent):
+			problems = append(problems, fmt.Sprintf("ConfigMap %s is controlled by the parent but the hook does not ask for it", cm.Name))
+		}
+	}
+	for cm := range want {
+		if !seen[cm] {
+			problems = append(problems, fmt.Sprintf("ConfigMap %s is missing", cm))
+		}
+	}
+	svcs, err := stack.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	serviceFound := false
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		switch {
+		case wantService && svc.Name == name && ownedBy(svc, parent):
+			serviceFound = true
+		case wantService && svc.Name == name:
+			problems = append(problems, fmt.Sprintf("Service %s is not controlled by the parent (%v)", svc.Name, svc.OwnerReferences))
+		case ownedBy(svc, parent):
+			problems = append(problems, fmt.Sprintf("Service %s is controlled by the parent but the hook does not ask for it", svc.Name))
+		}
+	}
+	if wantService && !serviceFound {
+		problems = append(problems, fmt.Sprintf("Service %s is missing or not the parent's", name))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("children of %s/%s not as the hook asked: %s", ns, name, strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 func configMaps(t *testing.T, ns string) map[string]corev1.ConfigMap {
@@ -273,11 +346,34 @@ func waitEvent(t *testing.T, ns, name, substring string) {
 	})
 }
 
-// eventually polls cond for up to a minute.
+// waitEventReason waits for an Event on name of the given reason whose
+// message contains substring.
+func waitEventReason(t *testing.T, ns, name, reason, substring string) {
+	t.Helper()
+	eventually(t, "a "+reason+" Event on "+name+" containing "+substring, func() (bool, error) {
+		list, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if strings.Contains(e.Message, substring) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// eventually polls cond for up to a minute; an error of cond is kept as the
+// last one and polling goes on. It gives up at once when the stack is down
+// (composite-apiserver or the control plane ended without being asked to).
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if down := stack.Down(); down != nil {
+			return false, down
+		}
 		ok, err := cond()
 		if err != nil {
 			lastErr = err
@@ -285,6 +381,9 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 		}
 		return ok, nil
 	})
+	if down := stack.Down(); down != nil {
+		t.Fatalf("waiting for %s: the stack is down: %v", what, down)
+	}
 	if err != nil {
 		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
 	}

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -232,29 +233,64 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 	waitConfigMaps(t, ns)
 }
 
+// TestHookFailuresChangeNothingAndRecover breaks the hook in each way in
+// turn, each on a parent of its own: a parent's Warning Events are rate
+// limited by client-go's recorder (a burst of 25, then one every five
+// minutes), so a parent that already failed many times would get no Event
+// for a later failure, and "some SyncError" would be true anyway.
 func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 	hook := setUp(t)
 	ns := namespace(t, "loop-failures")
 	ctx := context.Background()
 	controller{Name: "loop-failures", HookURL: hook.URL, Method: "InPlace"}.create(t)
-	parent := createParent(t, ns, "p", "loop-failures", spec("blue", "a", "b"))
-	before := waitConfigMaps(t, ns, "p-a", "p-b")
-	waitObserved(t, ns, "p", parent.GetGeneration())
 
-	for _, mode := range []string{"timeout", "error500", "garbage", "undeclared", "othernamespace"} {
+	for _, tc := range []struct{ mode, message string }{
+		{"timeout", "timed out after 3s"},
+		{"error500", "HTTP 500"},
+		{"garbage", "can't decode response"},
+		{"undeclared", "not one of the controller's childResources"},
+		{"othernamespace", "is in namespace kube-system"},
+	} {
+		mode := tc.mode
 		t.Run(mode, func(t *testing.T) {
+			p := "p-" + mode
+			parent := createParent(t, ns, p, "loop-failures", spec("blue", "a", "b"))
+			waitObserved(t, ns, p, parent.GetGeneration())
+			own := func() map[string]corev1.ConfigMap {
+				out := map[string]corev1.ConfigMap{}
+				for name, cm := range configMaps(t, ns) {
+					if strings.HasPrefix(name, p+"-") {
+						out[name] = cm
+					}
+				}
+				return out
+			}
+			before := own()
+			if names(before) != p+"-a,"+p+"-b" {
+				t.Fatalf("children before breaking the hook: %s", names(before))
+			}
+
 			if err := hook.SetMode(mode); err != nil {
 				t.Fatal(err)
 			}
+			// Every call counted from here on is answered in this mode.
+			key := "/sync " + ns + "/" + p
+			callsBefore := calls(t, hook, key)
 			// A change the broken hook would have to act on: drop b.
-			generation := setParentSpec(t, ns, "p", spec("red", "a"))
-			waitEvent(t, ns, "p", "SyncError")
-			eventually(t, "lastSyncError on the CompositeController", func() (bool, error) {
+			generation := setParentSpec(t, ns, p, spec("red", "a"))
+			eventually(t, "a call of the hook in mode "+mode+" for "+p, func() (bool, error) {
+				now, err := hook.Calls()
+				return err == nil && now[key] > callsBefore, err
+			})
+			// This case's own failure, reported on the parent and the
+			// controller.
+			waitEventReason(t, ns, p, "SyncError", tc.message)
+			eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
 				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-failures", metav1.GetOptions{})
-				return err == nil && c.Status.LastSyncError != "", err
+				return err == nil && strings.Contains(c.Status.LastSyncError, tc.message), err
 			})
 			// Nothing was deleted or changed, here or in kube-system.
-			after := configMaps(t, ns)
+			after := own()
 			if names(after) != names(before) {
 				t.Errorf("with the hook %s, ConfigMaps went from %s to %s", mode, names(before), names(after))
 			}
@@ -263,10 +299,10 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 					t.Errorf("with the hook %s, %s changed: %v", mode, name, cm.Data)
 				}
 			}
-			if _, err := stack.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "p-elsewhere", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := stack.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, p+"-elsewhere", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("a child in another namespace was created: %v", err)
 			}
-			if _, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "p-sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, p+"-sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("a child of an undeclared type was created: %v", err)
 			}
 
@@ -274,17 +310,11 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 			if err := hook.SetMode("ok"); err != nil {
 				t.Fatal(err)
 			}
-			waitObserved(t, ns, "p", generation)
-			eventually(t, "p-a red and p-b gone", func() (bool, error) {
-				cms := configMaps(t, ns)
-				return names(cms) == "p-a" && cms["p-a"].Data["color"] == "red", nil
+			waitObserved(t, ns, p, generation)
+			eventually(t, p+"-a red and "+p+"-b gone", func() (bool, error) {
+				cms := own()
+				return names(cms) == p+"-a" && cms[p+"-a"].Data["color"] == "red", nil
 			})
-			// Put b back for the next failure.
-			generation = setParentSpec(t, ns, "p", spec("blue", "a", "b"))
-			waitObserved(t, ns, "p", generation)
-			before = waitConfigMaps(t, ns, "p-a", "p-b")
-			eventually(t, "p-a blue", func() (bool, error) { return configMaps(t, ns)["p-a"].Data["color"] == "blue", nil })
-			before = configMaps(t, ns)
 		})
 	}
 }
@@ -328,14 +358,36 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 		_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	calls, _ := hook.Calls()
+	before, err := hook.Calls()
+	if err != nil {
+		t.Fatal(err)
+	}
 	createParent(t, ns, "q", ctrl.Name, spec("blue", "z"))
-	time.Sleep(3 * time.Second) // the absence of an effect can only be waited for
+	// The absence of an effect needs a fresh signal that the loop is alive
+	// and past q: another controller's parent, created after q, synced
+	// through the same hellos informer and the same hook.
+	other := controller{Name: "loop-definition-2", HookURL: hook.URL}
+	other.create(t)
+	r := createParent(t, ns, "r", other.Name, spec("blue", "y"))
+	waitObserved(t, ns, "r", r.GetGeneration())
+	after, err := hook.Calls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after["/sync "+ns+"/r"] == 0 {
+		t.Fatalf("the other controller's parent r was never synced: %v", after)
+	}
+	for _, parent := range []string{"p", "q"} {
+		key := "/sync " + ns + "/" + parent
+		if after[key] != before[key] {
+			t.Errorf("the deleted controller still called its hook for %s (%d -> %d calls)", parent, before[key], after[key])
+		}
+	}
 	if _, ok := configMaps(t, ns)["q-z"]; ok {
 		t.Errorf("a deleted controller still created children")
 	}
-	if after, _ := hook.Calls(); after["/sync"] != calls["/sync"] {
-		t.Errorf("a deleted controller still called its hook (%d -> %d calls)", calls["/sync"], after["/sync"])
+	if got := getParent(t, ns, "q").Object["status"]; got != nil {
+		t.Errorf("a deleted controller wrote q's status: %v", got)
 	}
 }
 
@@ -376,17 +428,49 @@ func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
 	waitObserved(t, ns, "p", parent.GetGeneration())
 	before := waitConfigMaps(t, ns, "p-a")
 
+	// The last sync's own status write and children resync the parent once
+	// more; let that settle, so that every call below is the spec change's
+	// or a retry's.
+	key := "/sync " + ns + "/p"
+	eventually(t, "no call of the hook for a second", func() (bool, error) {
+		times, err := hook.Times()
+		if err != nil {
+			return false, err
+		}
+		calls := times[key]
+		return len(calls) > 0 && float64(time.Now().UnixNano())/1e9-calls[len(calls)-1] > 1, nil
+	})
 	if err := hook.SetMode("throttle"); err != nil {
 		t.Fatal(err)
 	}
+	// Every call counted from here on is answered 429 with Retry-After: 1.
+	times, err := hook.Times()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := len(times[key])
 	generation := setParentSpec(t, ns, "p", spec("green"))
 	waitEvent(t, ns, "p", "HookThrottled")
-	calls, _ := hook.Calls()
-	// Called again and again, about once a second.
-	eventually(t, "the hook called again after Retry-After", func() (bool, error) {
-		now, err := hook.Calls()
-		return now["/sync"] >= calls["/sync"]+2, err
+	// Called again and again, each time after the Retry-After second: a
+	// failure's backoff would call again within milliseconds.
+	var throttled []float64
+	eventually(t, "four calls of the throttling hook", func() (bool, error) {
+		now, err := hook.Times()
+		if err != nil {
+			return false, err
+		}
+		throttled = now[key][first:]
+		return len(throttled) >= 4, nil
 	})
+	var offsets []string
+	for _, at := range throttled {
+		offsets = append(offsets, fmt.Sprintf("+%.3fs", at-throttled[0]))
+	}
+	for i := 1; i < len(throttled); i++ {
+		if gap := throttled[i] - throttled[i-1]; gap < 0.9 {
+			t.Errorf("throttled call %d came %.3fs after the one before; Retry-After asked for 1s (calls at %s)", i+1, gap, strings.Join(offsets, " "))
+		}
+	}
 	if after := configMaps(t, ns); names(after) != names(before) {
 		t.Errorf("while throttled, ConfigMaps went from %s to %s", names(before), names(after))
 	}

@@ -1,7 +1,13 @@
 package loop
 
 import (
+	"bufio"
 	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +19,10 @@ import (
 
 // TestLeaderElectionRunsTheLoopOnOneReplica starts two replicas with
 // leader election: one leads and runs the loop, the other serves the API
-// only; killing the leader hands the loop to the other.
+// only and syncs nothing, as each one's own /metrics shows; killing the
+// leader hands the loop to the other.
 func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
-	setUp(t)
+	hook := setUp(t)
 	ctx := context.Background()
 	const lease = "e2e-leader-election"
 	args := []string{"--leader-elect", "--leader-elect-lease-name=" + lease,
@@ -31,31 +38,121 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 	}
 	defer b.Stop(30 * time.Second)
 
-	var holder string
-	eventually(t, "a leader", func() (bool, error) {
+	// The Lease's holder names the leader: its identity is
+	// <host>_<pid>_<nanoseconds>.
+	holderOf := func() (string, *framework.Process, error) {
 		l, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			return false, nil
+		if err != nil {
+			return "", nil, err
 		}
-		holder = *l.Spec.HolderIdentity
-		return true, nil
-	})
-	leading := func(p *framework.Process) bool {
-		return strings.Contains(p.Tail(1<<20), "Leading: starting the controller loop")
+		if l.Spec.HolderIdentity == nil {
+			return "", nil, nil
+		}
+		holder := *l.Spec.HolderIdentity
+		for _, p := range []*framework.Process{a, b} {
+			if strings.Contains(holder, "_"+strconv.Itoa(p.Pid())+"_") {
+				return holder, p, nil
+			}
+		}
+		return holder, nil, nil
 	}
-	eventually(t, "one replica leading", func() (bool, error) { return leading(a) != leading(b), nil })
-	leader, follower := a, b
-	if leading(b) {
-		leader, follower = b, a
+	var holder string
+	var leader *framework.Process
+	eventually(t, "a replica holding the Lease", func() (bool, error) {
+		var err error
+		holder, leader, err = holderOf()
+		return leader != nil, err
+	})
+	follower := b
+	if leader == b {
+		follower = a
 	}
 	t.Logf("%s leads (%s)", leader.Name, holder)
 
-	leader.Kill()
-	eventually(t, "the other replica taking over", func() (bool, error) {
-		l, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return false, nil
-		}
-		return *l.Spec.HolderIdentity != holder && leading(follower), nil
+	// A parent to sync: the stack's own composite-apiserver (not leader
+	// elected) syncs it, and so must the leader, and only the leader.
+	ns := namespace(t, "loop-replicas")
+	c := controller{Name: "loop-replicas", HookURL: hook.URL}
+	c.create(t)
+	parent := createParent(t, ns, "p", c.Name, spec("blue", "a"))
+	waitObserved(t, ns, "p", parent.GetGeneration())
+	eventually(t, leader.Name+" (the leader) syncing the parent", func() (bool, error) {
+		n, err := syncsOf(leader, c.Name)
+		return n > 0, err
 	})
+	// The leader's syncs are the fresh signal: the follower has the same
+	// controller, parent and informers, and must not have synced at all.
+	if n, err := syncsOf(follower, c.Name); err != nil {
+		t.Fatal(err)
+	} else if n != 0 {
+		t.Errorf("%s, the follower, synced %v times: only the leader may run the loop", follower.Name, n)
+	}
+	if n, err := syncsOf(follower, ""); err != nil {
+		t.Fatal(err)
+	} else if n != 0 {
+		t.Errorf("%s, the follower, synced %v times across all controllers", follower.Name, n)
+	}
+
+	leader.Kill()
+	eventually(t, follower.Name+" taking the Lease over", func() (bool, error) {
+		_, p, err := holderOf()
+		return p == follower, err
+	})
+	generation := setParentSpec(t, ns, "p", spec("green", "a"))
+	waitObserved(t, ns, "p", generation)
+	eventually(t, follower.Name+" (the new leader) syncing the parent", func() (bool, error) {
+		n, err := syncsOf(follower, c.Name)
+		return n > 0, err
+	})
+}
+
+// syncsOf sums composite_controller_syncs_total of controller (every
+// controller when empty), all results, from p's own /metrics; absent
+// series count 0.
+func syncsOf(p *framework.Process, controller string) (float64, error) {
+	cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return 0, err
+	}
+	client, err := stack.CompositeHTTPClient(&cert)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Remote-User", "admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("%s /metrics: %d %s", p.Name, resp.StatusCode, data)
+	}
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "composite_controller_syncs_total{") {
+			continue
+		}
+		if controller != "" && !strings.Contains(line, `controller="`+controller+`"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s /metrics: can't read %q: %w", p.Name, line, err)
+		}
+		sum += v
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return sum, nil
 }

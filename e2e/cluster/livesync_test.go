@@ -137,25 +137,9 @@ spec:
 // would write; without them it is refused, naming each one, and nothing is
 // written.
 func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
-	hook := setUpHellos(t)
 	ctx := context.Background()
-	ns := "live-sync-rights"
-	createNamespace(t, ns)
-	if err := stack.Apply(ctx, helloController("live-sync-rights", hook.URL, "InPlace")); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hellos := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
-	if _, err := dyn.Resource(hellos).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "example.com/v1", "kind": "Hello",
-		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
-		"spec":     map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a"}},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c := newLiveSyncCase(t, "live-sync-rights", "a")
+	ns := c.ns
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer"},
 		Rules: []rbacv1.PolicyRule{
@@ -180,12 +164,7 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
-	file := filepath.Join(t.TempDir(), "sync.json")
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", file)
+	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create configmaps "+ns+"/p-a") ||
 		!strings.Contains(stderr, "patch configmaps "+ns+"/p-a") {
 		t.Fatalf("a live sync by a user who may not create the children: err %v\n%s\nwant Forbidden naming create and patch of configmaps %s/p-a", err, stderr, ns)
@@ -193,7 +172,7 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 	if cms, _ := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) > 1 {
 		t.Errorf("a refused sync created ConfigMaps: %d in the namespace", len(cms.Items))
 	}
-	got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+	got, err := c.dyn.Resource(hellosGVR).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +180,7 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 		t.Errorf("a refused sync wrote the status: %v", got.Object["status"])
 	}
 	// The same request by the admin goes through.
-	if _, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", file); err != nil {
+	if _, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request); err != nil {
 		t.Errorf("the admin's live sync: %v\n%s", err, stderr)
 	}
 }
@@ -212,26 +191,10 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
 	hook := setUpHellos(t)
 	ctx := context.Background()
-	ns := "live-sync-broken"
-	createNamespace(t, ns)
-	if err := stack.Apply(ctx, helloController("live-sync-broken", hook.URL, "InPlace")); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	c := newLiveSyncCase(t, "live-sync-broken", "a", "b")
+	ns, file := c.ns, c.request
+	body, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatal(err)
-	}
-	hellos := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
-	if _, err := dyn.Resource(hellos).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "example.com/v1", "kind": "Hello",
-		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
-		"spec":     map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
-	file := filepath.Join(t.TempDir(), "sync.json")
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sync := func() (string, error) {
@@ -271,9 +234,46 @@ func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, err := stack.Kube.Discovery().RESTClient().Post().AbsPath("/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync").
-		Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Raw()
+		Body(body).SetHeader("Content-Type", "application/json").Do(ctx).Raw()
 	var status metav1.Status
 	if jerr := json.Unmarshal(raw, &status); err == nil || jerr != nil || status.Code != 502 || status.Reason != "HookFailed" {
 		t.Errorf("answer %s, err %v: want 502 HookFailed", raw, err)
 	}
+}
+
+var hellosGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
+
+// liveSyncCase is a controller of hellos named name (ConfigMap and Service
+// children), a namespace of the same name with a parent p asking for the
+// ConfigMaps items, and a file holding a SyncRequest for p.
+type liveSyncCase struct {
+	ns, request string
+	dyn         dynamic.Interface
+}
+
+func newLiveSyncCase(t *testing.T, name string, items ...interface{}) liveSyncCase {
+	t.Helper()
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	createNamespace(t, name)
+	if err := stack.Apply(ctx, helloController(name, hook.URL, "InPlace")); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(hellosGVR).Namespace(name).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Hello",
+		"metadata": map[string]interface{}{"name": "p", "namespace": name},
+		"spec":     map[string]interface{}{"color": "blue", "configMaps": items},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, name)
+	file := filepath.Join(t.TempDir(), "sync.json")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return liveSyncCase{ns: name, request: file, dyn: dyn}
 }

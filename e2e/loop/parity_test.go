@@ -21,9 +21,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// widgetCRD is a CRD of parity.example.com; status says whether it has a
-// status subresource.
-func widgetCRD(plural, kind string, status bool) string {
+// crdYAML is a namespaced CRD of group with any spec; status says whether
+// it has a status subresource.
+func crdYAML(group, plural, kind string, status bool) string {
 	sub := ""
 	if status {
 		sub = "    subresources: {status: {}}\n"
@@ -31,22 +31,27 @@ func widgetCRD(plural, kind string, status bool) string {
 	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: %[1]s.parity.example.com
+  name: %[2]s.%[1]s
 spec:
-  group: parity.example.com
+  group: %[1]s
   scope: Namespaced
-  names: {plural: %[1]s, singular: %[2]s, kind: %[3]s}
+  names: {plural: %[2]s, singular: %[3]s, kind: %[4]s}
   versions:
   - name: v1
     served: true
     storage: true
-%[4]s    schema:
+%[5]s    schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
+`, group, plural, strings.ToLower(kind), kind, sub)
+}
+
+// widgetCRD is a CRD of parity.example.com and the server's rights on it.
+func widgetCRD(plural, kind string, status bool) string {
+	return crdYAML("parity.example.com", plural, kind, status) + fmt.Sprintf(`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -57,7 +62,7 @@ rules:
 - apiGroups: ["parity.example.com"]
   resources: ["%[1]s", "%[1]s/status"]
   verbs: ["get", "list", "watch", "update", "patch"]
-`, plural, strings.ToLower(kind), kind, sub)
+`, plural)
 }
 
 func parityController(name, plural, hookURL string) string {

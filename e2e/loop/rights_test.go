@@ -25,26 +25,7 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 	hook := setUp(t)
 	ns := namespace(t, "rights")
 	// A CRD, and no rights for the server on it.
-	crd := `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gizmos.rights.example.com
-spec:
-  group: rights.example.com
-  scope: Namespaced
-  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+	crd := crdYAML("rights.example.com", "gizmos", "Gizmo", true)
 	if err := stack.Apply(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}

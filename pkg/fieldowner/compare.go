@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/tools/cache"
 	"math"
 	"sort"
 	"strconv"
@@ -557,9 +558,5 @@ func decodeSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 }
 
 func describeObject(obj *unstructured.Unstructured) string {
-	name := obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return obj.GetKind() + " " + name
+	return obj.GetKind() + " " + cache.MetaObjectToName(obj).String()
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	sigsjson "sigs.k8s.io/json"
 
@@ -246,7 +247,7 @@ func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionRes
 			if subresource != "" {
 				what += "/" + subresource
 			}
-			missing = append(missing, fmt.Sprintf("%s %s %s", verb, what, namespacedName(namespace, name)))
+			missing = append(missing, fmt.Sprintf("%s %s %s", verb, what, cache.NewObjectName(namespace, name)))
 		}
 	}
 	for _, item := range plan.Items {
@@ -264,13 +265,6 @@ func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionRes
 			"a sync writes with composite-apiserver's identity, and you may not do what this one would: %s", strings.Join(missing, "; ")))
 	}
 	return nil
-}
-
-func namespacedName(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // parent returns the inline parent, or reads the live one as the caller
@@ -503,11 +497,7 @@ func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeControl
 }
 
 func describe(obj *unstructured.Unstructured) string {
-	name := obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return obj.GetKind() + " " + name
+	return obj.GetKind() + " " + cache.MetaObjectToName(obj).String()
 }
 
 // hookFailed answers a failed or invalid hook call: the hook, not the

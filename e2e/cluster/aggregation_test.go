@@ -296,6 +296,18 @@ func TestDeployManifestsAreValidAgainstKubeAPIServer(t *testing.T) {
 			t.Errorf("kubectl apply --dry-run=server did not report %s:\n%s", want, out)
 		}
 	}
+	// `kubectl apply -k artifacts/deploy` applies all of them: the
+	// kustomization renders every manifest above.
+	rendered := mustKubectl(t, "kustomize", deployDir)
+	for _, want := range []string{
+		"kind: Namespace", "kind: ServiceAccount", "name: composite-apiserver:system:auth-delegator",
+		"name: composite-apiserver:extension-apiserver-authentication-reader", "kind: Service\n", "kind: Deployment", "kind: APIService",
+		"metacontroller.k8s.io/aggregate-to-composite-apiserver",
+	} {
+		if !strings.Contains(rendered, want) {
+			t.Errorf("kubectl kustomize artifacts/deploy lacks %q:\n%s", want, rendered)
+		}
+	}
 	// The Deployment runs two replicas with probes on /readyz and /livez.
 	deploy := mustKubectl(t, "apply", "--dry-run=server", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].livenessProbe.httpGet.path}",
 		"-f", filepath.Join(root, "artifacts", "deploy", "deployment.yaml"))

@@ -65,6 +65,11 @@ func TakeoverPatch(tc managedfields.TypeConverter, observed *unstructured.Unstru
 		return nil, false, fmt.Errorf("can't take %s over: the manager is Metacontroller's", name)
 	}
 	lastApplied, hasAnnotation := observed.GetAnnotations()[LastAppliedAnnotation]
+	if !hasAnnotation && !managedBy(observed, MetacontrollerManager) {
+		// Most children were never Metacontroller's: this runs for every
+		// child of every sync, so say so without decoding managedFields.
+		return nil, false, nil
+	}
 	var fromAnnotation *fieldpath.Set
 	var annotationErr error
 	if hasAnnotation {
@@ -223,4 +228,17 @@ func encodeSet(e *metav1.ManagedFieldsEntry, s *fieldpath.Set) error {
 // escapePointer escapes a key for a JSON pointer (RFC 6901).
 func escapePointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// managedBy tells whether manager has an entry in obj's managedFields,
+// reading the raw list.
+func managedBy(obj *unstructured.Unstructured, manager string) bool {
+	raw, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	entries, _ := raw.([]interface{})
+	for _, e := range entries {
+		if m, ok := e.(map[string]interface{}); ok && m["manager"] == manager {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CompositeController{},
 		&CompositeControllerList{},
 		&SyncRequest{},
+		&ControllerRevision{},
+		&ControllerRevisionList{},
 	)
 	return nil
 }

@@ -7,6 +7,7 @@ Parents look like:
     color: blue                 # copied into every ConfigMap's data
     configMaps: [a, b]          # one ConfigMap "<parent>-<name>" each
     service: true               # also a Service "<parent>"
+    widgets: [a, b]             # one Widget "<parent>-<name>" each, in order
     related: {resource: secrets, apiVersion: v1, labelSelector: {...}}  # customize
     data: {k: v}, labels: {k: v}  # extra data keys and labels of every ConfigMap
     resyncAfter: 60             # the answer's resyncAfterSeconds
@@ -54,6 +55,15 @@ def children_for(parent, mode):
             "kind": "ConfigMap",
             "metadata": {"name": "%s-%s" % (name, cm), "labels": labels},
             "data": data,
+        })
+    for w in spec.get("widgets", []) or []:
+        # Widgets (widgets.example.com, a CRD with a status) in the order
+        # listed: the children of the rolling update tests.
+        out.append({
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "%s-%s" % (name, w), "labels": {"app": name}},
+            "spec": {"color": color},
         })
     if spec.get("service"):
         out.append({

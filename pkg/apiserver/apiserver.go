@@ -25,6 +25,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerrevision"
 )
 
 var (
@@ -126,11 +127,16 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	revisions, err := controllerrevision.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(metacontroller.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"compositecontrollers":        storage.CompositeController,
 		"compositecontrollers/status": storage.Status,
 		"compositecontrollers/sync":   storage.Sync,
+		"controllerrevisions":         revisions,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

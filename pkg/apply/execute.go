@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -51,6 +52,11 @@ const ActionTakeOver v1alpha1.SyncAction = "TakeOver"
 func Execute(ctx context.Context, client dynamic.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
 	logger := klog.FromContext(ctx)
 	ref := syncengine.ControllerRef(parent)
+	if err := Revisions(ctx, client, plan.Rollout); err != nil {
+		// The revisions say which child follows which state of the parent:
+		// without them stored, moving a child could lose track of it.
+		return nil, err
+	}
 	var done []Done
 	var errs []error
 	for _, item := range plan.Items {
@@ -98,6 +104,43 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		done = append(done, d)
 	}
 	return done, utilerrors.NewAggregate(errs)
+}
+
+// Revisions stores the ControllerRevisions of a rollout: creates, updates
+// (adoptions included) and deletes, in that order, stopping at the first
+// failure. A revision already created (a retried sync) is fine; one
+// changed since it was read fails with a conflict and the sync is retried.
+func Revisions(ctx context.Context, client dynamic.Interface, r *syncengine.Rollout) error {
+	if r == nil {
+		return nil
+	}
+	for _, rev := range r.Create {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)
+		if err != nil {
+			return err
+		}
+		_, err = client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("can't create ControllerRevision %s: %w", rev.Name, err)
+		}
+	}
+	for _, rev := range r.Update {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)
+		if err != nil {
+			return err
+		}
+		if _, err := client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Update(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("can't update ControllerRevision %s: %w", rev.Name, err)
+		}
+	}
+	for _, rev := range r.Delete {
+		uid := rev.UID
+		err := client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Delete(ctx, rev.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("can't delete ControllerRevision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
 }
 
 // takeOver sends the JSON patch that moves Metacontroller's fields of the

@@ -32,6 +32,7 @@ import (
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
@@ -124,7 +125,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer m.queue.ShutDown()
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := reconcile.NewEventBroadcaster(ctx)
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.cfg.Kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()

@@ -371,11 +371,12 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	parent := obj.(*unstructured.Unstructured).DeepCopy()
 	lister := &informerLister{pc: pc, ctx: ctx}
 	res, err := pc.rec.Sync(ctx, reconcile.Env{
-		Client:   pc.m.cfg.Dynamic,
-		Resolver: syncengine.RESTMapperResolver(pc.m.cfg.Discovery),
-		Children: lister,
-		Related:  lister,
-		Recorder: pc.m.recorder,
+		Client:    pc.m.cfg.Dynamic,
+		Resolver:  syncengine.RESTMapperResolver(pc.m.cfg.Discovery),
+		Children:  lister,
+		Related:   lister,
+		Recorder:  pc.m.recorder,
+		Revisions: reconcile.ClientRevisions{Client: pc.m.cfg.Dynamic},
 		// A nil *Schemas must stay a nil interface.
 		Ownership: pc.m.ownership(),
 	}, parent, reconcile.Options{})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // statusTracker keeps a CompositeController's status in memory as its
@@ -80,13 +81,14 @@ func (s *statusTracker) run(ctx context.Context, pc *parentController) {
 }
 
 func (s *statusTracker) desired(pc *parentController) v1alpha1.CompositeControllerStatus {
-	parents, children := pc.counts()
+	parents, children, rolling := pc.counts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	status := v1alpha1.CompositeControllerStatus{
 		ObservedGeneration: s.cc.Generation,
 		Parents:            int32(parents),
 		Children:           int32(children),
+		RollingParents:     int32(rolling),
 		LastSyncError:      s.lastSyncError,
 	}
 	conditions := []metav1.Condition{s.ready}
@@ -151,12 +153,17 @@ func sameStatus(a, b v1alpha1.CompositeControllerStatus) bool {
 
 // counts returns how many parents the controller handles and how many
 // children they own, from the informers' caches.
-func (pc *parentController) counts() (parents, children int) {
+// counts are the parents, their children, and the parents mid-rollout:
+// those whose Updated condition (written by a rolling update) is not True.
+func (pc *parentController) counts() (parents, children, rolling int) {
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
 		if pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
+			if c := conditionStatus(u, syncengine.UpdatedCondition); c != "" && c != "True" {
+				rolling++
+			}
 		}
 	}
 	for _, inf := range pc.children {
@@ -166,7 +173,20 @@ func (pc *parentController) counts() (parents, children int) {
 			}
 		}
 	}
-	return len(uids), children
+	return len(uids), children, rolling
+}
+
+// conditionStatus is the status of the parent's condition of that type, ""
+// when it has none.
+func conditionStatus(obj *unstructured.Unstructured, condType string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == condType {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 func truncate(s string, n int) string {

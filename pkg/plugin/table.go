@@ -49,3 +49,25 @@ func changes(plan []v1alpha1.SyncPlanItem) bool {
 	}
 	return false
 }
+
+// writeRollout says where a rolling update stands: the parent's Updated
+// condition, the child that moves next, and the revisions children follow.
+func writeRollout(w io.Writer, r *v1alpha1.SyncRollout) error {
+	if r == nil {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\nRolling update: %s: %s\n", r.Reason, r.Message); err != nil {
+		return err
+	}
+	if r.Next != "" {
+		fmt.Fprintf(w, "  next to move: %s\n", r.Next)
+	}
+	for i, rev := range r.Revisions {
+		which := ""
+		if i == 0 {
+			which = " (latest)"
+		}
+		fmt.Fprintf(w, "  ControllerRevision %s%s: %d children\n", rev.Name, which, rev.Children)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -49,5 +50,24 @@ func TestChanges(t *testing.T) {
 		if !changes([]v1alpha1.SyncPlanItem{unchanged, {Action: action}}) {
 			t.Errorf("a plan with %s changes something", action)
 		}
+	}
+}
+
+func TestRolloutSummary(t *testing.T) {
+	var b strings.Builder
+	if err := writeRollout(&b, &v1alpha1.SyncRollout{
+		Reason: "RolloutWaiting", Message: `waiting for Widget p-c: condition "Ready" is missing`, LatestRevision: "new",
+		Revisions: []v1alpha1.SyncRevision{{Name: "new", Children: 3}, {Name: "old", Children: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`Rolling update: RolloutWaiting: waiting for Widget p-c: condition "Ready" is missing`, "ControllerRevision new (latest): 3 children", "ControllerRevision old: 2 children"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if writeRollout(&b, nil); b.Len() != 0 {
+		t.Errorf("no rollout printed %q", b.String())
 	}
 }

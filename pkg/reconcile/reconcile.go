@@ -70,6 +70,9 @@ type Env struct {
 	Ownership syncengine.FieldOwnership
 	// Recorder records Events on the parent; nil records none.
 	Recorder record.EventRecorder
+	// Revisions lists the ControllerRevisions of rolling updates; nil
+	// when there are none to read (a preview without a cluster).
+	Revisions RevisionLister
 }
 
 // Options change what one Sync does.
@@ -150,7 +153,12 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			return res, err
 		}
 	}
+	revisions, err := c.revisions(ctx, env, parent, opts)
+	if err != nil {
+		return res, err
+	}
 	plan, err := syncengine.Compute(ctx, syncengine.Input{
+		Revisions:  revisions,
 		Controller: c.CC,
 		Parent:     parent,
 		Parents:    c.Resources.Parent,
@@ -207,6 +215,9 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		}
 		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[d.Action], msg)
 	}
+	if applyErr == nil {
+		c.rolloutEvent(env, opts, parent, plan.Rollout)
+	}
 	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && syncengine.HasFinalizer(parent, c.Finalizer) {
 		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
 		if err != nil {
@@ -232,6 +243,46 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	}
 	res.StatusWritten = written
 	return res, applyErr
+}
+
+// revisions are the ControllerRevisions a rolling update decides from: a
+// live parent's, when the controller has a rolling update strategy.
+func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) ([]*v1alpha1.ControllerRevision, error) {
+	if env.Revisions == nil || opts.Claimed != nil || parent.GetUID() == "" || !syncengine.Rolling(c.CC) {
+		return nil, nil
+	}
+	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Resources.Parent)
+}
+
+// rolloutEvent records a step of a rolling update, or the start of a stall
+// or of the end, once: when the parent's Updated condition changes.
+func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *syncengine.Rollout) {
+	if r == nil {
+		return
+	}
+	if prev := updatedCondition(parent); prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
+		return
+	}
+	switch r.Reason {
+	case syncengine.ReasonRolloutProgressing:
+		c.event(env, opts, parent, corev1.EventTypeNormal, r.Reason, fmt.Sprintf("%s moves to ControllerRevision %s", r.Next, r.Latest))
+	case syncengine.ReasonRolloutWaiting:
+		c.event(env, opts, parent, corev1.EventTypeWarning, r.Reason, "rolling update halted: "+r.Message)
+	case syncengine.ReasonOnLatestRevision:
+		if updatedCondition(parent) != nil {
+			c.event(env, opts, parent, corev1.EventTypeNormal, "RolloutComplete", "every child is on ControllerRevision "+r.Latest)
+		}
+	}
+}
+
+func updatedCondition(parent *unstructured.Unstructured) map[string]interface{} {
+	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == syncengine.UpdatedCondition {
+			return m
+		}
+	}
+	return nil
 }
 
 // existing is the index for desired children's names when the children

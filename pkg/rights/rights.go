@@ -65,6 +65,9 @@ func Needed(cc *v1alpha1.CompositeController) ([]Right, error) {
 		add(child, "", "list", "watch", "create", "patch", "delete")
 	}
 	add(schema.GroupVersionResource{Version: "v1", Resource: "events"}, "", "create")
+	if syncengine.Rolling(cc) {
+		add(syncengine.ControllerRevisions, "", "list", "create", "update", "delete")
+	}
 	return out, nil
 }
 

@@ -55,6 +55,12 @@ type Input struct {
 	// are left alone. Without it, Children must hold every object of the
 	// child resources in the parent's namespace.
 	Existing ChildIndex
+	// Revisions are the ControllerRevisions in the parent's namespace that
+	// its revision selector may match (Metacontroller's labels), for the
+	// rolling update of children with a Rolling* update strategy; those the
+	// parent does not control, or may not adopt, are ignored. Nil for a
+	// parent without revisions yet, or a preview without a cluster.
+	Revisions []*v1alpha1.ControllerRevision
 	// Ownership decides whether applying a desired child changes it, with
 	// the target cluster's schemas; nil compares with schemas deduced from
 	// the objects.
@@ -79,6 +85,9 @@ type Item struct {
 	// Diff lists what applying Desired changes on Observed, one field a
 	// line; a removed field's line starts with "- ".
 	Diff []string
+	// Revision is the ControllerRevision whose desired state the child
+	// follows, for children of a rolling update strategy.
+	Revision string
 	// Takeover, when set, is a JSON patch (RFC 6902) to send before the
 	// apply: it moves the fields Metacontroller's field manager owns to
 	// this controller's, so that the apply prunes what the hook dropped.
@@ -107,6 +116,8 @@ type Plan struct {
 	HookRequest *hookapi.SyncHookRequest
 	// Response is the hook's answer as it gave it; nil when no hook was
 	// called, in which case the parent's status is not to be touched.
+	// During a rolling update it is the answer of every revision as one:
+	// the latest status with the Updated condition (see Rollout).
 	Response *hookapi.SyncHookResponse
 	// Desired are the validated desired children, namespace defaulted,
 	// system metadata removed, sorted by apiVersion, kind, namespace, name.
@@ -119,6 +130,9 @@ type Plan struct {
 	// being deleted or stopped matching spec.parentResource.labelSelector.
 	// Response.Finalized says whether it may go.
 	Finalizing bool
+	// Rollout is the rolling update of children with a Rolling* update
+	// strategy; nil when the controller has none.
+	Rollout *Rollout
 	// Warnings are problems that did not stop the sync.
 	Warnings []string
 	// CustomizeDuration is the time spent in the customize hook.
@@ -139,6 +153,8 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 		in:   in,
 		plan: &Plan{},
 		gvrs: map[schema.GroupVersionKind]resolved{},
+
+		kindResources: map[schema.GroupKind]schema.GroupVersionResource{},
 	}
 	if err := c.run(ctx); err != nil {
 		return nil, err
@@ -174,6 +190,11 @@ type computation struct {
 	plan *Plan
 	// gvrs caches the resolver's answers.
 	gvrs map[schema.GroupVersionKind]resolved
+	// kindResources maps the kinds of desired children to their resources,
+	// for the update strategy of a kind a ControllerRevision names.
+	kindResources map[schema.GroupKind]schema.GroupVersionResource
+	// observedByKey indexes the observed children by rollingKey.
+	observedByKey map[string]*unstructured.Unstructured
 }
 
 type resolved struct {
@@ -235,30 +256,48 @@ func (c *computation) run(ctx context.Context) error {
 		}
 	}
 
-	related, err := c.related(ctx, version)
+	// call asks the hook for the desired children of the parent as it is
+	// or, during a rolling update, as it was at an older revision.
+	call := func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error) {
+		related, err := c.related(ctx, parent, version)
+		if err != nil {
+			return nil, nil, err
+		}
+		req := &hookapi.SyncHookRequest{
+			Controller: c.in.Controller.DeepCopy(),
+			Parent:     parent.DeepCopy(),
+			Children:   c.observedMap(version),
+			Related:    related,
+			Finalizing: c.plan.Finalizing,
+		}
+		if c.plan.HookRequest == nil {
+			c.plan.HookRequest = req
+		}
+		start := time.Now()
+		resp, err := hook.Sync(ctx, req)
+		c.plan.SyncDuration += time.Since(start)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s hook: %w", hookName, err)
+		}
+		desired, err := c.validate(hookName, resp)
+		if err != nil {
+			return nil, nil, err
+		}
+		return resp, desired, nil
+	}
+	resp, desired, err := call(ctx, c.in.Parent)
+	if resp != nil {
+		c.plan.Response = resp
+	}
 	if err != nil {
 		return err
 	}
-
-	req := &hookapi.SyncHookRequest{
-		Controller: c.in.Controller.DeepCopy(),
-		Parent:     c.in.Parent.DeepCopy(),
-		Children:   c.observedMap(version),
-		Related:    related,
-		Finalizing: c.plan.Finalizing,
-	}
-	c.plan.HookRequest = req
-	start := time.Now()
-	resp, err := hook.Sync(ctx, req)
-	c.plan.SyncDuration = time.Since(start)
-	if err != nil {
-		return fmt.Errorf("%s hook: %w", hookName, err)
-	}
-	c.plan.Response = resp
-
-	desired, err := c.validate(hookName, resp)
-	if err != nil {
-		return err
+	// Metacontroller's rule: a parent being deleted without the finalize
+	// hook holding it has no rollout; its children are left alone.
+	if Rolling(c.in.Controller) && ManagesChildren(c.in.Controller, c.in.Parent) {
+		if desired, err = c.rollOut(ctx, call, desired); err != nil {
+			return err
+		}
 	}
 	for _, d := range desired {
 		c.plan.Desired = append(c.plan.Desired, d.obj)
@@ -341,7 +380,7 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 // related calls the customize hook, if the controller has one, and collects
 // the objects its rules select, keyed for the hook version that receives
 // them.
-func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion) (hookapi.RelativeObjectMap, error) {
+func (c *computation) related(ctx context.Context, parent *unstructured.Unstructured, version v1alpha1.HookVersion) (hookapi.RelativeObjectMap, error) {
 	m := hookapi.RelativeObjectMap{}
 	if c.specHooks().Customize == nil {
 		return m, nil
@@ -353,7 +392,7 @@ func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion)
 	start := time.Now()
 	resp, err := c.in.Hooks.Customize.Customize(ctx, &hookapi.CustomizeHookRequest{
 		Controller: c.in.Controller.DeepCopy(),
-		Parent:     c.in.Parent.DeepCopy(),
+		Parent:     parent.DeepCopy(),
 	})
 	c.plan.CustomizeDuration = time.Since(start)
 	if err != nil {
@@ -387,7 +426,7 @@ func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion)
 		// Which objects a rule selects follows the customize hook's
 		// version, as in Metacontroller; how they are keyed, the version
 		// of the hook that receives them.
-		query, err := NewRelatedQuery(rule, hookVersion(c.specHooks().Customize), c.in.Parent, gvr, namespaced)
+		query, err := NewRelatedQuery(rule, hookVersion(c.specHooks().Customize), parent, gvr, namespaced)
 		if err != nil {
 			// validateRules let it through: it depends on the resource's
 			// scope, known only now.
@@ -401,7 +440,7 @@ func (c *computation) related(ctx context.Context, version v1alpha1.HookVersion)
 		}
 		for _, obj := range objs {
 			if obj != nil {
-				m.InsertRelative(version, c.in.Parent, obj.DeepCopy())
+				m.InsertRelative(version, parent, obj.DeepCopy())
 			}
 		}
 	}

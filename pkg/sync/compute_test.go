@@ -134,12 +134,16 @@ func TestComputePlan(t *testing.T) {
 			want:     []string{"Recreate Secret ns/s"},
 		},
 		{
-			name:     "RollingRecreate recreates all at once, with a warning",
+			name:     "RollingRecreate: a child no revision claims yet goes to the latest revision at once",
 			children: Claimed{Owned: []*unstructured.Unstructured{owned(object("v1", "Service", parentNS, "svc", "spec.type", "ClusterIP"))}},
 			desired:  []*unstructured.Unstructured{object("v1", "Service", parentNS, "svc", "spec.type", "NodePort")},
 			want:     []string{"Recreate Service ns/svc"},
 			check: func(t *testing.T, p *Plan) {
-				if !containsProblem(p.Warnings, "updateStrategy RollingRecreate of services: rolling updates are not supported yet") {
+				r := p.Rollout
+				if r == nil || r.Reason != ReasonOnLatestRevision || len(r.Create) != 1 || p.Items[0].Revision != r.Latest {
+					t.Fatalf("rollout %+v, item revision %q", r, p.Items[0].Revision)
+				}
+				if len(p.Warnings) != 0 {
 					t.Errorf("warnings %q", p.Warnings)
 				}
 			},

@@ -29,6 +29,7 @@ const (
 	reasonAlreadyDeleted = "no longer returned by the hook; already being deleted"
 	reasonTakeover       = "last written by Metacontroller: its fields are taken over by this controller's field manager"
 	reasonParentDeleting = "parent is being deleted; the garbage collector removes its children"
+	reasonOlderRevision  = "follows an older ControllerRevision until the rolling update reaches it (%s)"
 	reasonUnowned        = "returned by the hook, but an object of that name exists without a controller and does not match the parent's selector; it is not taken over"
 )
 
@@ -95,6 +96,13 @@ func (c *computation) buildItems(desired []desiredChild) error {
 		default:
 			items = append(items, c.updateItem(d, obs))
 		}
+		if rev := c.plan.Rollout.RevisionOf(d.obj); rev != "" {
+			it := &items[len(items)-1]
+			it.Revision = rev
+			if rev != c.plan.Rollout.Latest && it.Action == v1alpha1.SyncActionUnchanged && it.Reason == "" {
+				it.Reason = fmt.Sprintf(reasonOlderRevision, c.plan.Rollout.Message)
+			}
+		}
 	}
 
 	for _, obs := range observedOrder {
@@ -154,10 +162,8 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 	}
 	switch method := c.updateMethod(d.gvr); method {
 	case v1alpha1.ChildUpdateInPlace, v1alpha1.ChildUpdateRollingInPlace:
-		c.warnRolling(method, d.gvr)
 		item.Action, item.Reason = v1alpha1.SyncActionUpdate, fmt.Sprintf(reasonInPlace, method)
 	case v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateRollingRecreate:
-		c.warnRolling(method, d.gvr)
 		item.Action, item.Reason = v1alpha1.SyncActionRecreate, fmt.Sprintf(reasonRecreate, method)
 	default:
 		// OnDelete, and any method this version does not know: leaving a
@@ -212,12 +218,6 @@ func (c *computation) updateMethod(gvr schema.GroupVersionResource) v1alpha1.Chi
 		break
 	}
 	return v1alpha1.ChildUpdateOnDelete
-}
-
-func (c *computation) warnRolling(method v1alpha1.ChildUpdateMethod, gvr schema.GroupVersionResource) {
-	if method == v1alpha1.ChildUpdateRollingInPlace || method == v1alpha1.ChildUpdateRollingRecreate {
-		c.warn("updateStrategy %s of %s: rolling updates are not supported yet; all changed children are updated at once", method, gvr.GroupResource())
-	}
 }
 
 func keySet(objs []*unstructured.Unstructured) map[string]bool {

@@ -66,7 +66,7 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 	if cluster != nil {
 		secrets = hooks.NewClusterSecretSource(cluster.Kube)
 		// A live /sync records the Events a loop sync records.
-		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster := reconcile.NewEventBroadcaster(ctx)
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})
 		r.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 	}
@@ -123,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
 			Recorder:  r.recorder,
 			Ownership: r.cluster.Schemas,
+			Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
 		}
 	} else {
 		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)")
@@ -194,6 +195,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		}
 		status.Plan = append(status.Plan, pi)
 	}
+	status.Rollout = rollout(plan.Rollout)
 	stored := plan.Desired
 	if dryRun {
 		var applyWarnings []string
@@ -524,7 +526,25 @@ func planItem(item syncengine.Item) v1alpha1.SyncPlanItem {
 		Name:       obj.GetName(),
 		Reason:     item.Reason,
 		Diff:       item.Diff,
+		Revision:   item.Revision,
 	}
+}
+
+// rollout is what a preview shows of a rolling update: the revisions, the
+// child that moves next and what the others wait for.
+func rollout(r *syncengine.Rollout) *v1alpha1.SyncRollout {
+	if r == nil {
+		return nil
+	}
+	out := &v1alpha1.SyncRollout{Reason: r.Reason, Message: r.Message, LatestRevision: r.Latest, Next: r.Next}
+	for _, rev := range r.Revisions {
+		n := 0
+		for _, ck := range rev.Children {
+			n += len(ck.Names)
+		}
+		out.Revisions = append(out.Revisions, v1alpha1.SyncRevision{Name: rev.Name, Children: int32(n)})
+	}
+	return out
 }
 
 func rawJSON(v interface{}) (*runtime.RawExtension, error) {

@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CompositeController{},
 		&CompositeControllerList{},
 		&SyncRequest{},
+		&ControllerRevision{},
+		&ControllerRevisionList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -109,6 +109,10 @@ type SyncPlanItem struct {
 	// +optional
 	// +listType=atomic
 	Diff []string `json:"diff,omitempty"`
+	// revision is the ControllerRevision whose desired state the child
+	// follows, for children of a rolling update strategy.
+	// +optional
+	Revision string `json:"revision,omitempty"`
 	// error is why the action failed, when the sync was not a dry run.
 	// +optional
 	Error string `json:"error,omitempty"`
@@ -162,8 +166,44 @@ type SyncRequestStatus struct {
 	// timings of the sync.
 	// +optional
 	Timings SyncTimings `json:"timings,omitempty"`
+	// rollout is the state of the rolling update of the parent's children
+	// (updateStrategy RollingRecreate or RollingInPlace): which revision
+	// is latest, which child moves next, and what the rollout waits for.
+	// +optional
+	Rollout *SyncRollout `json:"rollout,omitempty"`
 	// warnings about the sync that did not stop it.
 	// +optional
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// SyncRollout is the state of a rolling update, as the parent's Updated
+// condition tells it, with the revisions behind it.
+type SyncRollout struct {
+	// reason is the reason of the parent's Updated condition:
+	// OnLatestRevision, RolloutProgressing or RolloutWaiting.
+	Reason string `json:"reason"`
+	// message says which child moves, or what the rollout waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// latestRevision is the ControllerRevision of the parent as it is.
+	// +optional
+	LatestRevision string `json:"latestRevision,omitempty"`
+	// next is the child this sync moves to the latest revision, as
+	// "Kind name"; empty when none moves.
+	// +optional
+	Next string `json:"next,omitempty"`
+	// revisions are the parent's live ControllerRevisions, latest first.
+	// +optional
+	// +listType=atomic
+	Revisions []SyncRevision `json:"revisions,omitempty"`
+}
+
+// SyncRevision is one ControllerRevision of a parent.
+type SyncRevision struct {
+	// name of the ControllerRevision.
+	Name string `json:"name"`
+	// children is how many children follow it.
+	// +optional
+	Children int32 `json:"children,omitempty"`
 }

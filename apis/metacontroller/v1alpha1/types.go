@@ -410,6 +410,10 @@ type CompositeControllerStatus struct {
 	// children is the number of children the controller owns.
 	// +optional
 	Children int32 `json:"children,omitempty"`
+	// rollingParents is the number of parents whose rolling update is
+	// under way: some child still follows an older revision.
+	// +optional
+	RollingParents int32 `json:"rollingParents,omitempty"`
 	// lastSyncTime is when a parent was last synced.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

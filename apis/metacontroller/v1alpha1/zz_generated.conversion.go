@@ -176,6 +176,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ControllerRevision)(nil), (*metacontroller.ControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ControllerRevision_To_metacontroller_ControllerRevision(a.(*ControllerRevision), b.(*metacontroller.ControllerRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.ControllerRevision)(nil), (*ControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_ControllerRevision_To_v1alpha1_ControllerRevision(a.(*metacontroller.ControllerRevision), b.(*ControllerRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ControllerRevisionChildren)(nil), (*metacontroller.ControllerRevisionChildren)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ControllerRevisionChildren_To_metacontroller_ControllerRevisionChildren(a.(*ControllerRevisionChildren), b.(*metacontroller.ControllerRevisionChildren), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.ControllerRevisionChildren)(nil), (*ControllerRevisionChildren)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_ControllerRevisionChildren_To_v1alpha1_ControllerRevisionChildren(a.(*metacontroller.ControllerRevisionChildren), b.(*ControllerRevisionChildren), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ControllerRevisionList)(nil), (*metacontroller.ControllerRevisionList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ControllerRevisionList_To_metacontroller_ControllerRevisionList(a.(*ControllerRevisionList), b.(*metacontroller.ControllerRevisionList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.ControllerRevisionList)(nil), (*ControllerRevisionList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(a.(*metacontroller.ControllerRevisionList), b.(*ControllerRevisionList), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*EndpointConfig)(nil), (*metacontroller.EndpointConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_EndpointConfig_To_metacontroller_EndpointConfig(a.(*EndpointConfig), b.(*metacontroller.EndpointConfig), scope)
 	}); err != nil {
@@ -293,6 +323,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRequestStatus)(nil), (*SyncRequestStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(a.(*metacontroller.SyncRequestStatus), b.(*SyncRequestStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncRevision)(nil), (*metacontroller.SyncRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncRevision_To_metacontroller_SyncRevision(a.(*SyncRevision), b.(*metacontroller.SyncRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRevision)(nil), (*SyncRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncRevision_To_v1alpha1_SyncRevision(a.(*metacontroller.SyncRevision), b.(*SyncRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncRollout)(nil), (*metacontroller.SyncRollout)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncRollout_To_metacontroller_SyncRollout(a.(*SyncRollout), b.(*metacontroller.SyncRollout), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncRollout)(nil), (*SyncRollout)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncRollout_To_v1alpha1_SyncRollout(a.(*metacontroller.SyncRollout), b.(*SyncRollout), scope)
 	}); err != nil {
 		return err
 	}
@@ -623,6 +673,72 @@ func Convert_metacontroller_CompositeControllerStatus_To_v1alpha1_CompositeContr
 	return autoConvert_metacontroller_CompositeControllerStatus_To_v1alpha1_CompositeControllerStatus(in, out, s)
 }
 
+func autoConvert_v1alpha1_ControllerRevision_To_metacontroller_ControllerRevision(in *ControllerRevision, out *metacontroller.ControllerRevision, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	out.ParentPatch = in.ParentPatch
+	out.Children = *(*[]metacontroller.ControllerRevisionChildren)(unsafe.Pointer(&in.Children))
+	return nil
+}
+
+// Convert_v1alpha1_ControllerRevision_To_metacontroller_ControllerRevision is an autogenerated conversion function.
+func Convert_v1alpha1_ControllerRevision_To_metacontroller_ControllerRevision(in *ControllerRevision, out *metacontroller.ControllerRevision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ControllerRevision_To_metacontroller_ControllerRevision(in, out, s)
+}
+
+func autoConvert_metacontroller_ControllerRevision_To_v1alpha1_ControllerRevision(in *metacontroller.ControllerRevision, out *ControllerRevision, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	out.ParentPatch = in.ParentPatch
+	out.Children = *(*[]ControllerRevisionChildren)(unsafe.Pointer(&in.Children))
+	return nil
+}
+
+// Convert_metacontroller_ControllerRevision_To_v1alpha1_ControllerRevision is an autogenerated conversion function.
+func Convert_metacontroller_ControllerRevision_To_v1alpha1_ControllerRevision(in *metacontroller.ControllerRevision, out *ControllerRevision, s conversion.Scope) error {
+	return autoConvert_metacontroller_ControllerRevision_To_v1alpha1_ControllerRevision(in, out, s)
+}
+
+func autoConvert_v1alpha1_ControllerRevisionChildren_To_metacontroller_ControllerRevisionChildren(in *ControllerRevisionChildren, out *metacontroller.ControllerRevisionChildren, s conversion.Scope) error {
+	*out = *(*metacontroller.ControllerRevisionChildren)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ControllerRevisionChildren_To_metacontroller_ControllerRevisionChildren is an autogenerated conversion function.
+func Convert_v1alpha1_ControllerRevisionChildren_To_metacontroller_ControllerRevisionChildren(in *ControllerRevisionChildren, out *metacontroller.ControllerRevisionChildren, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ControllerRevisionChildren_To_metacontroller_ControllerRevisionChildren(in, out, s)
+}
+
+func autoConvert_metacontroller_ControllerRevisionChildren_To_v1alpha1_ControllerRevisionChildren(in *metacontroller.ControllerRevisionChildren, out *ControllerRevisionChildren, s conversion.Scope) error {
+	*out = *(*ControllerRevisionChildren)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_ControllerRevisionChildren_To_v1alpha1_ControllerRevisionChildren is an autogenerated conversion function.
+func Convert_metacontroller_ControllerRevisionChildren_To_v1alpha1_ControllerRevisionChildren(in *metacontroller.ControllerRevisionChildren, out *ControllerRevisionChildren, s conversion.Scope) error {
+	return autoConvert_metacontroller_ControllerRevisionChildren_To_v1alpha1_ControllerRevisionChildren(in, out, s)
+}
+
+func autoConvert_v1alpha1_ControllerRevisionList_To_metacontroller_ControllerRevisionList(in *ControllerRevisionList, out *metacontroller.ControllerRevisionList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]metacontroller.ControllerRevision)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_ControllerRevisionList_To_metacontroller_ControllerRevisionList is an autogenerated conversion function.
+func Convert_v1alpha1_ControllerRevisionList_To_metacontroller_ControllerRevisionList(in *ControllerRevisionList, out *metacontroller.ControllerRevisionList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ControllerRevisionList_To_metacontroller_ControllerRevisionList(in, out, s)
+}
+
+func autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in *metacontroller.ControllerRevisionList, out *ControllerRevisionList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]ControllerRevision)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList is an autogenerated conversion function.
+func Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in *metacontroller.ControllerRevisionList, out *ControllerRevisionList, s conversion.Scope) error {
+	return autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in, out, s)
+}
+
 func autoConvert_v1alpha1_EndpointConfig_To_metacontroller_EndpointConfig(in *EndpointConfig, out *metacontroller.EndpointConfig, s conversion.Scope) error {
 	*out = *(*metacontroller.EndpointConfig)(unsafe.Pointer(in))
 	return nil
@@ -873,6 +989,46 @@ func autoConvert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(
 // Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus is an autogenerated conversion function.
 func Convert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(in *metacontroller.SyncRequestStatus, out *SyncRequestStatus, s conversion.Scope) error {
 	return autoConvert_metacontroller_SyncRequestStatus_To_v1alpha1_SyncRequestStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncRevision_To_metacontroller_SyncRevision(in *SyncRevision, out *metacontroller.SyncRevision, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncRevision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncRevision_To_metacontroller_SyncRevision is an autogenerated conversion function.
+func Convert_v1alpha1_SyncRevision_To_metacontroller_SyncRevision(in *SyncRevision, out *metacontroller.SyncRevision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncRevision_To_metacontroller_SyncRevision(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncRevision_To_v1alpha1_SyncRevision(in *metacontroller.SyncRevision, out *SyncRevision, s conversion.Scope) error {
+	*out = *(*SyncRevision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncRevision_To_v1alpha1_SyncRevision is an autogenerated conversion function.
+func Convert_metacontroller_SyncRevision_To_v1alpha1_SyncRevision(in *metacontroller.SyncRevision, out *SyncRevision, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncRevision_To_v1alpha1_SyncRevision(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncRollout_To_metacontroller_SyncRollout(in *SyncRollout, out *metacontroller.SyncRollout, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncRollout)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncRollout_To_metacontroller_SyncRollout is an autogenerated conversion function.
+func Convert_v1alpha1_SyncRollout_To_metacontroller_SyncRollout(in *SyncRollout, out *metacontroller.SyncRollout, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncRollout_To_metacontroller_SyncRollout(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncRollout_To_v1alpha1_SyncRollout(in *metacontroller.SyncRollout, out *SyncRollout, s conversion.Scope) error {
+	*out = *(*SyncRollout)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncRollout_To_v1alpha1_SyncRollout is an autogenerated conversion function.
+func Convert_metacontroller_SyncRollout_To_v1alpha1_SyncRollout(in *metacontroller.SyncRollout, out *SyncRollout, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncRollout_To_v1alpha1_SyncRollout(in, out, s)
 }
 
 func autoConvert_v1alpha1_SyncTimings_To_metacontroller_SyncTimings(in *SyncTimings, out *metacontroller.SyncTimings, s conversion.Scope) error {

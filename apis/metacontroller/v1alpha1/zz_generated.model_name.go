@@ -92,6 +92,21 @@ func (in CompositeControllerStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ControllerRevision) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRevision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ControllerRevisionChildren) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRevisionChildren"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ControllerRevisionList) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRevisionList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EndpointConfig) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.EndpointConfig"
 }
@@ -149,6 +164,16 @@ func (in SyncRequestSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SyncRequestStatus) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRequestStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncRevision) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRevision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncRollout) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncRollout"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -58,6 +58,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.CompositeControllerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerStatus"):
 		return &metacontrollerv1alpha1.CompositeControllerStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevision"):
+		return &metacontrollerv1alpha1.ControllerRevisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevisionChildren"):
+		return &metacontrollerv1alpha1.ControllerRevisionChildrenApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EndpointConfig"):
 		return &metacontrollerv1alpha1.EndpointConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Hook"):

@@ -47,6 +47,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.CompositeControllerRevisionHistory{}.OpenAPIModelName():     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref),
 		v1alpha1.CompositeControllerSpec{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerSpec(ref),
 		v1alpha1.CompositeControllerStatus{}.OpenAPIModelName():              schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerStatus(ref),
+		v1alpha1.ControllerRevision{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref),
+		v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName():             schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref),
+		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
 		v1alpha1.EndpointConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
 		v1alpha1.Hook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
 		v1alpha1.KeyReference{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref),
@@ -59,6 +62,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncRequest{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref),
 		v1alpha1.SyncRequestSpec{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref),
 		v1alpha1.SyncRequestStatus{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(ref),
+		v1alpha1.SyncRevision{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRevision(ref),
+		v1alpha1.SyncRollout{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRollout(ref),
 		v1alpha1.SyncTimings{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref),
 		v1alpha1.Webhook{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_Webhook(ref),
 		v1alpha1.WebhookEtagConfig{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_WebhookEtagConfig(ref),
@@ -730,6 +735,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "int32",
 						},
 					},
+					"rollingParents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollingParents is the number of parents whose rolling update is under way: some child still follows an older revision.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"lastSyncTime": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lastSyncTime is when a parent was last synced.",
@@ -748,6 +760,166 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 		},
 		Dependencies: []string{
 			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRevision records one state of a parent's revisionHistory fields and the children that still follow that state during a rolling update. It is Metacontroller's ControllerRevision, field for field: the loop writes one per distinct value of the parent's spec.parentResource.revisionHistory.fieldPaths (spec by default), owned by the parent, and removes it once no child follows it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"parentPatch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentPatch holds the parent's revisionHistory fields at this revision, as a JSON object; applied to the current parent, it gives the parent as it was.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"children": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "children are the children, by API group and kind, that follow this revision.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"parentPatch"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRevisionChildren names the children of one kind that follow a revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiGroup of the children, without version (\"\" for the core group).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the children.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "names of the children.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"apiGroup", "kind", "names"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRevisionList is a list of ControllerRevisions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the ControllerRevisions.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ControllerRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ControllerRevision{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1107,6 +1279,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref co
 							},
 						},
 					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the ControllerRevision whose desired state the child follows, for children of a rolling update strategy.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"error": {
 						SchemaProps: spec.SchemaProps{
 							Description: "error is why the action failed, when the sync was not a dry run.",
@@ -1295,6 +1474,12 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 							Ref:         ref(v1alpha1.SyncTimings{}.OpenAPIModelName()),
 						},
 					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout is the state of the rolling update of the parent's children (updateStrategy RollingRecreate or RollingInPlace): which revision is latest, which child moves next, and what the rollout waits for.",
+							Ref:         ref(v1alpha1.SyncRollout{}.OpenAPIModelName()),
+						},
+					},
 					"warnings": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1318,7 +1503,99 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SyncPlanItem{}.OpenAPIModelName(), v1alpha1.SyncTimings{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.SyncPlanItem{}.OpenAPIModelName(), v1alpha1.SyncRollout{}.OpenAPIModelName(), v1alpha1.SyncTimings{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncRevision is one ControllerRevision of a parent.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the ControllerRevision.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"children": {
+						SchemaProps: spec.SchemaProps{
+							Description: "children is how many children follow it.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRollout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncRollout is the state of a rolling update, as the parent's Updated condition tells it, with the revisions behind it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is the reason of the parent's Updated condition: OnLatestRevision, RolloutProgressing or RolloutWaiting.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says which child moves, or what the rollout waits for.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"latestRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "latestRevision is the ControllerRevision of the parent as it is.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"next": {
+						SchemaProps: spec.SchemaProps{
+							Description: "next is the child this sync moves to the latest revision, as \"Kind name\"; empty when none moves.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "revisions are the parent's live ControllerRevisions, latest first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SyncRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"reason"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SyncRevision{}.OpenAPIModelName()},
 	}
 }
 

@@ -36,6 +36,9 @@ type CompositeControllerStatusApplyConfiguration struct {
 	Parents *int32 `json:"parents,omitempty"`
 	// children is the number of children the controller owns.
 	Children *int32 `json:"children,omitempty"`
+	// rollingParents is the number of parents whose rolling update is
+	// under way: some child still follows an older revision.
+	RollingParents *int32 `json:"rollingParents,omitempty"`
 	// lastSyncTime is when a parent was last synced.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// lastSyncError is the last sync's error, empty after a success.
@@ -82,6 +85,14 @@ func (b *CompositeControllerStatusApplyConfiguration) WithParents(value int32) *
 // If called multiple times, the Children field is set to the value of the last call.
 func (b *CompositeControllerStatusApplyConfiguration) WithChildren(value int32) *CompositeControllerStatusApplyConfiguration {
 	b.Children = &value
+	return b
+}
+
+// WithRollingParents sets the RollingParents field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RollingParents field is set to the value of the last call.
+func (b *CompositeControllerStatusApplyConfiguration) WithRollingParents(value int32) *CompositeControllerStatusApplyConfiguration {
+	b.RollingParents = &value
 	return b
 }
 

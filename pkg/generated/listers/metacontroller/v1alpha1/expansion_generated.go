@@ -21,3 +21,11 @@ package v1alpha1
 // CompositeControllerListerExpansion allows custom methods to be added to
 // CompositeControllerLister.
 type CompositeControllerListerExpansion interface{}
+
+// ControllerRevisionListerExpansion allows custom methods to be added to
+// ControllerRevisionLister.
+type ControllerRevisionListerExpansion interface{}
+
+// ControllerRevisionNamespaceListerExpansion allows custom methods to be added to
+// ControllerRevisionNamespaceLister.
+type ControllerRevisionNamespaceListerExpansion interface{}

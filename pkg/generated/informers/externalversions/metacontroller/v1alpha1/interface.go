@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// CompositeControllers returns a CompositeControllerInformer.
 	CompositeControllers() TypedCompositeControllerInformer
+	// ControllerRevisions returns a ControllerRevisionInformer.
+	ControllerRevisions() TypedControllerRevisionInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // CompositeControllers returns a TypedCompositeControllerInformer.
 func (v *version) CompositeControllers() TypedCompositeControllerInformer {
 	return &compositeControllerInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// ControllerRevisions returns a TypedControllerRevisionInformer.
+func (v *version) ControllerRevisions() TypedControllerRevisionInformer {
+	return &controllerRevisionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -29,6 +29,7 @@ import (
 type MetacontrollerV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	CompositeControllersGetter
+	ControllerRevisionsGetter
 }
 
 // MetacontrollerV1alpha1Client is used to interact with features provided by the metacontroller.k8s.io group.
@@ -38,6 +39,10 @@ type MetacontrollerV1alpha1Client struct {
 
 func (c *MetacontrollerV1alpha1Client) CompositeControllers() CompositeControllerInterface {
 	return newCompositeControllers(c)
+}
+
+func (c *MetacontrollerV1alpha1Client) ControllerRevisions(namespace string) ControllerRevisionInterface {
+	return newControllerRevisions(c, namespace)
 }
 
 // NewForConfig creates a new MetacontrollerV1alpha1Client for the given config.

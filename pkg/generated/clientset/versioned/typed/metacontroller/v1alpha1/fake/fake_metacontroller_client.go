@@ -32,6 +32,10 @@ func (c *FakeMetacontrollerV1alpha1) CompositeControllers() v1alpha1.CompositeCo
 	return newFakeCompositeControllers(c)
 }
 
+func (c *FakeMetacontrollerV1alpha1) ControllerRevisions(namespace string) v1alpha1.ControllerRevisionInterface {
+	return newFakeControllerRevisions(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeMetacontrollerV1alpha1) RESTClient() rest.Interface {

@@ -1,10 +1,16 @@
 package reconcile
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 )
 
 // The spam filter keeps a bucket per parent and reason: a flood of one
@@ -22,5 +28,31 @@ func TestSpamKeyByReason(t *testing.T) {
 	}
 	if spamKeyByReason(ev("p", "ChildCreated", "a")) == spamKeyByReason(ev("q", "ChildCreated", "a")) {
 		t.Error("two parents share a bucket")
+	}
+}
+
+// One Event per action and reason: ten children created are one line that
+// names five of them.
+func TestGroupDone(t *testing.T) {
+	var done []apply.Done
+	for i := 0; i < 7; i++ {
+		done = append(done, apply.Done{Action: v1alpha1.SyncActionCreate, Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("p-%d", i), Reason: "new"})
+	}
+	done = append(done,
+		apply.Done{Action: v1alpha1.SyncActionDelete, Kind: "Service", Namespace: "ns", Name: "p", Reason: "gone"},
+		apply.Done{Action: v1alpha1.SyncActionCreate, Kind: "Secret", Namespace: "ns", Name: "failed", Reason: "new", Err: errors.New("no")},
+		apply.Done{Action: v1alpha1.SyncActionCreate, Kind: "Secret", Namespace: "ns", Name: "s", Reason: "other"},
+	)
+	var got []string
+	for _, g := range groupDone(done) {
+		got = append(got, g.message())
+	}
+	want := []string{
+		"Create ConfigMap ns/p-0, ConfigMap ns/p-1, ConfigMap ns/p-2, ConfigMap ns/p-3, ConfigMap ns/p-4 and 2 more: new",
+		"Delete Service ns/p: gone",
+		"Create Secret ns/s: other",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events\n%q\nwant\n%q", got, want)
 	}
 }

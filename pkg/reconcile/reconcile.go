@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -206,14 +207,10 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	for _, d := range done {
 		if d.Err != nil {
 			c.event(env, opts, parent, corev1.EventTypeWarning, "ChildError", fmt.Sprintf("can't %s: %v", d, d.Err))
-			continue
 		}
-		// One line: what was done, and why.
-		msg := d.String()
-		if d.Reason != "" {
-			msg += ": " + d.Reason
-		}
-		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[d.Action], msg)
+	}
+	for _, g := range groupDone(done) {
+		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[g.action], g.message())
 	}
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
@@ -243,6 +240,59 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	}
 	res.StatusWritten = written
 	return res, applyErr
+}
+
+// doneGroup is what one Event says: children that had the same thing done
+// to them, for the same reason, in one sync.
+type doneGroup struct {
+	action v1alpha1.SyncAction
+	reason string
+	what   []string
+}
+
+// eventNames is how many children one Event names before "and N more".
+const eventNames = 5
+
+// message is one line: what was done to which children, and why.
+func (g doneGroup) message() string {
+	names := g.what
+	more := ""
+	if len(names) > eventNames {
+		more = fmt.Sprintf(" and %d more", len(names)-eventNames)
+		names = names[:eventNames]
+	}
+	msg := string(g.action) + " " + strings.Join(names, ", ") + more
+	if g.reason != "" {
+		msg += ": " + g.reason
+	}
+	return msg
+}
+
+// groupDone groups what was done to children by action and reason, in the
+// order it was done: a parent's 10 new children are one Event, not 10, so
+// that Events do not double the writes a sync makes to the cluster (client-
+// go's correlator would only start combining them after the tenth).
+func groupDone(done []apply.Done) []doneGroup {
+	var groups []doneGroup
+	index := map[[2]string]int{}
+	for _, d := range done {
+		if d.Err != nil {
+			continue
+		}
+		key := [2]string{string(d.Action), d.Reason}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, doneGroup{action: d.Action, reason: d.Reason})
+		}
+		name := d.Name
+		if d.Namespace != "" {
+			name = d.Namespace + "/" + d.Name
+		}
+		groups[i].what = append(groups[i].what, d.Kind+" "+name)
+	}
+	return groups
 }
 
 // revisions are the ControllerRevisions a rolling update decides from: a

@@ -15,7 +15,9 @@ usage() {
 Usage: hack/bench.sh [options] [-- go test flags]
 
 Runs B1 (dry-run /sync), B2 (loop convergence at each --b2-parents size,
-every parent in one namespace, 10 ConfigMaps each), B3 (restart over
+every parent in one namespace, 10 ConfigMaps each, created at once; then
+100 more created 10 a second among the converged ones, whose latency is
+that of a new parent without a burst ahead of it), B3 (restart over
 converged parents: no child or status writes), B4 (heap per cached child)
 and B5 (CRUD of CompositeControllers vs a CRD), each against its baseline in
 the same run, with composite-apiserver's default flags, and prints one
@@ -133,6 +135,8 @@ table() {
         res = sprintf("did not converge in %.0f s (%.0f objects/s so far)", v(l, "timeout-s"), v(l, "objects/s"))
         row(what, res, base, x(ratio), target, b2min != "" ? met(0) : "**no**")
       }
+      if ((l, "paced-p50-ms") in m)
+        row(sprintf("B2 a new parent among %s converged ones (100 created 10 a second)", s), sprintf("p50 %s, p99 %s", secs(v(l, "paced-p50-ms")), secs(v(l, "paced-p99-ms"))), "—", "—", "—", "—")
     }
     if (k > 1) {
       first = size[1]; last = size[k]
@@ -147,6 +151,13 @@ table() {
         row(what, x(g), base, "—", target, b2growth != "" ? met(g <= b2growth) : "—")
       } else {
         row(what, "n/a: a size did not converge or did not run", base, "—", target, "—")
+      }
+      what = sprintf("B2 p50 of a new parent among %s / among %s converged", last, first)
+      if (has(l) && ((l, "paced-p50-vs-" first) in m)) {
+        g = v(l, "paced-p50-vs-" first)
+        row(what, x(g), "—", "—", "≤ 1.5×", met(g <= 1.5))
+      } else {
+        row(what, "n/a: a size did not converge or did not run", "—", "—", "≤ 1.5×", "—")
       }
     }
 

@@ -358,6 +358,19 @@ func (w *watcher) latencies() []time.Duration {
 	return sortedCopy(out)
 }
 
+// latenciesOf are the latencies of the parents keys that were observed.
+func (w *watcher) latenciesOf(keys []string) []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for _, key := range keys {
+		if t, ok := w.observed[key]; ok {
+			out = append(out, t.Sub(w.created[key]))
+		}
+	}
+	return sortedCopy(out)
+}
+
 // missing names up to limit created parents whose status has not caught
 // up.
 func (w *watcher) missing(limit int) []string {
@@ -387,7 +400,7 @@ func (w *watcher) missing(limit int) []string {
 // with the number of parents.
 func BenchmarkLoopConvergence(b *testing.B) {
 	setUp(b)
-	var firstP50 time.Duration
+	var firstP50, firstPaced time.Duration
 	for i, parents := range loopParents {
 		var baselineRate float64
 		b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {
@@ -401,7 +414,15 @@ func BenchmarkLoopConvergence(b *testing.B) {
 				}
 				// A p50 of the parents that did converge says nothing
 				// of the others: compare converged sizes only.
-				p50, converged := runLoop(b, parents, baselineRate)
+				p50, paced, converged := runLoop(b, parents, baselineRate)
+				switch {
+				case i == 0 && paced > 0:
+					firstPaced = paced
+				case i == len(loopParents)-1 && i > 0 && paced > 0 && firstPaced > 0:
+					ratio := float64(paced) / float64(firstPaced)
+					b.ReportMetric(ratio, fmt.Sprintf("paced-p50-vs-%d", loopParents[0]))
+					b.Logf("loop: p50 of a paced new parent among %d converged ones is %.2f× the p50 among %d", parents, ratio, loopParents[0])
+				}
 				switch {
 				case i == 0 && converged:
 					firstP50 = p50
@@ -415,9 +436,10 @@ func BenchmarkLoopConvergence(b *testing.B) {
 	}
 }
 
-// runLoop measures one convergence of parents and returns its p50 and
-// whether it converged within loop.timeout.
-func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bool) {
+// runLoop measures one convergence of parents and returns its p50, the
+// p50 of the paced parents created after it (0 when it did not converge),
+// and whether it converged within loop.timeout.
+func runLoop(b *testing.B, parents int, baselineRate float64) (p50, paced time.Duration, converged bool) {
 	ctx := context.Background()
 	name := uniqueName("bench-loop")
 	children := *loopChildren
@@ -448,7 +470,6 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bo
 	createdIn := time.Since(start)
 
 	deadline := start.Add(*loopTimeout)
-	converged := false
 	var observed, cms int
 	var last time.Time
 	for {
@@ -506,7 +527,52 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (time.Duration, bo
 		b.Logf("loop: not converged within -loop.timeout=%s; %d objects of %d done, at this rate all would take %.0f s; parents without status include %v",
 			*loopTimeout, done, objects, float64(objects)/rate, w.missing(10))
 	}
-	return percentile(lat, 0.5), converged
+	if converged && *loopPaced > 0 {
+		paced = runPaced(ctx, b, w, name, l, parents)
+	}
+	return percentile(lat, 0.5), paced, converged
+}
+
+// runPaced creates loop.paced more parents, one every 1/loop.paced-rate
+// seconds, among the parents converged, and reports the latency of these
+// alone: what a new parent waits when the loop is not behind a burst, which
+// should not grow with the number of parents it already handles.
+func runPaced(ctx context.Context, b *testing.B, w *watcher, controller string, l layout, converged int) time.Duration {
+	n := *loopPaced
+	interval := time.Duration(float64(time.Second) / *loopPacedRate)
+	keys := make([]string, 0, n)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for i := 0; i < n; i++ {
+		p := newParent(l.namespace(0), fmt.Sprintf("paced%d", i), controller, *loopChildren)
+		key := p.GetNamespace() + "/" + p.GetName()
+		w.mu.Lock()
+		w.created[key] = time.Now()
+		w.mu.Unlock()
+		if _, err := env.dyn.Resource(hellosGVR).Namespace(p.GetNamespace()).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, key)
+		<-tick.C
+	}
+	deadline := time.Now().Add(*loopTimeout)
+	var lat []time.Duration
+	for {
+		lat = w.latenciesOf(keys)
+		if len(lat) == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(lat) < n {
+		b.Logf("loop: only %d of %d paced parents converged", len(lat), n)
+		return 0
+	}
+	p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
+	b.ReportMetric(ms(p50), "paced-p50-ms")
+	b.ReportMetric(ms(p99), "paced-p99-ms")
+	b.Logf("loop: %d parents created %.0f a second among %d converged ones: parent creation to status p50 %.0f ms, p99 %.0f ms", n, *loopPacedRate, converged, ms(p50), ms(p99))
+	return p50
 }
 
 // apiServerCPU is kube-apiserver's CPU time so far; 0 when it can't be read.

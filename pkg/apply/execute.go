@@ -31,6 +31,9 @@ type Done struct {
 	Reason string
 	// Err is why it failed; nil when it was done.
 	Err error
+	// Applied is the child a Create or Update applied, and Stored what
+	// the API server answered it stored.
+	Applied, Stored *unstructured.Unstructured
 }
 
 func (d Done) String() string {
@@ -87,7 +90,8 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
 			child := item.Desired.DeepCopy()
 			child.SetOwnerReferences([]metav1.OwnerReference{ref})
-			_, d.Err = Child(ctx, client, item.GVR, child, controller, false)
+			d.Applied = child
+			d.Stored, d.Err = Child(ctx, client, item.GVR, child, controller, false)
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
 			// Recreate deletes now; the next sync, once the child is gone,
 			// creates it anew.

@@ -65,7 +65,10 @@ type Manager struct {
 	secrets  hooks.SecretSource
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	recorder record.EventRecorder
-	ccLister interface {
+	// unchanged remembers the children found or applied converged, for
+	// every controller: see fieldowner.Unchanged.
+	unchanged *fieldowner.Unchanged
+	ccLister  interface {
 		Get(name string) (*v1alpha1.CompositeController, error)
 	}
 
@@ -113,6 +116,7 @@ func NewManager(cfg Config) *Manager {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
 		running:    map[string]*parentController{},
 		waiting:    map[string]bool{},
+		unchanged:  newUnchanged(cfg.Schemas),
 		configured: map[schema.GroupVersionResource]bool{},
 	}
 }
@@ -285,10 +289,21 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 }
 
 func (m *Manager) ownership() syncengine.FieldOwnership {
-	if m.cfg.Schemas == nil {
+	if m.unchanged == nil {
 		return nil
 	}
-	return m.cfg.Schemas
+	return m.unchanged
+}
+
+// unchangedChildren is how many children the loop remembers as converged:
+// more than a large cluster's controllers own (about 150 bytes each).
+const unchangedChildren = 200_000
+
+func newUnchanged(schemas *fieldowner.Schemas) *fieldowner.Unchanged {
+	if schemas == nil {
+		return nil
+	}
+	return fieldowner.NewUnchanged(schemas, unchangedChildren)
 }
 
 // event records an Event on a CompositeController, as Metacontroller does

@@ -121,12 +121,35 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		pc.hooks.Close()
 		return nil, err
 	}
+	name := "compositecontroller-" + cc.Name
 	pc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		// Metacontroller's per-parent backoff: 5ms doubling up to 1000s.
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontroller-" + cc.Name})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name:  name,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: newLanes(pc.unsynced)}),
+		})})
 	pc.status = newStatusTracker(m, cc)
 	return pc, nil
+}
+
+// unsynced tells whether the loop has not yet synced the parent's current
+// spec: its status.observedGeneration is not its generation. Such parents
+// are served first (see lanes).
+func (pc *parentController) unsynced(key string) bool {
+	if pc.parents == nil {
+		return false
+	}
+	obj, exists, err := pc.parents.Informer().GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return false
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return observed != u.GetGeneration()
 }
 
 // noStatusError is a parent resource without a status subresource, which
@@ -382,6 +405,13 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	}, parent, reconcile.Options{})
 	if res.Plan != nil || err != nil {
 		pc.status.hookCalled(err)
+	}
+	if pc.m.unchanged != nil {
+		for _, d := range res.Done {
+			if d.Err == nil {
+				pc.m.unchanged.Applied(d.Applied, d.Stored, syncengine.FieldManager(pc.cc.Name))
+			}
+		}
 	}
 	if err != nil {
 		return 0, err

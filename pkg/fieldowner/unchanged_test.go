@@ -1,0 +1,77 @@
+package fieldowner
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type countingComparer struct {
+	calls   int
+	changed bool
+}
+
+func (c *countingComparer) Compare(observed, desired *unstructured.Unstructured, manager string) (Result, error) {
+	c.calls++
+	return Result{Changed: c.changed, Lines: []string{"x"}}, nil
+}
+
+func (c *countingComparer) TakeoverPatch(*unstructured.Unstructured, string) ([]byte, bool, error) {
+	return nil, false, nil
+}
+
+func TestUnchanged(t *testing.T) {
+	obj := func(uid, rv, color string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{"color": color}}}
+		if uid != "" {
+			o.SetUID(types.UID("u-" + uid))
+		}
+		o.SetResourceVersion(rv)
+		return o
+	}
+	inner := &countingComparer{}
+	u := NewUnchanged(inner, 10)
+	compare := func(observed, desired *unstructured.Unstructured, manager string) Result {
+		t.Helper()
+		res, err := u.Compare(observed, desired, manager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	compare(obj("a", "1", "blue"), obj("", "", "blue"), "m")
+	if res := compare(obj("a", "1", "blue"), obj("", "", "blue"), "m"); inner.calls != 1 || res.Changed {
+		t.Errorf("the same child and desired object merged again: %d calls", inner.calls)
+	}
+	for _, tc := range []struct {
+		name              string
+		observed, desired *unstructured.Unstructured
+		manager           string
+	}{
+		{"another resourceVersion", obj("a", "2", "blue"), obj("", "", "blue"), "m"},
+		{"another desired object", obj("a", "1", "blue"), obj("", "", "red"), "m"},
+		{"another manager", obj("a", "1", "blue"), obj("", "", "blue"), "n"},
+		{"another child", obj("b", "1", "blue"), obj("", "", "blue"), "m"},
+	} {
+		before := inner.calls
+		compare(tc.observed, tc.desired, tc.manager)
+		if inner.calls != before+1 {
+			t.Errorf("%s: answered from memory", tc.name)
+		}
+	}
+
+	// A changed answer is never remembered.
+	inner.changed = true
+	compare(obj("c", "1", "blue"), obj("", "", "red"), "m")
+	if res := compare(obj("c", "1", "blue"), obj("", "", "red"), "m"); !res.Changed || inner.calls != 7 {
+		t.Errorf("a change was remembered as none: %+v, %d calls", res, inner.calls)
+	}
+
+	// What was applied and stored needs no merge on the next sync.
+	u.Applied(obj("", "", "red"), obj("c", "5", "red"), "m")
+	if res := compare(obj("c", "5", "red"), obj("", "", "red"), "m"); res.Changed || inner.calls != 7 {
+		t.Errorf("the applied child was merged again: %+v, %d calls", res, inner.calls)
+	}
+}

@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
@@ -224,21 +222,6 @@ func identity(obj *unstructured.Unstructured) (apiVersion, kind, name string, pr
 		}
 	}
 	return apiVersion, kind, name, problems
-}
-
-// normalize copies obj through JSON. Besides copying, this gives numbers the
-// types decoded objects have (int64, float64), whatever an in-process hook
-// used, and rejects values JSON can't carry.
-func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]interface{}{}
-	if err := utiljson.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstructured) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -228,8 +229,13 @@ func identity(obj *unstructured.Unstructured) (apiVersion, kind, name string, pr
 
 // normalize copies obj through JSON. Besides copying, this gives numbers the
 // types decoded objects have (int64, float64), whatever an in-process hook
-// used, and rejects values JSON can't carry.
+// used, and rejects values JSON can't carry. An object of the types decoding
+// gives, as a webhook's answer or a patch's result is, is copied as the
+// round trip would leave it without encoding it.
 func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if m, ok := copyDecoded(obj.Object); ok {
+		return &unstructured.Unstructured{Object: m.(map[string]interface{})}, nil
+	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
@@ -239,6 +245,56 @@ func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, erro
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// copyDecoded deep-copies v as a JSON round trip through utiljson would
+// leave it, when v holds only what decoding gives (maps, lists, valid UTF-8
+// strings, booleans, nil, int64, float64): a whole float64 comes back an
+// int64. It returns false for anything else (other Go types, NaN,
+// infinities, whole floats beyond 2^53, which encoding/json writes rounded,
+// invalid UTF-8, which it replaces), which only the round trip handles.
+func copyDecoded(v interface{}) (interface{}, bool) {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		out := make(map[string]interface{}, len(v))
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return nil, false
+			}
+			c, ok := copyDecoded(e)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	case []interface{}:
+		out := make([]interface{}, len(v))
+		for i, e := range v {
+			c, ok := copyDecoded(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case string:
+		return v, utf8.ValidString(v)
+	case bool, int64, nil:
+		return v, true
+	case float64:
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return nil, false
+		case v != math.Trunc(v):
+			return v, true
+		case math.Abs(v) <= 1<<53:
+			// Written as an integer literal, decoded as int64.
+			return int64(v), true
+		}
+		return nil, false
+	}
+	return nil, false
 }
 
 func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstructured) {

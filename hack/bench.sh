@@ -14,10 +14,11 @@ usage() {
   cat <<'EOF'
 Usage: hack/bench.sh [options] [-- go test flags]
 
-Runs B1 (dry-run /sync), B2 (loop convergence at each --b2-parents size,
-every parent in one namespace, 10 ConfigMaps each, created at once; then
-100 more created 10 a second among the converged ones, whose latency is
-that of a new parent without a burst ahead of it), B3 (restart over
+Runs B1 (dry-run /sync, also with two inline patches), B2 (loop
+convergence at each --b2-parents size, every parent in one namespace, 10
+ConfigMaps each, created at once; then 100 more created 10 a second among
+the converged ones, whose latency is that of a new parent without a burst
+ahead of it), B3 (restart over
 converged parents: no child or status writes), B4 (heap per cached child)
 and B5 (CRUD of CompositeControllers vs a CRD), each against its baseline in
 the same run, with composite-apiserver's default flags, and prints one
@@ -40,7 +41,8 @@ Options:
   -h, --help          this help
 
 Environment: COMPOSITE_TEST_BINARIES as for hack/test.sh. Targets the table
-checks: B3 0 child and status writes, B4 <= 1.2x, B5 create and get p50 <=
+checks: B1 with two inline patches >= 0.8x B1 without, B3 0 child and
+status writes, B4 <= 1.2x, B5 create and get p50 <=
 1.5x and list <= 1x the CRD's; B2_MIN_RATIO (loop objects/s over client-go's,
 at least) and B2_MAX_P50_GROWTH (p50 at the last size over the first, at
 most) when set.
@@ -116,6 +118,18 @@ table() {
         row("B1 dry-run `/sync`, 10 children, 8 clients, " label[i], sprintf("%.1f req/s, p50 %.0f ms, p99 %.0f ms", v(n, "ops/s"), v(n, "p50-ms"), v(n, "p99-ms")), base1, sprintf("%.4f×", v(n, "ratio-vs-bare")), "—", "—")
       else
         row("B1 dry-run `/sync`, " label[i], why(n), base1, "—", "—", "—")
+    }
+    # The same, for a controller with two inline patches, against direct
+    # without patches (measured in the same run).
+    n = "BenchmarkDryRunSync/direct-two-inline-patches"
+    what = "B1 dry-run `/sync` with two inline patches (`spec.hooks.patches`), 10 children, 8 clients, straight to composite-apiserver"
+    if (has(n) && v(n, "ratio-vs-direct") > 0) {
+      r = v(n, "ratio-vs-direct")
+      row(what, sprintf("%.1f req/s, p50 %.0f ms, p99 %.0f ms; server CPU %.2f ms/request", v(n, "ops/s"), v(n, "p50-ms"), v(n, "p99-ms"), v(n, "server-cpu-ms/req")),
+        sprintf("the same without patches, in the same rounds: %.1f req/s; server CPU %.2f ms/request (%s)", v(n, "ops/s") / r, v(n, "direct-server-cpu-ms/req"), x(v(n, "cpu-ratio-vs-direct"))),
+        x(r), "≥ 0.8×", met(r >= 0.8))
+    } else {
+      row(what, why(n), "—", "—", "≥ 0.8×", "**no**")
     }
 
     k = split(sizes, size, ",")

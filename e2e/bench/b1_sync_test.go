@@ -35,6 +35,13 @@ type syncBench struct {
 
 	// bareRPS is the baseline's throughput, once measured.
 	bareRPS float64
+	// directRPS is direct's throughput, once measured: the baseline of
+	// the variant with patches.
+	directRPS float64
+	// patched is the controller of the variant with two inline patches,
+	// once created, and patchedURL its sync subresource.
+	patched    *v1alpha1.CompositeController
+	patchedURL string
 	// refusals are the answers to identity headers without the
 	// certificate and to the certificate without the headers.
 	refusals string
@@ -132,15 +139,101 @@ func (s *syncBench) do(ctx context.Context, client *http.Client, method, url str
 // would store (with -sync.server-dry-run, one dry-run apply per child to
 // kube-apiserver).
 func (s *syncBench) parent(i int) []byte {
-	data, _ := json.Marshal(newParent(s.namespace, fmt.Sprintf("p%d", i), s.controller.Name, s.children).Object)
+	return s.parentOf(s.controller.Name, i)
+}
+
+// parentOf is request i's parent for controller ctrl.
+func (s *syncBench) parentOf(ctrl string, i int) []byte {
+	data, _ := json.Marshal(newParent(s.namespace, fmt.Sprintf("p%d", i), ctrl, s.children).Object)
 	return data
 }
 
 func (s *syncBench) syncRequest(i int) *v1alpha1.SyncRequest {
+	return s.syncRequestOf(s.controller.Name, i)
+}
+
+func (s *syncBench) syncRequestOf(ctrl string, i int) *v1alpha1.SyncRequest {
 	return &v1alpha1.SyncRequest{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncRequest"},
-		Spec:     v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{Raw: s.parent(i)}, ServerDryRun: *syncServerDryRun},
+		Spec:     v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{Raw: s.parentOf(ctrl, i)}, ServerDryRun: *syncServerDryRun},
 	}
+}
+
+// twoInlinePatches are the patches of B1's patched variant: each adds a
+// data key to every ConfigMap, one from a variable, one from a template.
+const twoInlinePatches = `    patches:
+    - name: parent-name
+      definitions:
+      - selector: {apiVersion: v1, kind: ConfigMap}
+        jsonPatches:
+        - op: add
+          path: /data/parentName
+          valueFrom: {variable: builtin.parent.metadata.name}
+    - name: owner
+      definitions:
+      - selector: {apiVersion: v1, kind: ConfigMap}
+        jsonPatches:
+        - op: add
+          path: /data/owner
+          valueFrom: {template: '"{{ .builtin.parent.metadata.name }}/{{ .builtin.child.name }}"'}
+`
+
+// setUpPatched creates, once, the controller of the patched variant: the
+// same hook as direct's, plus twoInlinePatches.
+func (s *syncBench) setUpPatched(ctx context.Context) error {
+	if s.patched != nil {
+		return nil
+	}
+	cc, err := createControllerWith(ctx, "bench-sync-patches", twoInlinePatches)
+	if err != nil {
+		return err
+	}
+	s.patched = cc
+	s.patchedURL = stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
+	return nil
+}
+
+// directPatched is direct for the controller with two inline patches, and
+// checks that both patches ran on every child.
+func (s *syncBench) directPatched(ctx context.Context, i int) error {
+	body, err := json.Marshal(s.syncRequestOf(s.patched.Name, i))
+	if err != nil {
+		return err
+	}
+	code, data, err := s.do(ctx, s.directClient, http.MethodPost, s.patchedURL, body, true)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusCreated {
+		return fmt.Errorf("POST sync answered %d: %s", code, data)
+	}
+	out := &v1alpha1.SyncRequest{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	if err := s.check(out); err != nil {
+		return err
+	}
+	if n := len(out.Status.Patches); n != 2 {
+		return fmt.Errorf("answer has %d patch steps, want 2", n)
+	}
+	for _, step := range out.Status.Patches {
+		if step.Skipped || len(step.Changes) != s.children {
+			return fmt.Errorf("patch %s: skipped %v, %d changes, want %d", step.Name, step.Skipped, len(step.Changes), s.children)
+		}
+	}
+	for _, raw := range out.Status.Children {
+		var child struct {
+			Data map[string]string `json:"data"`
+		}
+		if err := json.Unmarshal(raw.Raw, &child); err != nil {
+			return err
+		}
+		if child.Data["parentName"] == "" || child.Data["owner"] == "" {
+			return fmt.Errorf("a child was not patched: data %v", child.Data)
+		}
+	}
+	return nil
 }
 
 // bare does what the server does around the hook, and nothing else: build
@@ -254,7 +347,13 @@ type syncResult struct {
 	requests int
 	elapsed  time.Duration
 	lat      []time.Duration
+	// serverCPU is composite-apiserver's CPU time over the requests, when
+	// measured.
+	serverCPU float64
 }
+
+// cpuPerRequest is composite-apiserver's CPU time per request, in ms.
+func (r syncResult) cpuPerRequest() float64 { return r.serverCPU * 1000 / float64(r.requests) }
 
 func (r syncResult) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
 
@@ -298,7 +397,69 @@ func (s *syncBench) report(b *testing.B, name string, r syncResult) {
 		b.ReportMetric(ratio, "ratio-vs-bare")
 		line += fmt.Sprintf(", throughput %.4f× bare (%.1f req/s)", ratio, s.bareRPS)
 	}
+	if s.directRPS > 0 && name == patchedName {
+		ratio := r.rps() / s.directRPS
+		b.ReportMetric(ratio, "ratio-vs-direct")
+		line += fmt.Sprintf(", %.2f× direct without patches (%.1f req/s)", ratio, s.directRPS)
+	}
 	b.Log(line)
+}
+
+// patchedName is the sub-benchmark of direct with two inline patches.
+const patchedName = "direct-two-inline-patches"
+
+// interleavedRounds is how many batches of each call interleaved runs.
+const interleavedRounds = 6
+
+// interleaved measures two calls in alternating batches, n requests of each
+// per iteration, after warming both up, so that what the machine does
+// meanwhile weighs on both alike.
+func (s *syncBench) interleaved(b *testing.B, n int, call, baseline func(ctx context.Context, i int) error) (syncResult, syncResult) {
+	ctx := context.Background()
+	warm := 3 * *syncConcurrency
+	for _, c := range []func(ctx context.Context, i int) error{call, baseline} {
+		if _, err := forEach(ctx, warm, *syncConcurrency, func(ctx context.Context, i int) error { return c(ctx, -1-i) }); err != nil {
+			b.Fatalf("warm-up: %v", err)
+		}
+	}
+	batch := max(n/interleavedRounds, *syncConcurrency)
+	var res, base syncResult
+	cpu := func() float64 {
+		s, err := stack.CompositeCPUSeconds()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	run := func(r *syncResult, c func(ctx context.Context, i int) error, offset int) {
+		cpuBefore := cpu()
+		start := time.Now()
+		lat, err := forEach(ctx, batch, *syncConcurrency, func(ctx context.Context, i int) error { return c(ctx, offset+i) })
+		r.elapsed += time.Since(start)
+		r.serverCPU += cpu() - cpuBefore
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.requests += batch
+		r.lat = append(r.lat, lat...)
+	}
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		for round := 0; round < interleavedRounds; round++ {
+			offset := (it*interleavedRounds + round) * batch
+			// Alternate which goes first, so that neither always follows
+			// the other's garbage.
+			if round%2 == 0 {
+				run(&res, call, offset)
+				run(&base, baseline, offset)
+			} else {
+				run(&base, baseline, offset)
+				run(&res, call, offset)
+			}
+		}
+	}
+	b.StopTimer()
+	return res, base
 }
 
 // ensureBaseline measures the bare baseline when the bare sub-benchmark
@@ -324,7 +485,9 @@ func (s *syncBench) ensureBaseline(b *testing.B) {
 //   - direct: straight to composite-apiserver, authenticated as
 //     kube-apiserver's aggregator (front-proxy certificate, X-Remote-*);
 //   - through-kube-apiserver: the generated clientset through the
-//     aggregator.
+//     aggregator;
+//   - direct-two-inline-patches: direct, for a controller with two inline
+//     patches (spec.hooks.patches) over the children, against direct.
 //
 // A server sync also computes what applying each child would store, or,
 // with -sync.server-dry-run, asks kube-apiserver by dry-run applying each
@@ -345,8 +508,30 @@ func BenchmarkDryRunSync(b *testing.B) {
 		b.Logf("direct: requestheader authentication accepts the front-proxy certificate with X-Remote-User admin (200); refused: %s", s.refusals)
 		s.ensureBaseline(b)
 		r := s.measure(b, *syncServerRequests, s.direct)
+		s.directRPS = r.rps()
 		s.report(b, "direct", r)
 		s.logServerTimings(b, ctx)
+	})
+	b.Run(patchedName, func(b *testing.B) {
+		if err := s.setUpPatched(ctx); err != nil {
+			b.Fatal(err)
+		}
+		s.ensureBaseline(b)
+		// Against direct measured in the same rounds, batch for batch:
+		// on a shared machine, two runs a minute apart differ more than
+		// the patches cost.
+		patched, direct := s.interleaved(b, *syncServerRequests, s.directPatched, s.direct)
+		s.directRPS = direct.rps()
+		// The server's CPU time per request says what the patches cost
+		// it whatever else the machine runs; on a busy machine the rates
+		// say less.
+		cpuRatio := direct.cpuPerRequest() / patched.cpuPerRequest()
+		b.ReportMetric(patched.cpuPerRequest(), "server-cpu-ms/req")
+		b.ReportMetric(direct.cpuPerRequest(), "direct-server-cpu-ms/req")
+		b.ReportMetric(cpuRatio, "cpu-ratio-vs-direct")
+		b.Logf("%s: direct without patches in the same rounds: %d requests, %.1f req/s; composite-apiserver CPU per request %.2f ms with patches, %.2f ms without (%.2f×)",
+			patchedName, direct.requests, direct.rps(), patched.cpuPerRequest(), direct.cpuPerRequest(), cpuRatio)
+		s.report(b, patchedName, patched)
 	})
 	b.Run("through-kube-apiserver", func(b *testing.B) {
 		s.ensureBaseline(b)

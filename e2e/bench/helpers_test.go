@@ -162,6 +162,12 @@ func hookResponse(parent *unstructured.Unstructured) *hookapi.SyncHookResponse {
 // bench=<name>, with ConfigMap children and a generated selector: each
 // benchmark's controller sees only its own parents.
 func controllerManifest(name, hookURL string) string {
+	return controllerManifestWith(name, hookURL, "")
+}
+
+// controllerManifestWith is controllerManifest with hooks appended under
+// spec.hooks (four-space indented YAML).
+func controllerManifestWith(name, hookURL, hooks string) string {
 	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -183,14 +189,20 @@ spec:
       webhook:
         url: %[2]s/sync
         timeout: 30s
-`, name, hookURL)
+%[3]s`, name, hookURL, hooks)
 }
 
 // createController applies the benchmark controller name with the
 // in-process hook and waits until its loop runs.
 func createController(ctx context.Context, name string) (*v1alpha1.CompositeController, error) {
+	return createControllerWith(ctx, name, "")
+}
+
+// createControllerWith is createController with hooks appended under
+// spec.hooks, as controllerManifestWith has them.
+func createControllerWith(ctx context.Context, name, hooks string) (*v1alpha1.CompositeController, error) {
 	url := env.hook.register(name)
-	if err := stack.Apply(ctx, controllerManifest(name, url)); err != nil {
+	if err := stack.Apply(ctx, controllerManifestWith(name, url, hooks)); err != nil {
 		return nil, err
 	}
 	var got *v1alpha1.CompositeController

@@ -456,6 +456,9 @@ func (s *Stack) CompositeURL() string { return s.compositeServerURL }
 // KubeAPIServerCPUSeconds is the CPU time kube-apiserver has used so far.
 func (s *Stack) KubeAPIServerCPUSeconds() (float64, error) { return s.apiserver.CPUSeconds() }
 
+// CompositeCPUSeconds is the CPU time composite-apiserver has used.
+func (s *Stack) CompositeCPUSeconds() (float64, error) { return s.composite.CPUSeconds() }
+
 // CompositeHTTPClient talks straight to composite-apiserver, trusting its
 // serving CA and presenting cert when given.
 func (s *Stack) CompositeHTTPClient(cert *CertKey) (*http.Client, error) {

@@ -135,7 +135,53 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	// Shell 2: the exports, then the README's commands, failing on the
 	// first that fails.
-	script := "set -e\n" + strings.Join(exports, "\n") + "\n" + steps[1]
+	out := runCommands(t, root, exports, steps[1])
+	if !strings.HasSuffix(strings.TrimSpace(out), "Hello, world") {
+		t.Errorf("the last command printed %q, want the greeting Hello, world", out)
+	}
+
+	// The patches example, in the same cluster: its README's commands.
+	t.Run("patches example", func(t *testing.T) {
+		readme, err := os.ReadFile(filepath.Join(root, "artifacts", "examples", "patches", "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		commands := exampleCommands(t, string(readme))
+		t.Cleanup(func() {
+			if t.Failed() {
+				state := runCommands(t, root, exports, "kubectl get events -A || true\nkubectl get cc greeting -o yaml || true\nkubectl get greetings,configmaps -A -o yaml || true\n")
+				t.Logf("the cluster's state:\n%s", tail(state, 8000))
+			}
+		})
+		out := runCommands(t, root, exports, commands)
+		if want := "blue greeting generation 1: HELLO, PATCHES"; !strings.HasSuffix(strings.TrimSpace(out), "\n"+want) {
+			t.Errorf("the example's last command printed %q, want %q", out, want)
+		}
+	})
+}
+
+// exampleCommands returns the sh block between an example README's
+// markers: the commands to run once the stack is up.
+func exampleCommands(t *testing.T, readme string) string {
+	t.Helper()
+	begin := strings.Index(readme, "<!-- example:begin -->")
+	end := strings.Index(readme, "<!-- example:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("the example's README has no example markers")
+	}
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(readme[begin:end])
+	if m == nil {
+		t.Fatal("the example's README has no sh block between its markers")
+	}
+	return m[1]
+}
+
+// runCommands runs commands in a shell of their own after the exports,
+// failing on the first that fails, and returns what they printed. What
+// they leave in the background (a hook) is stopped when they are done.
+func runCommands(t *testing.T, root string, exports []string, commands string) string {
+	t.Helper()
+	script := "set -e\n" + strings.Join(exports, "\n") + "\n" + commands
 	run := shell(root, script)
 	// Files, not pipes: the hook the script leaves in the background keeps
 	// its output open, and Wait would wait for it.
@@ -166,11 +212,9 @@ func TestReadmeWalkthrough(t *testing.T) {
 	out, _ := os.ReadFile(outFile.Name())
 	errOut, _ := os.ReadFile(errFile.Name())
 	if err != nil {
-		t.Fatalf("the walkthrough's commands failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(string(errOut), 4000))
+		t.Fatalf("the commands failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(string(errOut), 4000))
 	}
-	if !strings.HasSuffix(strings.TrimSpace(string(out)), "Hello, world") {
-		t.Errorf("the last command printed %q, want the greeting Hello, world", out)
-	}
+	return string(out)
 }
 
 func tail(s string, n int) string {

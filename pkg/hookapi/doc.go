@@ -7,10 +7,16 @@
 // a hook written with this package works under Metacontroller. The finalize
 // hook uses the sync types with Finalizing set.
 //
-// SyncHook and CustomizeHook decouple the engine from where a hook runs: over
-// HTTP (pkg/hooks implements both) or in-process through SyncHookFunc and
-// CustomizeHookFunc. SyncHandler and CustomizeHandler serve an in-process
-// hook over HTTP:
+// Patch hooks (spec.hooks.patches[].webhook) have a contract of their own,
+// Cluster API's GeneratePatches: a GenerateRequest carries the variables
+// (builtin.controller, builtin.parent) and every desired child with an opaque
+// uid, a ref and builtin.child; the GenerateResponse has a JSONPatch or
+// JSONMergePatch per child to change.
+//
+// SyncHook, CustomizeHook and Generator decouple the engine from where a hook
+// runs: over HTTP (pkg/hooks implements all three) or in-process through
+// SyncHookFunc, CustomizeHookFunc and GeneratorFunc. SyncHandler,
+// CustomizeHandler and PatchHandler serve an in-process hook over HTTP:
 //
 //	func main() {
 //		hook := hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {

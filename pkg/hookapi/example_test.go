@@ -2,6 +2,7 @@ package hookapi_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"net/http"
 
@@ -26,5 +27,27 @@ func ExampleSyncHandler() {
 		}, nil
 	})
 	http.Handle("/sync", hookapi.SyncHandler(hook))
+	log.Fatal(http.ListenAndServe(":8080", nil))
+}
+
+// A patch hook that sets every Deployment's replicas to the parent's
+// spec.replicas, with a JSON merge patch.
+func ExamplePatchHandler() {
+	hook := hookapi.GeneratorFunc(func(ctx context.Context, req *hookapi.GenerateRequest) (*hookapi.GenerateResponse, error) {
+		replicas, _ := req.Variables.Builtin.Parent.Spec["replicas"].(int64)
+		resp := &hookapi.GenerateResponse{}
+		for _, item := range req.Items {
+			if item.Ref.Kind != "Deployment" {
+				continue
+			}
+			resp.Items = append(resp.Items, hookapi.GenerateResponseItem{
+				UID:       item.UID,
+				PatchType: hookapi.PatchTypeJSONMergePatch,
+				Patch:     []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)),
+			})
+		}
+		return resp, nil
+	})
+	http.Handle("/patch", hookapi.PatchHandler(hook))
 	log.Fatal(http.ListenAndServe(":8080", nil))
 }

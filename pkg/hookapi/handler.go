@@ -29,6 +29,12 @@ func CustomizeHandler(hook CustomizeHook) http.Handler {
 	return handler("customize", hook.Customize)
 }
 
+// PatchHandler serves a patch hook over HTTP: it decodes a POSTed
+// GenerateRequest and answers the generator's GenerateResponse as JSON.
+func PatchHandler(g Generator) http.Handler {
+	return handler("patch", g.Generate)
+}
+
 func handler[Req, Resp any](name string, call func(context.Context, *Req) (*Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {

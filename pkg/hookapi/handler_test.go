@@ -155,3 +155,60 @@ func TestHandlerOverRealHTTP(t *testing.T) {
 		t.Errorf("status %d, response %+v", resp.StatusCode, out)
 	}
 }
+
+func TestPatchHandlerAnswersJSON(t *testing.T) {
+	// A patch hook that labels every child with the parent's name.
+	hook := GeneratorFunc(func(ctx context.Context, req *GenerateRequest) (*GenerateResponse, error) {
+		resp := &GenerateResponse{}
+		for _, item := range req.Items {
+			patch := `[{"op":"add","path":"/metadata/labels","value":{"parent":"` + req.Variables.Builtin.Parent.Metadata.Name + `"}}]`
+			resp.Items = append(resp.Items, GenerateResponseItem{UID: item.UID, PatchType: PatchTypeJSONPatch, Patch: []byte(patch)})
+		}
+		return resp, nil
+	})
+	body := `{"variables":{"builtin":{"controller":{"name":"c","generation":1},"parent":{"apiVersion":"example.com/v1","kind":"Thing",` +
+		`"metadata":{"name":"t1","namespace":"ns","labels":{},"annotations":{}},"spec":{"replicas":3}}}},` +
+		`"items":[{"uid":"u1","ref":{"apiVersion":"v1","kind":"ConfigMap","namespace":"ns","name":"t1-a"},` +
+		`"variables":{"builtin":{"child":{"apiVersion":"v1","kind":"ConfigMap","namespace":"ns","name":"t1-a"}}},` +
+		`"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1-a","namespace":"ns"}}}],"futureField":1}`
+	rec := httptest.NewRecorder()
+	PatchHandler(hook).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/patch", strings.NewReader(body)))
+
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, body %q", rec.Code, rec.Body)
+	}
+	want := `{"items":[{"uid":"u1","patchType":"JSONPatch","patch":[{"op":"add","path":"/metadata/labels","value":{"parent":"t1"}}]}]}`
+	if got := rec.Body.String(); got != want {
+		t.Errorf("body\n got: %s\nwant: %s", got, want)
+	}
+}
+
+func TestPatchHandlerRejects(t *testing.T) {
+	failing := GeneratorFunc(func(ctx context.Context, req *GenerateRequest) (*GenerateResponse, error) {
+		return nil, errors.New("out of ideas")
+	})
+	silent := GeneratorFunc(func(ctx context.Context, req *GenerateRequest) (*GenerateResponse, error) {
+		return nil, nil
+	})
+	for _, tc := range []struct {
+		name     string
+		hook     Generator
+		method   string
+		body     string
+		wantCode int
+		wantBody string
+	}{
+		{"GET is not allowed", silent, http.MethodGet, "", http.StatusMethodNotAllowed, "patch hooks are called with POST"},
+		{"malformed JSON is a bad request", silent, http.MethodPost, `{"items":`, http.StatusBadRequest, "can't decode patch hook request"},
+		{"generator error is an internal error with its message", failing, http.MethodPost, `{"items":[]}`, http.StatusInternalServerError, "patch hook failed: out of ideas"},
+		{"nil response is an internal error", silent, http.MethodPost, `{"items":[]}`, http.StatusInternalServerError, "patch hook returned no response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			PatchHandler(tc.hook).ServeHTTP(rec, httptest.NewRequest(tc.method, "/patch", strings.NewReader(tc.body)))
+			if rec.Code != tc.wantCode || !strings.Contains(rec.Body.String(), tc.wantBody) {
+				t.Errorf("status %d body %q, want %d with %q", rec.Code, rec.Body, tc.wantCode, tc.wantBody)
+			}
+		})
+	}
+}

@@ -128,3 +128,39 @@ func TestCustomizeJSONIsMetacontrollers(t *testing.T) {
 		t.Errorf("empty customize response: got %s, want {}", none)
 	}
 }
+
+func TestGenerateJSON(t *testing.T) {
+	ref := ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "t1-a"}
+	req := &GenerateRequest{
+		Variables: Variables{Builtin: BuiltinVariables{
+			Controller: &ControllerVariables{Name: "things", Generation: 2},
+			Parent: &ParentVariables{APIVersion: "example.com/v1", Kind: "Thing",
+				Metadata: ParentMetadata{Name: "t1", Namespace: "ns", Labels: map[string]string{}, Annotations: map[string]string{}},
+				Spec:     map[string]interface{}{"replicas": int64(3)}},
+		}},
+		Items: []*GenerateRequestItem{{UID: "u1", Ref: ref, Variables: Variables{Builtin: BuiltinVariables{Child: &ref}}, Object: obj("v1", "ConfigMap", "ns", "t1-a")}},
+	}
+	got, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"variables":{"builtin":{"controller":{"name":"things","generation":2},"parent":{"apiVersion":"example.com/v1","kind":"Thing",` +
+		`"metadata":{"name":"t1","namespace":"ns","labels":{},"annotations":{}},"spec":{"replicas":3}}}},` +
+		`"items":[{"uid":"u1","ref":{"apiVersion":"v1","kind":"ConfigMap","namespace":"ns","name":"t1-a"},` +
+		`"variables":{"builtin":{"child":{"apiVersion":"v1","kind":"ConfigMap","namespace":"ns","name":"t1-a"}}},` +
+		`"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1-a","namespace":"ns"}}}]}`
+	if string(got) != want {
+		t.Errorf("request JSON differs\n got: %s\nwant: %s", got, want)
+	}
+
+	resp := &GenerateResponse{Items: []GenerateResponseItem{
+		{UID: "u1", PatchType: PatchTypeJSONMergePatch, Patch: []byte(`{"data":{"a":"b"}}`)},
+	}}
+	got, err = json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"items":[{"uid":"u1","patchType":"JSONMergePatch","patch":{"data":{"a":"b"}}}]}`; string(got) != want {
+		t.Errorf("response JSON differs\n got: %s\nwant: %s", got, want)
+	}
+}

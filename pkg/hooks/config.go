@@ -31,7 +31,8 @@ const (
 type Config struct {
 	// Controller is the CompositeController's name, for errors and metrics.
 	Controller string
-	// Hook is the hook's role: "sync", "customize" or "finalize".
+	// Hook is the hook's role: "sync", "customize", "finalize" or, for a
+	// patch hook, "patch:<name>" (PatchHookName).
 	Hook string
 	// Webhook is where and how the hook is called.
 	Webhook *v1alpha1.Webhook

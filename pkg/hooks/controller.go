@@ -7,11 +7,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // ControllerHooks are the webhook clients of one CompositeController's
-// sync, finalize and customize hooks, as the engine takes them.
+// sync, finalize and customize hooks and its patch pipeline, as the engine
+// takes them.
 type ControllerHooks struct {
 	syncengine.Hooks
 	webhooks []*Webhook
@@ -70,7 +73,32 @@ func Build(ctx context.Context, cc *v1alpha1.CompositeController, secrets Secret
 	} else if w != nil {
 		out.Customize = w
 	}
+	// A patch hook is called as every other hook (url or service, TLS,
+	// credentials, endpointConfigs, timeout, metrics), under the hook name
+	// patch:<name>, but without ETags: its answer depends on the children
+	// the sync hook returned, not only on the parent an ETag is kept for.
+	pipeline, err := patches.Build(cc, func(name string, wh *v1alpha1.Webhook) (hookapi.Generator, error) {
+		wh = wh.DeepCopy()
+		wh.Etag = nil
+		if wh.ResponseUnMarshallMode == nil {
+			// The default of patch hooks (SetDefaults_PatchHook).
+			strict := v1alpha1.ResponseUnmarshallModeStrict
+			wh.ResponseUnMarshallMode = &strict
+		}
+		return build(PatchHookName(name), &v1alpha1.Hook{Webhook: wh})
+	})
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	out.Patches = pipeline
 	return out, nil
+}
+
+// PatchHookName is how the patch hook name is named as a hook: in errors,
+// and in the hook label of the composite_hook_* metrics.
+func PatchHookName(patch string) string {
+	return "patch:" + patch
 }
 
 // ControllerCache keeps each controller's hooks while its spec is

@@ -52,6 +52,7 @@ type Webhook struct {
 var (
 	_ hookapi.SyncHook      = &Webhook{}
 	_ hookapi.CustomizeHook = &Webhook{}
+	_ hookapi.Generator     = &Webhook{}
 )
 
 // URL is the URL the hook is called at, with any password redacted so that
@@ -85,6 +86,15 @@ func (w *Webhook) Sync(ctx context.Context, req *hookapi.SyncHookRequest) (*hook
 // Customize calls the hook with a customize request.
 func (w *Webhook) Customize(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
 	resp := &hookapi.CustomizeHookResponse{}
+	if err := w.Call(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Generate calls a patch hook with the desired children.
+func (w *Webhook) Generate(ctx context.Context, req *hookapi.GenerateRequest) (*hookapi.GenerateResponse, error) {
+	resp := &hookapi.GenerateResponse{}
 	if err := w.Call(ctx, req, resp); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // Hook names, as used in errors and InvalidResponseError.Hook.
@@ -33,6 +34,10 @@ type Hooks struct {
 	// Customize selects related objects; called only when the controller
 	// declares a customize hook. Optional.
 	Customize hookapi.CustomizeHook
+	// Patches are spec.hooks.patches, run over the desired children the
+	// sync or finalize hook returned. Required when the controller
+	// declares patches.
+	Patches *patches.Pipeline
 }
 
 // Input is everything Compute needs for one parent. Compute reads it and
@@ -139,6 +144,11 @@ type Plan struct {
 	CustomizeDuration time.Duration
 	// SyncDuration is the time spent in the sync or finalize hook.
 	SyncDuration time.Duration
+	// Patches say what each of spec.hooks.patches did, in order; empty
+	// when the controller has none.
+	Patches []patches.StepResult
+	// PatchesDuration is the time spent in the patches.
+	PatchesDuration time.Duration
 }
 
 // Compute calls the hooks for one parent and returns the plan. On any hook
@@ -281,6 +291,11 @@ func (c *computation) run(ctx context.Context) error {
 		}
 		desired, err := c.validate(hookName, resp)
 		if err != nil {
+			return nil, nil, err
+		}
+		// The patches see the parent the hook saw: an older revision's
+		// children are patched as that revision's parent would have them.
+		if desired, err = c.patch(ctx, parent, desired); err != nil {
 			return nil, nil, err
 		}
 		return resp, desired, nil

@@ -59,13 +59,17 @@ func copyJSONValue(v interface{}) (interface{}, bool) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, false
 		}
-		// encoding/json writes a whole number below 1e21 without a
-		// fraction or exponent, and utiljson reads such a number back as
-		// an int64 when it fits.
-		if v == math.Trunc(v) && v >= math.MinInt64 && v < math.MaxInt64 {
+		switch {
+		case v != math.Trunc(v):
+			return v, true
+		case math.Abs(v) <= 1<<53:
+			// encoding/json writes a whole number as an integer
+			// literal, which utiljson reads back as an int64.
 			return int64(v), true
 		}
-		return v, true
+		// Beyond 2^53 encoding/json writes the shortest digits that
+		// round-trip, padded with zeros: not the same integer.
+		return nil, false
 	case map[string]interface{}:
 		return copyJSONMap(v)
 	case []interface{}:

@@ -24,7 +24,10 @@ func TestNormalizeIsTheJSONTrip(t *testing.T) {
 		return out
 	}
 	for _, m := range []map[string]interface{}{
-		{"a": int64(3), "b": 3.0, "c": 3.5, "d": -0.0, "e": 1e20, "f": 1e21, "g": 9.3e18, "h": -9.2e18, "i": 1e-7},
+		{"a": int64(3), "b": 3.0, "c": 3.5, "d": -0.0, "e": 1e20, "f": 1e21, "g": 9.3e18, "h": -9.2e18, "i": 1e-7, "third": 1.0 / 3},
+		// encoding/json writes whole floats beyond 2^53 with the shortest
+		// digits that round-trip: 2^62 comes back as 4611686018427388000.
+		{"limit": float64(1 << 53), "negLimit": -float64(1 << 53), "big": float64(1 << 62), "min": float64(math.MinInt64)},
 		{"s": "é", "n": nil, "t": true, "l": []interface{}{1.0, "x", map[string]interface{}{"k": 2.5}}},
 		{"go": 3, "f32": float32(1.5), "strs": []string{"a"}, "bad": "\xff"},
 	} {

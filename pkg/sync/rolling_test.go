@@ -17,6 +17,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // rollingController declares configmaps with the method, waiting for
@@ -372,5 +373,45 @@ func TestRollingOnlyWithRollingStrategies(t *testing.T) {
 	}
 	if p.Rollout != nil || len(asked) != 1 {
 		t.Errorf("rollout %+v, hook asked %v", p.Rollout, asked)
+	}
+}
+
+// Patches run once per revision with the parent as it was: a child that
+// follows the older revision is patched as that parent would have it.
+func TestRollingPatchesEachRevisionWithItsParent(t *testing.T) {
+	stamp := hookapi.GeneratorFunc(func(ctx context.Context, req *hookapi.GenerateRequest) (*hookapi.GenerateResponse, error) {
+		color, _ := req.Variables.Builtin.Parent.Spec["color"].(string)
+		resp := &hookapi.GenerateResponse{}
+		for _, item := range req.Items {
+			resp.Items = append(resp.Items, hookapi.GenerateResponseItem{UID: item.UID, PatchType: hookapi.PatchTypeJSONMergePatch,
+				Patch: json.RawMessage(`{"data":{"stamp":"` + color + `"}}`)})
+		}
+		return resp, nil
+	})
+	cc := rollingController(v1alpha1.ChildUpdateRollingInPlace)
+	cc.Spec.Hooks.Patches = []v1alpha1.PatchHook{{Name: "stamp"}}
+	var asked []string
+	var observed []*unstructured.Unstructured
+	for _, n := range []string{"c1", "c2"} {
+		o := readyCM(n, "red", "True")
+		setField(o.Object, "red", "data", "stamp")
+		observed = append(observed, o)
+	}
+	in := newInput(cc, coloredParent("blue"), Claimed{Owned: observed}, colorHook(&asked, "c1", "c2"))
+	in.Hooks.Patches = patches.New(patches.Step{Name: "stamp", Generator: stamp})
+	in.Revisions = []*v1alpha1.ControllerRevision{revisionOf(t, "red", "c1", "c2")}
+	p, err := Compute(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range p.Items {
+		stamp, _, _ := unstructured.NestedString(it.Desired.Object, "data", "stamp")
+		color, _, _ := unstructured.NestedString(it.Desired.Object, "data", "color")
+		if stamp != color {
+			t.Errorf("%s: desired color %s stamped %s", it.Desired.GetName(), color, stamp)
+		}
+	}
+	if len(p.Patches) != 1 || p.Patches[0].Name != "stamp" {
+		t.Errorf("plan's patch steps %+v", p.Patches)
 	}
 }

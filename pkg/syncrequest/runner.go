@@ -35,6 +35,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
@@ -171,6 +172,9 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
 		return nil, err
 	}
+	if status.Patches, err = patchSteps(plan.Patches); err != nil {
+		return nil, err
+	}
 	if plan.Response != nil {
 		if plan.Response.Status != nil {
 			if status.ParentStatus, err = rawJSON(plan.Response.Status); err != nil {
@@ -221,6 +225,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	status.Timings = v1alpha1.SyncTimings{
 		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
 		SyncHookMillis:      plan.SyncDuration.Milliseconds(),
+		PatchesMillis:       plan.PatchesDuration.Milliseconds(),
 		TotalMillis:         time.Since(start).Milliseconds(),
 	}
 	return status, nil
@@ -545,6 +550,28 @@ func rollout(r *syncengine.Rollout) *v1alpha1.SyncRollout {
 		out.Revisions = append(out.Revisions, v1alpha1.SyncRevision{Name: rev.Name, Children: int32(n)})
 	}
 	return out
+}
+
+// patchSteps are the patches of a plan as a preview shows them: each with
+// the exact request it was given, usable as a patch hook's test fixture.
+func patchSteps(steps []patches.StepResult) ([]v1alpha1.SyncPatchStep, error) {
+	var out []v1alpha1.SyncPatchStep
+	for _, s := range steps {
+		step := v1alpha1.SyncPatchStep{Name: s.Name, Skipped: s.Skipped, Reason: s.Reason, DurationMillis: s.Duration.Milliseconds()}
+		if s.Request != nil {
+			var err error
+			if step.Request, err = rawJSON(s.Request); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range s.Changes {
+			step.Changes = append(step.Changes, v1alpha1.SyncPatchChange{
+				APIVersion: c.Ref.APIVersion, Kind: c.Ref.Kind, Namespace: c.Ref.Namespace, Name: c.Ref.Name, Diff: c.Diff,
+			})
+		}
+		out = append(out, step)
+	}
+	return out, nil
 }
 
 func rawJSON(v interface{}) (*runtime.RawExtension, error) {

@@ -12,6 +12,7 @@ import (
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
 
 // Funcs returns the fuzzer functions for the metacontroller.k8s.io API group.
@@ -31,6 +32,22 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				panic(err)
 			}
 			r.Raw = raw
+		},
+		// A JSON value (an inline patch's value) carries JSON of any type;
+		// null is not one, as it decodes as no value at all.
+		func(j *metacontroller.JSON, c randfill.Continue) {
+			j.Raw = fuzzJSON(c)
+		},
+		func(j *v1alpha1.JSON, c randfill.Continue) {
+			j.Raw = fuzzJSON(c)
+		},
+		func(p *metacontroller.PatchHook, c randfill.Continue) {
+			c.FillNoCustom(p)
+
+			if p.Webhook != nil && p.Webhook.ResponseUnMarshallMode == nil {
+				mode := metacontroller.ResponseUnmarshallModeStrict
+				p.Webhook.ResponseUnMarshallMode = &mode
+			}
 		},
 		func(r *metacontroller.CompositeControllerChildResourceRule, c randfill.Continue) {
 			c.FillNoCustom(r) // fuzz self without calling this function again
@@ -106,4 +123,26 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			}
 		},
 	}
+}
+
+// fuzzJSON is a JSON value of a random type.
+func fuzzJSON(c randfill.Continue) []byte {
+	var v interface{}
+	switch c.Intn(5) {
+	case 0:
+		v = c.String(0)
+	case 1:
+		v = c.Int63()
+	case 2:
+		v = c.Bool()
+	case 3:
+		v = []interface{}{c.String(0), c.Int63()}
+	default:
+		v = map[string]interface{}{c.String(0): c.String(0)}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return raw
 }

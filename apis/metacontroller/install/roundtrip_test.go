@@ -189,6 +189,32 @@ spec:
       webhook:
         url: https://catset.example.com/post-update-child
         responseUnMarshallMode: strict
+    patches:
+    - name: sidecar
+      enabledIf: has(builtin.parent.spec.sidecar)
+      webhook:
+        url: https://catset.example.com/patch
+        responseUnMarshallMode: strict
+    - name: labels
+      definitions:
+      - selector:
+          apiVersion: v1
+          kind: Pod
+          name: catset-0
+        jsonPatches:
+        - op: add
+          path: /metadata/labels/team
+          value: cats
+        - op: replace
+          path: /spec/priority
+          valueFrom:
+            variable: builtin.parent.spec.priority
+        - op: add
+          path: /metadata/annotations/owner
+          valueFrom:
+            template: '"{{ .builtin.parent.metadata.name }}"'
+        - op: remove
+          path: /spec/hostname
   endpointConfigs:
   - host: catset.example.com
     caBundle:

@@ -48,6 +48,15 @@ func SetDefaults_Hook(obj *Hook) {
 	}
 }
 
+// SetDefaults_PatchHook defaults a patch hook's decoding mode to strict:
+// the patch contract is this server's own, with no lenient past to keep.
+func SetDefaults_PatchHook(obj *PatchHook) {
+	if obj.Webhook != nil && obj.Webhook.ResponseUnMarshallMode == nil {
+		mode := ResponseUnmarshallModeStrict
+		obj.Webhook.ResponseUnMarshallMode = &mode
+	}
+}
+
 // SetDefaults_ServiceReference defaults the port and protocol.
 func SetDefaults_ServiceReference(obj *ServiceReference) {
 	if obj.Port == nil {

@@ -126,6 +126,9 @@ type SyncTimings struct {
 	// syncHookMillis is the time spent in the sync (or finalize) hook.
 	// +optional
 	SyncHookMillis int64 `json:"syncHookMillis,omitempty"`
+	// patchesMillis is the time spent in spec.hooks.patches.
+	// +optional
+	PatchesMillis int64 `json:"patchesMillis,omitempty"`
 	// totalMillis is the time of the whole request.
 	// +optional
 	TotalMillis int64 `json:"totalMillis,omitempty"`
@@ -163,6 +166,12 @@ type SyncRequestStatus struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	HookRequest *runtime.RawExtension `json:"hookRequest,omitempty"`
+	// patches are the steps of spec.hooks.patches in the order they ran,
+	// each with the request it was given and what it changed in each
+	// desired child: test a patch hook by previewing a parent.
+	// +optional
+	// +listType=atomic
+	Patches []SyncPatchStep `json:"patches,omitempty"`
 	// timings of the sync.
 	// +optional
 	Timings SyncTimings `json:"timings,omitempty"`
@@ -206,4 +215,48 @@ type SyncRevision struct {
 	// children is how many children follow it.
 	// +optional
 	Children int32 `json:"children,omitempty"`
+}
+
+// SyncPatchStep is what one patch of spec.hooks.patches did in a sync.
+type SyncPatchStep struct {
+	// name of the patch.
+	Name string `json:"name"`
+	// skipped is true when the patch did not run; reason says why.
+	// +optional
+	Skipped bool `json:"skipped,omitempty"`
+	// reason why the patch was skipped, e.g. its enabledIf was false.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// request is the exact patch request the patch was given: the
+	// variables and the desired children as the patches before it left
+	// them. Keep it as a test fixture of a patch hook.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Request *runtime.RawExtension `json:"request,omitempty"`
+	// durationMillis is the time the patch took.
+	// +optional
+	DurationMillis int64 `json:"durationMillis,omitempty"`
+	// changes are the desired children the patch changed, with what it
+	// changed.
+	// +optional
+	// +listType=atomic
+	Changes []SyncPatchChange `json:"changes,omitempty"`
+}
+
+// SyncPatchChange is what a patch changed in one desired child.
+type SyncPatchChange struct {
+	// apiVersion of the child.
+	APIVersion string `json:"apiVersion"`
+	// kind of the child.
+	Kind string `json:"kind"`
+	// namespace of the child; empty when cluster-scoped.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the child.
+	Name string `json:"name"`
+	// diff lists the fields the patch changed, one per line, as a plan
+	// item's diff: "path: old -> new", "- path: old" for a removed field.
+	// +optional
+	// +listType=atomic
+	Diff []string `json:"diff,omitempty"`
 }

@@ -196,6 +196,124 @@ type CompositeControllerHooks struct {
 	// object that sets it draws a warning.
 	// +optional
 	PostUpdateChild *Hook `json:"postUpdateChild,omitempty"`
+	// patches run in order after the sync (or finalize) hook, as Cluster
+	// API's ClusterClass patches: each is a patch hook or inline JSON
+	// patches, each sees the desired children as the patches before it
+	// left them, and what they leave is checked like a sync hook's answer.
+	// A patch that fails fails the sync: nothing is applied. Not in
+	// Metacontroller.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Patches []PatchHook `json:"patches,omitempty"`
+}
+
+// PatchHook is one step of spec.hooks.patches: a patch hook called over
+// HTTP (webhook) or inline JSON patches (definitions), exactly one of them.
+type PatchHook struct {
+	// name identifies the patch in errors, Events, metrics and previews;
+	// unique within the controller. Letters, digits, '-', '_' and '.',
+	// starting and ending with a letter or digit, at most 63 characters.
+	Name string `json:"name"`
+	// enabledIf is a CEL expression over the builtin variables
+	// builtin.parent (apiVersion, kind, metadata.name, metadata.namespace,
+	// metadata.labels, metadata.annotations, spec) and builtin.controller
+	// (name, generation); the patch runs for a parent only when it is true,
+	// e.g. `"team" in builtin.parent.metadata.labels`. Unset means always.
+	// +optional
+	EnabledIf *string `json:"enabledIf,omitempty"`
+	// webhook calls a patch hook, as the other hooks are called (url or
+	// service, timeout, TLS, authentication; no etag). It is sent the
+	// variables and every desired child, and answers a JSON patch or a
+	// JSON merge patch for each child it changes.
+	// +optional
+	Webhook *Webhook `json:"webhook,omitempty"`
+	// definitions are inline JSON patches, as a ClusterClass's inline
+	// patches: each applies its jsonPatches to the desired children its
+	// selector matches.
+	// +optional
+	// +listType=atomic
+	Definitions []PatchDefinition `json:"definitions,omitempty"`
+}
+
+// PatchDefinition applies JSON patches to the desired children a selector
+// matches.
+type PatchDefinition struct {
+	// selector says which desired children are patched.
+	Selector PatchSelector `json:"selector"`
+	// jsonPatches are applied to each selected child in order, as one
+	// RFC 6902 JSON patch.
+	// +listType=atomic
+	JSONPatches []JSONPatch `json:"jsonPatches"`
+}
+
+// PatchSelector matches desired children.
+type PatchSelector struct {
+	// apiVersion of the children, e.g. "apps/v1".
+	APIVersion string `json:"apiVersion"`
+	// kind of the children, e.g. "Deployment".
+	Kind string `json:"kind"`
+	// name, when set, matches only the child of that name.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// JSONPatchOp is the operation of an inline JSON patch.
+// +enum
+type JSONPatchOp string
+
+const (
+	// JSONPatchOpAdd adds a value, or replaces an object member (RFC 6902
+	// "add"); the object holding it must exist.
+	JSONPatchOpAdd JSONPatchOp = "add"
+	// JSONPatchOpReplace replaces a value that must exist.
+	JSONPatchOpReplace JSONPatchOp = "replace"
+	// JSONPatchOpRemove removes a value that must exist.
+	JSONPatchOpRemove JSONPatchOp = "remove"
+)
+
+// JSONPatch is one RFC 6902 operation of an inline patch.
+type JSONPatch struct {
+	// op is add, replace or remove.
+	Op JSONPatchOp `json:"op"`
+	// path is a JSON pointer (RFC 6901) into the child, e.g.
+	// "/spec/replicas" or "/metadata/labels/tier"; "~1" stands for '/' and
+	// "~0" for '~' in a key. It may not change apiVersion, kind,
+	// metadata.name or metadata.namespace.
+	Path string `json:"path"`
+	// value is the value to add or replace, any JSON. Set value or
+	// valueFrom for add and replace, neither for remove.
+	// +optional
+	Value *JSON `json:"value,omitempty"`
+	// valueFrom computes the value from the variables.
+	// +optional
+	ValueFrom *JSONPatchValue `json:"valueFrom,omitempty"`
+}
+
+// JSONPatchValue computes the value of an inline JSON patch from the
+// builtin variables: builtin.parent, builtin.controller and builtin.child
+// (the patched child's apiVersion, kind, namespace and name). Exactly one
+// of variable and template is set.
+type JSONPatchValue struct {
+	// variable is a dotted path into the variables, e.g.
+	// "builtin.parent.spec.replicas" or
+	// "builtin.parent.metadata.labels.app.kubernetes.io/name" (after labels
+	// and annotations, the rest is one key). It must be set for the parent
+	// at hand, or the patch fails.
+	// +optional
+	Variable *string `json:"variable,omitempty"`
+	// template is a Go text/template over the variables, e.g.
+	// "{{ .builtin.parent.metadata.name }}-{{ .builtin.child.name }}"; its
+	// output is read as YAML (JSON included), so "3" is a number and
+	// "[a, b]" a list. Quote it to get a string: '"{{ ... }}"'.
+	// +optional
+	Template *string `json:"template,omitempty"`
+}
+
+// JSON is any JSON value: an object, a list, a string, a number, a boolean.
+type JSON struct {
+	// Raw is the value's JSON encoding.
+	Raw []byte `json:"-"`
 }
 
 // HookVersion is the version of the hook request/response contract.

@@ -226,6 +226,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*JSON)(nil), (*metacontroller.JSON)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_JSON_To_metacontroller_JSON(a.(*JSON), b.(*metacontroller.JSON), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.JSON)(nil), (*JSON)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_JSON_To_v1alpha1_JSON(a.(*metacontroller.JSON), b.(*JSON), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*JSONPatch)(nil), (*metacontroller.JSONPatch)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_JSONPatch_To_metacontroller_JSONPatch(a.(*JSONPatch), b.(*metacontroller.JSONPatch), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.JSONPatch)(nil), (*JSONPatch)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_JSONPatch_To_v1alpha1_JSONPatch(a.(*metacontroller.JSONPatch), b.(*JSONPatch), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*JSONPatchValue)(nil), (*metacontroller.JSONPatchValue)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_JSONPatchValue_To_metacontroller_JSONPatchValue(a.(*JSONPatchValue), b.(*metacontroller.JSONPatchValue), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.JSONPatchValue)(nil), (*JSONPatchValue)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_JSONPatchValue_To_v1alpha1_JSONPatchValue(a.(*metacontroller.JSONPatchValue), b.(*JSONPatchValue), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*KeyReference)(nil), (*metacontroller.KeyReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_KeyReference_To_metacontroller_KeyReference(a.(*KeyReference), b.(*metacontroller.KeyReference), scope)
 	}); err != nil {
@@ -243,6 +273,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.ParentReference)(nil), (*ParentReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference(a.(*metacontroller.ParentReference), b.(*ParentReference), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PatchDefinition)(nil), (*metacontroller.PatchDefinition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PatchDefinition_To_metacontroller_PatchDefinition(a.(*PatchDefinition), b.(*metacontroller.PatchDefinition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.PatchDefinition)(nil), (*PatchDefinition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_PatchDefinition_To_v1alpha1_PatchDefinition(a.(*metacontroller.PatchDefinition), b.(*PatchDefinition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PatchHook)(nil), (*metacontroller.PatchHook)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PatchHook_To_metacontroller_PatchHook(a.(*PatchHook), b.(*metacontroller.PatchHook), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.PatchHook)(nil), (*PatchHook)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_PatchHook_To_v1alpha1_PatchHook(a.(*metacontroller.PatchHook), b.(*PatchHook), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PatchSelector)(nil), (*metacontroller.PatchSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PatchSelector_To_metacontroller_PatchSelector(a.(*PatchSelector), b.(*metacontroller.PatchSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.PatchSelector)(nil), (*PatchSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_PatchSelector_To_v1alpha1_PatchSelector(a.(*metacontroller.PatchSelector), b.(*PatchSelector), scope)
 	}); err != nil {
 		return err
 	}
@@ -283,6 +343,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.StatusConditionCheck)(nil), (*StatusConditionCheck)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(a.(*metacontroller.StatusConditionCheck), b.(*StatusConditionCheck), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncPatchChange)(nil), (*metacontroller.SyncPatchChange)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncPatchChange_To_metacontroller_SyncPatchChange(a.(*SyncPatchChange), b.(*metacontroller.SyncPatchChange), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncPatchChange)(nil), (*SyncPatchChange)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncPatchChange_To_v1alpha1_SyncPatchChange(a.(*metacontroller.SyncPatchChange), b.(*SyncPatchChange), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SyncPatchStep)(nil), (*metacontroller.SyncPatchStep)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SyncPatchStep_To_metacontroller_SyncPatchStep(a.(*SyncPatchStep), b.(*metacontroller.SyncPatchStep), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.SyncPatchStep)(nil), (*SyncPatchStep)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_SyncPatchStep_To_v1alpha1_SyncPatchStep(a.(*metacontroller.SyncPatchStep), b.(*SyncPatchStep), scope)
 	}); err != nil {
 		return err
 	}
@@ -779,6 +859,66 @@ func Convert_metacontroller_Hook_To_v1alpha1_Hook(in *metacontroller.Hook, out *
 	return autoConvert_metacontroller_Hook_To_v1alpha1_Hook(in, out, s)
 }
 
+func autoConvert_v1alpha1_JSON_To_metacontroller_JSON(in *JSON, out *metacontroller.JSON, s conversion.Scope) error {
+	out.Raw = *(*[]byte)(unsafe.Pointer(&in.Raw))
+	return nil
+}
+
+// Convert_v1alpha1_JSON_To_metacontroller_JSON is an autogenerated conversion function.
+func Convert_v1alpha1_JSON_To_metacontroller_JSON(in *JSON, out *metacontroller.JSON, s conversion.Scope) error {
+	return autoConvert_v1alpha1_JSON_To_metacontroller_JSON(in, out, s)
+}
+
+func autoConvert_metacontroller_JSON_To_v1alpha1_JSON(in *metacontroller.JSON, out *JSON, s conversion.Scope) error {
+	out.Raw = *(*[]byte)(unsafe.Pointer(&in.Raw))
+	return nil
+}
+
+// Convert_metacontroller_JSON_To_v1alpha1_JSON is an autogenerated conversion function.
+func Convert_metacontroller_JSON_To_v1alpha1_JSON(in *metacontroller.JSON, out *JSON, s conversion.Scope) error {
+	return autoConvert_metacontroller_JSON_To_v1alpha1_JSON(in, out, s)
+}
+
+func autoConvert_v1alpha1_JSONPatch_To_metacontroller_JSONPatch(in *JSONPatch, out *metacontroller.JSONPatch, s conversion.Scope) error {
+	*out = *(*metacontroller.JSONPatch)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_JSONPatch_To_metacontroller_JSONPatch is an autogenerated conversion function.
+func Convert_v1alpha1_JSONPatch_To_metacontroller_JSONPatch(in *JSONPatch, out *metacontroller.JSONPatch, s conversion.Scope) error {
+	return autoConvert_v1alpha1_JSONPatch_To_metacontroller_JSONPatch(in, out, s)
+}
+
+func autoConvert_metacontroller_JSONPatch_To_v1alpha1_JSONPatch(in *metacontroller.JSONPatch, out *JSONPatch, s conversion.Scope) error {
+	*out = *(*JSONPatch)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_JSONPatch_To_v1alpha1_JSONPatch is an autogenerated conversion function.
+func Convert_metacontroller_JSONPatch_To_v1alpha1_JSONPatch(in *metacontroller.JSONPatch, out *JSONPatch, s conversion.Scope) error {
+	return autoConvert_metacontroller_JSONPatch_To_v1alpha1_JSONPatch(in, out, s)
+}
+
+func autoConvert_v1alpha1_JSONPatchValue_To_metacontroller_JSONPatchValue(in *JSONPatchValue, out *metacontroller.JSONPatchValue, s conversion.Scope) error {
+	*out = *(*metacontroller.JSONPatchValue)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_JSONPatchValue_To_metacontroller_JSONPatchValue is an autogenerated conversion function.
+func Convert_v1alpha1_JSONPatchValue_To_metacontroller_JSONPatchValue(in *JSONPatchValue, out *metacontroller.JSONPatchValue, s conversion.Scope) error {
+	return autoConvert_v1alpha1_JSONPatchValue_To_metacontroller_JSONPatchValue(in, out, s)
+}
+
+func autoConvert_metacontroller_JSONPatchValue_To_v1alpha1_JSONPatchValue(in *metacontroller.JSONPatchValue, out *JSONPatchValue, s conversion.Scope) error {
+	*out = *(*JSONPatchValue)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_JSONPatchValue_To_v1alpha1_JSONPatchValue is an autogenerated conversion function.
+func Convert_metacontroller_JSONPatchValue_To_v1alpha1_JSONPatchValue(in *metacontroller.JSONPatchValue, out *JSONPatchValue, s conversion.Scope) error {
+	return autoConvert_metacontroller_JSONPatchValue_To_v1alpha1_JSONPatchValue(in, out, s)
+}
+
 func autoConvert_v1alpha1_KeyReference_To_metacontroller_KeyReference(in *KeyReference, out *metacontroller.KeyReference, s conversion.Scope) error {
 	*out = *(*metacontroller.KeyReference)(unsafe.Pointer(in))
 	return nil
@@ -817,6 +957,66 @@ func autoConvert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in *
 // Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference is an autogenerated conversion function.
 func Convert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in *metacontroller.ParentReference, out *ParentReference, s conversion.Scope) error {
 	return autoConvert_metacontroller_ParentReference_To_v1alpha1_ParentReference(in, out, s)
+}
+
+func autoConvert_v1alpha1_PatchDefinition_To_metacontroller_PatchDefinition(in *PatchDefinition, out *metacontroller.PatchDefinition, s conversion.Scope) error {
+	*out = *(*metacontroller.PatchDefinition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_PatchDefinition_To_metacontroller_PatchDefinition is an autogenerated conversion function.
+func Convert_v1alpha1_PatchDefinition_To_metacontroller_PatchDefinition(in *PatchDefinition, out *metacontroller.PatchDefinition, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PatchDefinition_To_metacontroller_PatchDefinition(in, out, s)
+}
+
+func autoConvert_metacontroller_PatchDefinition_To_v1alpha1_PatchDefinition(in *metacontroller.PatchDefinition, out *PatchDefinition, s conversion.Scope) error {
+	*out = *(*PatchDefinition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_PatchDefinition_To_v1alpha1_PatchDefinition is an autogenerated conversion function.
+func Convert_metacontroller_PatchDefinition_To_v1alpha1_PatchDefinition(in *metacontroller.PatchDefinition, out *PatchDefinition, s conversion.Scope) error {
+	return autoConvert_metacontroller_PatchDefinition_To_v1alpha1_PatchDefinition(in, out, s)
+}
+
+func autoConvert_v1alpha1_PatchHook_To_metacontroller_PatchHook(in *PatchHook, out *metacontroller.PatchHook, s conversion.Scope) error {
+	*out = *(*metacontroller.PatchHook)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_PatchHook_To_metacontroller_PatchHook is an autogenerated conversion function.
+func Convert_v1alpha1_PatchHook_To_metacontroller_PatchHook(in *PatchHook, out *metacontroller.PatchHook, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PatchHook_To_metacontroller_PatchHook(in, out, s)
+}
+
+func autoConvert_metacontroller_PatchHook_To_v1alpha1_PatchHook(in *metacontroller.PatchHook, out *PatchHook, s conversion.Scope) error {
+	*out = *(*PatchHook)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_PatchHook_To_v1alpha1_PatchHook is an autogenerated conversion function.
+func Convert_metacontroller_PatchHook_To_v1alpha1_PatchHook(in *metacontroller.PatchHook, out *PatchHook, s conversion.Scope) error {
+	return autoConvert_metacontroller_PatchHook_To_v1alpha1_PatchHook(in, out, s)
+}
+
+func autoConvert_v1alpha1_PatchSelector_To_metacontroller_PatchSelector(in *PatchSelector, out *metacontroller.PatchSelector, s conversion.Scope) error {
+	*out = *(*metacontroller.PatchSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_PatchSelector_To_metacontroller_PatchSelector is an autogenerated conversion function.
+func Convert_v1alpha1_PatchSelector_To_metacontroller_PatchSelector(in *PatchSelector, out *metacontroller.PatchSelector, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PatchSelector_To_metacontroller_PatchSelector(in, out, s)
+}
+
+func autoConvert_metacontroller_PatchSelector_To_v1alpha1_PatchSelector(in *metacontroller.PatchSelector, out *PatchSelector, s conversion.Scope) error {
+	*out = *(*PatchSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_PatchSelector_To_v1alpha1_PatchSelector is an autogenerated conversion function.
+func Convert_metacontroller_PatchSelector_To_v1alpha1_PatchSelector(in *metacontroller.PatchSelector, out *PatchSelector, s conversion.Scope) error {
+	return autoConvert_metacontroller_PatchSelector_To_v1alpha1_PatchSelector(in, out, s)
 }
 
 func autoConvert_v1alpha1_ResourceRule_To_metacontroller_ResourceRule(in *ResourceRule, out *metacontroller.ResourceRule, s conversion.Scope) error {
@@ -897,6 +1097,46 @@ func autoConvert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusCondition
 // Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck is an autogenerated conversion function.
 func Convert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(in *metacontroller.StatusConditionCheck, out *StatusConditionCheck, s conversion.Scope) error {
 	return autoConvert_metacontroller_StatusConditionCheck_To_v1alpha1_StatusConditionCheck(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncPatchChange_To_metacontroller_SyncPatchChange(in *SyncPatchChange, out *metacontroller.SyncPatchChange, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncPatchChange)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncPatchChange_To_metacontroller_SyncPatchChange is an autogenerated conversion function.
+func Convert_v1alpha1_SyncPatchChange_To_metacontroller_SyncPatchChange(in *SyncPatchChange, out *metacontroller.SyncPatchChange, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncPatchChange_To_metacontroller_SyncPatchChange(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncPatchChange_To_v1alpha1_SyncPatchChange(in *metacontroller.SyncPatchChange, out *SyncPatchChange, s conversion.Scope) error {
+	*out = *(*SyncPatchChange)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncPatchChange_To_v1alpha1_SyncPatchChange is an autogenerated conversion function.
+func Convert_metacontroller_SyncPatchChange_To_v1alpha1_SyncPatchChange(in *metacontroller.SyncPatchChange, out *SyncPatchChange, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncPatchChange_To_v1alpha1_SyncPatchChange(in, out, s)
+}
+
+func autoConvert_v1alpha1_SyncPatchStep_To_metacontroller_SyncPatchStep(in *SyncPatchStep, out *metacontroller.SyncPatchStep, s conversion.Scope) error {
+	*out = *(*metacontroller.SyncPatchStep)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SyncPatchStep_To_metacontroller_SyncPatchStep is an autogenerated conversion function.
+func Convert_v1alpha1_SyncPatchStep_To_metacontroller_SyncPatchStep(in *SyncPatchStep, out *metacontroller.SyncPatchStep, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SyncPatchStep_To_metacontroller_SyncPatchStep(in, out, s)
+}
+
+func autoConvert_metacontroller_SyncPatchStep_To_v1alpha1_SyncPatchStep(in *metacontroller.SyncPatchStep, out *SyncPatchStep, s conversion.Scope) error {
+	*out = *(*SyncPatchStep)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_SyncPatchStep_To_v1alpha1_SyncPatchStep is an autogenerated conversion function.
+func Convert_metacontroller_SyncPatchStep_To_v1alpha1_SyncPatchStep(in *metacontroller.SyncPatchStep, out *SyncPatchStep, s conversion.Scope) error {
+	return autoConvert_metacontroller_SyncPatchStep_To_v1alpha1_SyncPatchStep(in, out, s)
 }
 
 func autoConvert_v1alpha1_SyncPlanItem_To_metacontroller_SyncPlanItem(in *SyncPlanItem, out *metacontroller.SyncPlanItem, s conversion.Scope) error {

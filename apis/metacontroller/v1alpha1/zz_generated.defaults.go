@@ -140,6 +140,27 @@ func SetObjectDefaults_CompositeController(in *CompositeController) {
 				}
 			}
 		}
+		for i := range in.Spec.Hooks.Patches {
+			a := &in.Spec.Hooks.Patches[i]
+			SetDefaults_PatchHook(a)
+			if a.Webhook != nil {
+				if a.Webhook.Service != nil {
+					SetDefaults_ServiceReference(a.Webhook.Service)
+				}
+				if a.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(a.Webhook.CABundle)
+				}
+				if a.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(a.Webhook.ClientTLS)
+				}
+				if a.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(a.Webhook.Authorization)
+				}
+				if a.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(a.Webhook.BasicAuth)
+				}
+			}
+		}
 	}
 	for i := range in.Spec.EndpointConfigs {
 		a := &in.Spec.EndpointConfigs[i]

@@ -117,6 +117,21 @@ func (in Hook) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in JSON) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.JSON"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in JSONPatch) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.JSONPatch"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in JSONPatchValue) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.JSONPatchValue"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KeyReference) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.KeyReference"
 }
@@ -124,6 +139,21 @@ func (in KeyReference) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ParentReference) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ParentReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PatchDefinition) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.PatchDefinition"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PatchHook) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.PatchHook"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PatchSelector) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.PatchSelector"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -144,6 +174,16 @@ func (in ServiceReference) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StatusConditionCheck) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.StatusConditionCheck"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncPatchChange) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncPatchChange"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncPatchStep) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SyncPatchStep"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

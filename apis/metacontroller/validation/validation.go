@@ -206,29 +206,7 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec) *checker {
 // and does not start the controller when it finds none; a rule failing these
 // checks names a resource no API server can serve.
 func validateResourceRule(rule *metacontroller.ResourceRule, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-
-	apiVersionPath := fldPath.Child("apiVersion")
-	if rule.APIVersion == "" {
-		allErrs = append(allErrs, field.Required(apiVersionPath, "must be a group/version such as \"apps/v1\", or a version such as \"v1\" for the core group"))
-	} else if gv, err := schema.ParseGroupVersion(rule.APIVersion); err != nil {
-		allErrs = append(allErrs, field.Invalid(apiVersionPath, rule.APIVersion, "must be a group/version such as \"apps/v1\", or a version such as \"v1\" for the core group"))
-	} else {
-		if gv.Version == "" {
-			allErrs = append(allErrs, field.Invalid(apiVersionPath, rule.APIVersion, "must include a version, e.g. \"apps/v1\""))
-		} else {
-			// API versions are DNS-1035 labels (CustomResourceDefinition
-			// validation enforces this), so anything else names no API.
-			for _, msg := range utilvalidation.IsDNS1035Label(gv.Version) {
-				allErrs = append(allErrs, field.Invalid(apiVersionPath, rule.APIVersion, "version: "+msg))
-			}
-		}
-		if gv.Group != "" {
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(gv.Group) {
-				allErrs = append(allErrs, field.Invalid(apiVersionPath, rule.APIVersion, "group: "+msg))
-			}
-		}
-	}
+	allErrs := validateAPIVersion(rule.APIVersion, fldPath.Child("apiVersion"))
 
 	resourcePath := fldPath.Child("resource")
 	switch {
@@ -242,6 +220,34 @@ func validateResourceRule(rule *metacontroller.ResourceRule, fldPath *field.Path
 	default:
 		for _, msg := range utilvalidation.IsDNS1123Label(rule.Resource) {
 			allErrs = append(allErrs, field.Invalid(resourcePath, rule.Resource, "must be the lower-case plural resource name: "+msg))
+		}
+	}
+	return allErrs
+}
+
+// validateAPIVersion checks a group/version as the discovery API names
+// them.
+func validateAPIVersion(apiVersion string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if apiVersion == "" {
+		return field.ErrorList{field.Required(fldPath, "must be a group/version such as \"apps/v1\", or a version such as \"v1\" for the core group")}
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fldPath, apiVersion, "must be a group/version such as \"apps/v1\", or a version such as \"v1\" for the core group")}
+	}
+	if gv.Version == "" {
+		allErrs = append(allErrs, field.Invalid(fldPath, apiVersion, "must include a version, e.g. \"apps/v1\""))
+	} else {
+		// API versions are DNS-1035 labels (CustomResourceDefinition
+		// validation enforces this), so anything else names no API.
+		for _, msg := range utilvalidation.IsDNS1035Label(gv.Version) {
+			allErrs = append(allErrs, field.Invalid(fldPath, apiVersion, "version: "+msg))
+		}
+	}
+	if gv.Group != "" {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(gv.Group) {
+			allErrs = append(allErrs, field.Invalid(fldPath, apiVersion, "group: "+msg))
 		}
 	}
 	return allErrs
@@ -385,6 +391,7 @@ func (c *checker) checkHooks(hooks *metacontroller.CompositeControllerHooks, end
 		}
 		c.warn(hookPath, "is accepted for compatibility but never called: this server does not call %s hooks, and neither does Metacontroller", h.name)
 	}
+	c.checkPatches(hooks.Patches, endpoints, fldPath.Child("patches"))
 }
 
 // checkHookVersion checks the version, an enum in Metacontroller's CRD.

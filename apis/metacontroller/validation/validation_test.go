@@ -126,6 +126,30 @@ func validCompositeController() *metacontroller.CompositeController {
 						},
 					},
 				},
+				Patches: []metacontroller.PatchHook{
+					{
+						Name:      "sidecar",
+						EnabledIf: ptr(`has(builtin.parent.spec.sidecar) && builtin.controller.generation > 0`),
+						Webhook: &metacontroller.Webhook{
+							URL:                    ptr("https://hooks.example.com/patch"),
+							ResponseUnMarshallMode: ptr(metacontroller.ResponseUnmarshallModeStrict),
+						},
+					},
+					{
+						Name: "labels",
+						Definitions: []metacontroller.PatchDefinition{{
+							Selector: metacontroller.PatchSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+							JSONPatches: []metacontroller.JSONPatch{
+								{Op: metacontroller.JSONPatchOpAdd, Path: "/metadata/labels/team", Value: &metacontroller.JSON{Raw: []byte(`"blue"`)}},
+								{Op: metacontroller.JSONPatchOpReplace, Path: "/spec/replicas", ValueFrom: &metacontroller.JSONPatchValue{Variable: ptr("builtin.parent.spec.replicas")}},
+								{Op: metacontroller.JSONPatchOpAdd, Path: "/spec/template/spec/containers/-", ValueFrom: &metacontroller.JSONPatchValue{
+									Template: ptr(`{name: log, image: "{{ .builtin.parent.spec.logImage }}", args: ["{{ .builtin.child.name }}"]}`),
+								}},
+								{Op: metacontroller.JSONPatchOpRemove, Path: "/metadata/annotations/a~1b"},
+							},
+						}},
+					},
+				},
 			},
 			EndpointConfigs: []metacontroller.EndpointConfig{{
 				Host: "hooks.example.com:8443",
@@ -884,6 +908,242 @@ func TestValidateCompositeController(t *testing.T) {
 	}
 }
 
+const (
+	webhookPatch = "spec.hooks.patches[0]"
+	inlinePatch  = "spec.hooks.patches[1]"
+	inlineOps    = inlinePatch + ".definitions[0].jsonPatches"
+)
+
+func inlineDefinition(cc *metacontroller.CompositeController) *metacontroller.PatchDefinition {
+	return &cc.Spec.Hooks.Patches[1].Definitions[0]
+}
+
+func TestValidatePatches(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(cc *metacontroller.CompositeController)
+		want   []wantErr
+	}{
+		{
+			name:   "no patches is valid",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches = nil },
+		},
+		{
+			name:   "name is required",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches[0].Name = "" },
+			want:   []wantErr{req(webhookPatch + ".name")},
+		},
+		{
+			name:   "name must be usable as a label value",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches[0].Name = "add labels" },
+			want:   []wantErr{inv(webhookPatch + ".name")},
+		},
+		{
+			name:   "names are unique",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches[1].Name = "sidecar" },
+			want:   []wantErr{dup(inlinePatch + ".name")},
+		},
+		{
+			name: "webhook and definitions together are forbidden",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[1].Webhook = &metacontroller.Webhook{URL: ptr("https://hooks.example.com/patch")}
+			},
+			want: []wantErr{forb(inlinePatch + ".definitions")},
+		},
+		{
+			name:   "neither webhook nor definitions is an error",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches[0].Webhook = nil },
+			want:   []wantErr{req(webhookPatch)},
+		},
+		{
+			name: "empty definitions count as none",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[1].Definitions = []metacontroller.PatchDefinition{}
+			},
+			want: []wantErr{req(inlinePatch)},
+		},
+		{
+			name: "the webhook is checked as every hook's",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].Webhook.URL = ptr("ftp://hooks.example.com/patch")
+			},
+			want: []wantErr{inv(webhookPatch + ".webhook.url")},
+		},
+		{
+			name: "enabledIf must compile",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].EnabledIf = ptr("builtin.parent.spec.replicas >")
+			},
+			want: []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name: "enabledIf may only use declared variables",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].EnabledIf = ptr("builtin.cluster.name == 'x'")
+			},
+			want: []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name: "enabledIf has no builtin.child: it is evaluated per parent",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].EnabledIf = ptr("builtin.child.name == 'x'")
+			},
+			want: []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name: "enabledIf is type checked",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].EnabledIf = ptr("builtin.controller.generation == 'one'")
+			},
+			want: []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name: "enabledIf must be a bool",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].EnabledIf = ptr("builtin.parent.metadata.name")
+			},
+			want: []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name:   "enabledIf may not be blank",
+			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.Hooks.Patches[0].EnabledIf = ptr(" ") },
+			want:   []wantErr{inv(webhookPatch + ".enabledIf")},
+		},
+		{
+			name: "selector apiVersion and kind are required",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).Selector = metacontroller.PatchSelector{}
+			},
+			want: []wantErr{req(inlinePatch + ".definitions[0].selector.apiVersion"), req(inlinePatch + ".definitions[0].selector.kind")},
+		},
+		{
+			name: "selector apiVersion, kind and name must be valid",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).Selector = metacontroller.PatchSelector{APIVersion: "apps/v1/x", Kind: "Deploy ment", Name: "a/b"}
+			},
+			want: []wantErr{
+				inv(inlinePatch + ".definitions[0].selector.apiVersion"),
+				inv(inlinePatch + ".definitions[0].selector.kind"),
+				inv(inlinePatch + ".definitions[0].selector.name"),
+			},
+		},
+		{
+			name:   "jsonPatches are required",
+			mutate: func(cc *metacontroller.CompositeController) { inlineDefinition(cc).JSONPatches = nil },
+			want:   []wantErr{req(inlineOps)},
+		},
+		{
+			name:   "op must be add, replace or remove",
+			mutate: func(cc *metacontroller.CompositeController) { inlineDefinition(cc).JSONPatches[0].Op = "move" },
+			want:   []wantErr{nsup(inlineOps + "[0].op")},
+		},
+		{
+			name: "path must be a JSON pointer",
+			mutate: func(cc *metacontroller.CompositeController) {
+				ops := inlineDefinition(cc).JSONPatches
+				ops[0].Path = "metadata/labels/team"
+				ops[1].Path = "/spec/a~2b"
+				ops[3].Path = "/metadata/annotations/-"
+			},
+			want: []wantErr{inv(inlineOps + "[0].path"), inv(inlineOps + "[1].path"), inv(inlineOps + "[3].path")},
+		},
+		{
+			name:   "path is required",
+			mutate: func(cc *metacontroller.CompositeController) { inlineDefinition(cc).JSONPatches[0].Path = "" },
+			want:   []wantErr{req(inlineOps + "[0].path")},
+		},
+		{
+			name: "path may not change the child's identity",
+			mutate: func(cc *metacontroller.CompositeController) {
+				ops := inlineDefinition(cc).JSONPatches
+				ops[0].Path = "/metadata/name"
+				ops[1].Path = "/kind"
+				ops[3].Path = "/metadata"
+			},
+			want: []wantErr{forb(inlineOps + "[0].path"), forb(inlineOps + "[1].path"), forb(inlineOps + "[3].path")},
+		},
+		{
+			name: "value and valueFrom together are forbidden",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[1].Value = &metacontroller.JSON{Raw: []byte(`3`)}
+			},
+			want: []wantErr{forb(inlineOps + "[1].valueFrom")},
+		},
+		{
+			name: "add and replace need a value",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[0].Value = nil
+				inlineDefinition(cc).JSONPatches[1].ValueFrom = nil
+			},
+			want: []wantErr{req(inlineOps + "[0].value"), req(inlineOps + "[1].value")},
+		},
+		{
+			name: "remove takes no value",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[3].Value = &metacontroller.JSON{Raw: []byte(`"x"`)}
+				inlineDefinition(cc).JSONPatches[3].ValueFrom = &metacontroller.JSONPatchValue{Variable: ptr("builtin.parent.metadata.name")}
+			},
+			want: []wantErr{forb(inlineOps + "[3].value"), forb(inlineOps + "[3].valueFrom")},
+		},
+		{
+			name: "value must be JSON",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[0].Value.Raw = []byte(`{not json`)
+			},
+			want: []wantErr{inv(inlineOps + "[0].value")},
+		},
+		{
+			name: "valueFrom needs exactly one of variable and template",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[1].ValueFrom.Template = ptr("{{ .builtin.parent.metadata.name }}")
+				inlineDefinition(cc).JSONPatches[2].ValueFrom.Template = nil
+			},
+			want: []wantErr{forb(inlineOps + "[1].valueFrom.template"), req(inlineOps + "[2].valueFrom")},
+		},
+		{
+			name: "variables must exist",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[1].ValueFrom.Variable = ptr("builtin.parent.status.replicas")
+			},
+			want: []wantErr{inv(inlineOps + "[1].valueFrom.variable")},
+		},
+		{
+			name: "variables start with builtin",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[1].ValueFrom.Variable = ptr("parent.spec.replicas")
+			},
+			want: []wantErr{inv(inlineOps + "[1].valueFrom.variable")},
+		},
+		{
+			name: "builtin.child exists for inline patches",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[1].ValueFrom.Variable = ptr("builtin.child.namespace")
+			},
+		},
+		{
+			name: "templates must parse",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[2].ValueFrom.Template = ptr("{{ .builtin.parent.metadata.name ")
+			},
+			want: []wantErr{inv(inlineOps + "[2].valueFrom.template")},
+		},
+		{
+			name: "templates may only use declared variables",
+			mutate: func(cc *metacontroller.CompositeController) {
+				inlineDefinition(cc).JSONPatches[2].ValueFrom.Template = ptr("{{ .builtin.parent.metadata.uid }}")
+			},
+			want: []wantErr{inv(inlineOps + "[2].valueFrom.template")},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := validCompositeController()
+			tc.mutate(cc)
+			assertErrors(t, ValidateCompositeController(cc), tc.want)
+		})
+	}
+}
+
 func TestValidateCompositeControllerUpdate(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -1051,6 +1311,13 @@ func TestWarnings(t *testing.T) {
 				{"spec.hooks.preUpdateChild: ", "never called", "neither does Metacontroller"},
 				{"spec.hooks.postUpdateChild: ", "never called", "neither does Metacontroller"},
 			},
+		},
+		{
+			name: "a patch hook's etag is ignored",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.Hooks.Patches[0].Webhook.Etag = &metacontroller.WebhookEtagConfig{Enabled: ptr(true)}
+			},
+			want: [][]string{{"spec.hooks.patches[0].webhook.etag: ", "ignored", "always called"}},
 		},
 		{
 			name:   "hook without a webhook is never called",

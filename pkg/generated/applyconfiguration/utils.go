@@ -66,8 +66,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.EndpointConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Hook"):
 		return &metacontrollerv1alpha1.HookApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("JSONPatch"):
+		return &metacontrollerv1alpha1.JSONPatchApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("JSONPatchValue"):
+		return &metacontrollerv1alpha1.JSONPatchValueApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyReference"):
 		return &metacontrollerv1alpha1.KeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PatchDefinition"):
+		return &metacontrollerv1alpha1.PatchDefinitionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PatchHook"):
+		return &metacontrollerv1alpha1.PatchHookApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PatchSelector"):
+		return &metacontrollerv1alpha1.PatchSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceRule"):
 		return &metacontrollerv1alpha1.ResourceRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):

@@ -52,12 +52,20 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
 		v1alpha1.EndpointConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
 		v1alpha1.Hook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
+		v1alpha1.JSON{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_JSON(ref),
+		v1alpha1.JSONPatch{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatch(ref),
+		v1alpha1.JSONPatchValue{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatchValue(ref),
 		v1alpha1.KeyReference{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref),
 		v1alpha1.ParentReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref),
+		v1alpha1.PatchDefinition{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchDefinition(ref),
+		v1alpha1.PatchHook{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchHook(ref),
+		v1alpha1.PatchSelector{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref),
 		v1alpha1.ResourceRule{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
 		v1alpha1.ServiceReference{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
 		v1alpha1.StatusConditionCheck{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionCheck(ref),
+		v1alpha1.SyncPatchChange{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchChange(ref),
+		v1alpha1.SyncPatchStep{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchStep(ref),
 		v1alpha1.SyncPlanItem{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref),
 		v1alpha1.SyncRequest{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref),
 		v1alpha1.SyncRequestSpec{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref),
@@ -452,11 +460,32 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
 						},
 					},
+					"patches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "patches run in order after the sync (or finalize) hook, as Cluster API's ClusterClass patches: each is a patch hook or inline JSON patches, each sees the desired children as the patches before it left them, and what they leave is checked like a sync hook's answer. A patch that fails fails the sync: nothing is applied. Not in Metacontroller.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PatchHook{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Hook{}.OpenAPIModelName()},
+			v1alpha1.Hook{}.OpenAPIModelName(), v1alpha1.PatchHook{}.OpenAPIModelName()},
 	}
 }
 
@@ -1000,6 +1029,90 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref common.Ref
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_JSON(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JSON is any JSON value: an object, a list, a string, a number, a boolean.",
+				Type:        v1alpha1.JSON{}.OpenAPISchemaType(),
+				Format:      v1alpha1.JSON{}.OpenAPISchemaFormat(),
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatch(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JSONPatch is one RFC 6902 operation of an inline patch.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"op": {
+						SchemaProps: spec.SchemaProps{
+							Description: "op is add, replace or remove.\n\nPossible enum values:\n - `\"add\"` adds a value, or replaces an object member (RFC 6902 \"add\"); the object holding it must exist.\n - `\"remove\"` removes a value that must exist.\n - `\"replace\"` replaces a value that must exist.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"add", "remove", "replace"},
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is a JSON pointer (RFC 6901) into the child, e.g. \"/spec/replicas\" or \"/metadata/labels/tier\"; \"~1\" stands for '/' and \"~0\" for '~' in a key. It may not change apiVersion, kind, metadata.name or metadata.namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "value is the value to add or replace, any JSON. Set value or valueFrom for add and replace, neither for remove.",
+							Ref:         ref(v1alpha1.JSON{}.OpenAPIModelName()),
+						},
+					},
+					"valueFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "valueFrom computes the value from the variables.",
+							Ref:         ref(v1alpha1.JSONPatchValue{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"op", "path"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.JSON{}.OpenAPIModelName(), v1alpha1.JSONPatchValue{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatchValue(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JSONPatchValue computes the value of an inline JSON patch from the builtin variables: builtin.parent, builtin.controller and builtin.child (the patched child's apiVersion, kind, namespace and name). Exactly one of variable and template is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"variable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "variable is a dotted path into the variables, e.g. \"builtin.parent.spec.replicas\" or \"builtin.parent.metadata.labels.app.kubernetes.io/name\" (after labels and annotations, the rest is one key). It must be set for the parent at hand, or the patch fails.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "template is a Go text/template over the variables, e.g. \"{{ .builtin.parent.metadata.name }}-{{ .builtin.child.name }}\"; its output is read as YAML (JSON included), so \"3\" is a number and \"[a, b]\" a list. Quote it to get a string: '\"{{ ... }}\"'.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1061,6 +1174,139 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref
 					},
 				},
 				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchDefinition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PatchDefinition applies JSON patches to the desired children a selector matches.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector says which desired children are patched.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PatchSelector{}.OpenAPIModelName()),
+						},
+					},
+					"jsonPatches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "jsonPatches are applied to each selected child in order, as one RFC 6902 JSON patch.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.JSONPatch{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"selector", "jsonPatches"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.JSONPatch{}.OpenAPIModelName(), v1alpha1.PatchSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchHook(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PatchHook is one step of spec.hooks.patches: a patch hook called over HTTP (webhook) or inline JSON patches (definitions), exactly one of them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name identifies the patch in errors, Events, metrics and previews; unique within the controller. Letters, digits, '-', '_' and '.', starting and ending with a letter or digit, at most 63 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"enabledIf": {
+						SchemaProps: spec.SchemaProps{
+							Description: "enabledIf is a CEL expression over the builtin variables builtin.parent (apiVersion, kind, metadata.name, metadata.namespace, metadata.labels, metadata.annotations, spec) and builtin.controller (name, generation); the patch runs for a parent only when it is true, e.g. `\"team\" in builtin.parent.metadata.labels`. Unset means always.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"webhook": {
+						SchemaProps: spec.SchemaProps{
+							Description: "webhook calls a patch hook, as the other hooks are called (url or service, timeout, TLS, authentication; no etag). It is sent the variables and every desired child, and answers a JSON patch or a JSON merge patch for each child it changes.",
+							Ref:         ref(v1alpha1.Webhook{}.OpenAPIModelName()),
+						},
+					},
+					"definitions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "definitions are inline JSON patches, as a ClusterClass's inline patches: each applies its jsonPatches to the desired children its selector matches.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PatchDefinition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PatchDefinition{}.OpenAPIModelName(), v1alpha1.Webhook{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PatchSelector matches desired children.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion of the children, e.g. \"apps/v1\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the children, e.g. \"Deployment\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name, when set, matches only the child of that name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"apiVersion", "kind"},
 			},
 		},
 	}
@@ -1203,6 +1449,139 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionChec
 				Required: []string{"type"},
 			},
 		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchChange(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncPatchChange is what a patch changed in one desired child.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the child; empty when cluster-scoped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the child.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"diff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "diff lists the fields the patch changed, one per line, as a plan item's diff: \"path: old -> new\", \"- path: old\" for a removed field.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"apiVersion", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchStep(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncPatchStep is what one patch of spec.hooks.patches did in a sync.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the patch.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"skipped": {
+						SchemaProps: spec.SchemaProps{
+							Description: "skipped is true when the patch did not run; reason says why.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason why the patch was skipped, e.g. its enabledIf was false.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"request": {
+						SchemaProps: spec.SchemaProps{
+							Description: "request is the exact patch request the patch was given: the variables and the desired children as the patches before it left them. Keep it as a test fixture of a patch hook.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"durationMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "durationMillis is the time the patch took.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"changes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "changes are the desired children the patch changed, with what it changed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SyncPatchChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SyncPatchChange{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1467,6 +1846,24 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"patches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "patches are the steps of spec.hooks.patches in the order they ran, each with the request it was given and what it changed in each desired child: test a patch hook by previewing a parent.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SyncPatchStep{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"timings": {
 						SchemaProps: spec.SchemaProps{
 							Description: "timings of the sync.",
@@ -1503,7 +1900,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SyncPlanItem{}.OpenAPIModelName(), v1alpha1.SyncRollout{}.OpenAPIModelName(), v1alpha1.SyncTimings{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.SyncPatchStep{}.OpenAPIModelName(), v1alpha1.SyncPlanItem{}.OpenAPIModelName(), v1alpha1.SyncRollout{}.OpenAPIModelName(), v1alpha1.SyncTimings{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1616,6 +2013,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref com
 					"syncHookMillis": {
 						SchemaProps: spec.SchemaProps{
 							Description: "syncHookMillis is the time spent in the sync (or finalize) hook.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"patchesMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "patchesMillis is the time spent in spec.hooks.patches.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

@@ -40,6 +40,13 @@ type CompositeControllerHooksApplyConfiguration struct {
 	// Metacontroller declares it without calling it either. Applying an
 	// object that sets it draws a warning.
 	PostUpdateChild *HookApplyConfiguration `json:"postUpdateChild,omitempty"`
+	// patches run in order after the sync (or finalize) hook, as Cluster
+	// API's ClusterClass patches: each is a patch hook or inline JSON
+	// patches, each sees the desired children as the patches before it
+	// left them, and what they leave is checked like a sync hook's answer.
+	// A patch that fails fails the sync: nothing is applied. Not in
+	// Metacontroller.
+	Patches []PatchHookApplyConfiguration `json:"patches,omitempty"`
 }
 
 // CompositeControllerHooksApplyConfiguration constructs a declarative configuration of the CompositeControllerHooks type for use with
@@ -85,5 +92,18 @@ func (b *CompositeControllerHooksApplyConfiguration) WithPreUpdateChild(value *H
 // If called multiple times, the PostUpdateChild field is set to the value of the last call.
 func (b *CompositeControllerHooksApplyConfiguration) WithPostUpdateChild(value *HookApplyConfiguration) *CompositeControllerHooksApplyConfiguration {
 	b.PostUpdateChild = value
+	return b
+}
+
+// WithPatches adds the given value to the Patches field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Patches field.
+func (b *CompositeControllerHooksApplyConfiguration) WithPatches(values ...*PatchHookApplyConfiguration) *CompositeControllerHooksApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithPatches")
+		}
+		b.Patches = append(b.Patches, *values[i])
+	}
 	return b
 }

@@ -93,6 +93,9 @@ func (o *previewOptions) run(cmd *cobra.Command, controller string, streams gene
 		if err := writePlanTable(streams.Out, answer.Status.Plan); err != nil {
 			return err
 		}
+		if err := writePatches(streams.Out, answer.Status.Patches); err != nil {
+			return err
+		}
 		if err := writeRollout(streams.Out, answer.Status.Rollout); err != nil {
 			return err
 		}

@@ -71,3 +71,30 @@ func writeRollout(w io.Writer, r *v1alpha1.SyncRollout) error {
 	}
 	return nil
 }
+
+// writePatches says what each of spec.hooks.patches did: skipped and why,
+// or the fields it changed in each child.
+func writePatches(w io.Writer, steps []v1alpha1.SyncPatchStep) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "\nPatches:"); err != nil {
+		return err
+	}
+	for _, s := range steps {
+		switch {
+		case s.Skipped:
+			fmt.Fprintf(w, "  %s: skipped (%s)\n", s.Name, s.Reason)
+		case len(s.Changes) == 0:
+			fmt.Fprintf(w, "  %s: changed nothing\n", s.Name)
+		default:
+			fmt.Fprintf(w, "  %s:\n", s.Name)
+			for _, c := range s.Changes {
+				for _, line := range c.Diff {
+					fmt.Fprintf(w, "    %s %s: %s\n", c.Kind, describeName(c.Namespace, c.Name), line)
+				}
+			}
+		}
+	}
+	return nil
+}

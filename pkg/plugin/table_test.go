@@ -71,3 +71,19 @@ func TestRolloutSummary(t *testing.T) {
 		t.Errorf("no rollout printed %q", b.String())
 	}
 }
+
+func TestPatchSteps(t *testing.T) {
+	var b strings.Builder
+	if err := writePatches(&b, []v1alpha1.SyncPatchStep{
+		{Name: "team", Skipped: true, Reason: "enabledIf is false"},
+		{Name: "shout", Changes: []v1alpha1.SyncPatchChange{{Kind: "ConfigMap", Namespace: "ns", Name: "p-a", Diff: []string{`data.greeting: "hi" -> "HI"`}}}},
+		{Name: "noop"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"team: skipped (enabledIf is false)", `ConfigMap ns/p-a: data.greeting: "hi" -> "HI"`, "noop: changed nothing"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("steps lack %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -18,11 +18,12 @@ Runs B1 (dry-run /sync, also with two inline patches), B2 (loop
 convergence at each --b2-parents size, every parent in one namespace, 10
 ConfigMaps each, created at once; then 100 more created 10 a second among
 the converged ones, whose latency is that of a new parent without a burst
-ahead of it), B3 (restart over
-converged parents: no child or status writes), B4 (heap per cached child)
-and B5 (CRUD of CompositeControllers vs a CRD), each against its baseline in
-the same run, with composite-apiserver's default flags, and prints one
-markdown table.
+ahead of it), B3 (restart over converged parents: no child or status
+writes), B4 (heap per cached child), B5 (CRUD of CompositeControllers vs a
+CRD) and B6 (isolation: a controller's convergence while another
+controller's hook hangs, vs without it), each against its baseline in the
+same run, with composite-apiserver's default flags, and prints one markdown
+table.
 
 Takes about 6 minutes on a 2-core machine with the test binaries cached (the
 first run builds them: add ~6 minutes). A B2 size that does not converge
@@ -33,17 +34,20 @@ Options:
   --b2-parents LIST   B2 sizes, comma-separated (default 500,2000)
   --b2-timeout DUR    how long B2 waits for convergence at each size (default 4m)
   --b3-parents N      B3 converged parents (default 2000)
+  --b6-parents N      B6 parents of the healthy controller, and of the hanging
+                      one (default 200)
   --bench REGEX       which benchmarks (go test -bench; default .)
   --out FILE          raw go test output (default _output/bench/bench-<time>.txt;
                       the table goes to the same name with .md)
   --table FILE        print the table of an earlier run's raw output (give
-                      the --b2-parents and --b3-parents it ran with) and exit
+                      the --b2-parents, --b3-parents and --b6-parents it ran
+                      with) and exit
   -h, --help          this help
 
 Environment: COMPOSITE_TEST_BINARIES as for hack/test.sh. Targets the table
 checks: B1 with two inline patches >= 0.8x B1 without, B3 0 child and
-status writes, B4 <= 1.2x, B5 create and get p50 <=
-1.5x and list <= 1x the CRD's; B2_MIN_RATIO (loop objects/s over client-go's,
+status writes, B4 <= 1.2x, B5 create and get p50 <= 1.5x and list <= 1x the
+CRD's, B6 <= 1.25x; B2_MIN_RATIO (loop objects/s over client-go's,
 at least) and B2_MAX_P50_GROWTH (p50 at the last size over the first, at
 most) when set.
 EOF
@@ -52,6 +56,7 @@ EOF
 b2_parents=500,2000
 b2_timeout=4m
 b3_parents=2000
+b6_parents=200
 bench=.
 out=""
 table_of=""
@@ -60,6 +65,7 @@ while [[ $# -gt 0 ]]; do
     --b2-parents) b2_parents=$2; shift 2 ;;
     --b2-timeout) b2_timeout=$2; shift 2 ;;
     --b3-parents) b3_parents=$2; shift 2 ;;
+    --b6-parents) b6_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --table) table_of=$2; shift 2 ;;
@@ -71,7 +77,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b2min="${B2_MIN_RATIO:-}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b2min="${B2_MIN_RATIO:-}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -207,6 +213,18 @@ table() {
         sprintf("same objects as a CRD: p50 %.1f ms, p99 %.1f ms", v(n, "crd-" op[i] "-p50-ms"), v(n, "crd-" op[i] "-p99-ms")),
         x(r), "p50 ≤ " limit[i] "×", met(r <= limit[i]))
     }
+
+    n = "BenchmarkIsolation/hanging"
+    n0 = "BenchmarkIsolation/without"
+    what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)
+    base = has(n0) ? sprintf("the same without the hanging controller: %.1f s (p50 %s, p99 %s)", v(n0, "converged-s"), secs(v(n0, "p50-ms")), secs(v(n0, "p99-ms"))) : why(n0)
+    if (has(n) && has(n0)) {
+      r = v(n, "ratio-vs-without")
+      row(what, sprintf("%.1f s (p50 %s, p99 %s), %.1f hanging calls in flight on average", v(n, "converged-s"), secs(v(n, "p50-ms")), secs(v(n, "p99-ms")), v(n, "hanging-in-flight")),
+        base, x(r), "≤ 1.25×", met(r <= 1.25))
+    } else {
+      row(what, why(n), base, "—", "≤ 1.25×", "**no**")
+    }
   }
   ' "$1"
 }
@@ -232,7 +250,8 @@ start=$SECONDS
 # go test timeout only guards against a hang; B2 has its own.
 status=0
 go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 45m \
-  "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" "$@" 2>&1 | tee "$out" || status=$?
+  "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
+  "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "$@" 2>&1 | tee "$out" || status=$?
 elapsed=$((SECONDS - start))
 
 table "$out" > "$table"

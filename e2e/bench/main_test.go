@@ -21,6 +21,9 @@
 //   - BenchmarkCRUD (B5): create, get and list of CompositeControllers
 //     through kube-apiserver against the same objects served as a CRD by
 //     the same kube-apiserver.
+//   - BenchmarkIsolation (B6): how long a healthy controller's parents
+//     take to converge while another controller's hook hangs for every one
+//     of its parents, against the same without it.
 //
 // The stack starts only when -bench selects one of these benchmarks, so
 // `go test ./...` just compiles the package and runs its few unit tests.
@@ -86,6 +89,10 @@ var (
 	crudConcurrency = flag.Int("crud.concurrency", 1, "BenchmarkCRUD: concurrent requests of creates and gets; 1 measures latency without queueing")
 	crudLoop        = flag.Bool("crud.loop", false, "BenchmarkCRUD: keep the controller loop on; by default composite-apiserver is restarted with --controller-loop=false for it, so that starting a controller per created CompositeController does not share the 2 cores with the requests measured")
 
+	isolationParents     = flag.Int("isolation.parents", 200, "BenchmarkIsolation: parents of the healthy controller (loop.children ConfigMaps each), converged without and with the hanging one")
+	isolationHanging     = flag.Int("isolation.hanging", 200, "BenchmarkIsolation: parents of the controller whose hook hangs")
+	isolationHookTimeout = flag.Duration("isolation.hook-timeout", 10*time.Second, "BenchmarkIsolation: the hanging hook's webhook timeout, how long each of its calls hangs")
+
 	compositeWorkers = flag.Int("composite.workers", 0, "--workers of composite-apiserver; 0 keeps the server's default")
 	compositeArgs    = flag.String("composite.args", "", "more flags of composite-apiserver, space-separated, e.g. \"--target-qps=-1\"")
 )
@@ -126,7 +133,7 @@ var stack *framework.Stack
 var env *environment
 
 // benchmarks are the package's benchmarks, for benchmarksWanted.
-var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD"}
+var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD", "BenchmarkIsolation"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that

@@ -20,6 +20,7 @@ func TestBenchmarksWanted(t *testing.T) {
 		"^BenchmarkLoopConvergence": true,
 		"Memory":                    true,
 		"CRUD":                      true,
+		"Isolation":                 true,
 	} {
 		if got := benchmarksWanted(pattern); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)

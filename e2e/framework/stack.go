@@ -78,6 +78,9 @@ type Stack struct {
 	apiserver *Process
 	kcm       *Process
 	composite *Process
+	// etcdArgs and apiserverArgs start etcd and kube-apiserver again as
+	// they first ran: same ports, same data.
+	etcdArgs, apiserverArgs []string
 
 	// exits are the processes that ended without being asked to (crashes,
 	// a composite-apiserver exiting with an error), each with its log tail.
@@ -213,16 +216,17 @@ func (s *Stack) startEtcd(ctx context.Context) error {
 	}
 	s.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	s.etcd, err = StartProcess("etcd", s.logDir(), s.Bin.Etcd,
+	s.etcdArgs = []string{
 		"--name=default",
-		"--data-dir="+filepath.Join(s.Dir, "etcd"),
-		"--listen-client-urls="+s.EtcdURL,
-		"--advertise-client-urls="+s.EtcdURL,
-		"--listen-peer-urls="+peer,
-		"--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=default="+peer,
+		"--data-dir=" + filepath.Join(s.Dir, "etcd"),
+		"--listen-client-urls=" + s.EtcdURL,
+		"--advertise-client-urls=" + s.EtcdURL,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
 		"--log-level=warn",
-	)
+	}
+	s.etcd, err = StartProcess("etcd", s.logDir(), s.Bin.Etcd, s.etcdArgs...)
 	if err != nil {
 		return err
 	}
@@ -237,29 +241,30 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 	}
 	s.KubeAPIServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
 	c := s.Certs
-	s.apiserver, err = StartProcess("kube-apiserver", s.logDir(), s.Bin.KubeAPIServer,
-		"--etcd-servers="+s.EtcdURL,
+	s.apiserverArgs = []string{
+		"--etcd-servers=" + s.EtcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+c.KubeAPIServerServing.CertFile,
-		"--tls-private-key-file="+c.KubeAPIServerServing.KeyFile,
-		"--client-ca-file="+c.ClientCA.CertFile,
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + c.KubeAPIServerServing.CertFile,
+		"--tls-private-key-file=" + c.KubeAPIServerServing.KeyFile,
+		"--client-ca-file=" + c.ClientCA.CertFile,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+c.ServiceAccountPub,
-		"--service-account-signing-key-file="+c.ServiceAccountKey,
+		"--service-account-key-file=" + c.ServiceAccountPub,
+		"--service-account-signing-key-file=" + c.ServiceAccountKey,
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--endpoint-reconciler-type=none",
 		// The aggregator's identity towards aggregated servers.
-		"--requestheader-client-ca-file="+c.FrontProxyCA.CertFile,
-		"--requestheader-allowed-names="+FrontProxyClientName,
+		"--requestheader-client-ca-file=" + c.FrontProxyCA.CertFile,
+		"--requestheader-allowed-names=" + FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+c.FrontProxyClient.CertFile,
-		"--proxy-client-key-file="+c.FrontProxyClient.KeyFile,
-	)
+		"--proxy-client-cert-file=" + c.FrontProxyClient.CertFile,
+		"--proxy-client-key-file=" + c.FrontProxyClient.KeyFile,
+	}
+	s.apiserver, err = StartProcess("kube-apiserver", s.logDir(), s.Bin.KubeAPIServer, s.apiserverArgs...)
 	if err != nil {
 		return err
 	}

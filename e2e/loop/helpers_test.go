@@ -38,19 +38,7 @@ var (
 // touches no other test.
 func setUp(t *testing.T) *framework.PythonHook {
 	t.Helper()
-	setUpOnce.Do(func() {
-		if setUpErr = stack.InstallHellos(context.Background()); setUpErr != nil {
-			return
-		}
-		if dyn, setUpErr = dynamic.NewForConfig(stack.AdminConfig); setUpErr != nil {
-			return
-		}
-		cc, setUpErr = clientset.NewForConfig(stack.AdminConfig)
-	})
-	if setUpErr != nil {
-		t.Fatal(setUpErr)
-	}
-	dumpLogsOnFailure(t)
+	setUpStack(t)
 	dir := t.TempDir()
 	hook, err := framework.StartPythonHook(dir)
 	if err != nil {
@@ -64,6 +52,25 @@ func setUp(t *testing.T) *framework.PythonHook {
 		hook.Stop()
 	})
 	return hook
+}
+
+// setUpStack installs the parent CRD and the controller's rights once, for
+// tests that bring their own hook, and prints the stack's logs when t fails.
+func setUpStack(t *testing.T) {
+	t.Helper()
+	setUpOnce.Do(func() {
+		if setUpErr = stack.InstallHellos(context.Background()); setUpErr != nil {
+			return
+		}
+		if dyn, setUpErr = dynamic.NewForConfig(stack.AdminConfig); setUpErr != nil {
+			return
+		}
+		cc, setUpErr = clientset.NewForConfig(stack.AdminConfig)
+	})
+	if setUpErr != nil {
+		t.Fatal(setUpErr)
+	}
+	dumpLogsOnFailure(t)
 }
 
 func tail(s string, n int) string {

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync: a live
@@ -50,10 +47,8 @@ func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
 	createParent(t, ns, "p", "loop-metrics", spec("blue", "a"))
 	waitConfigMaps(t, ns, "p-a")
 
-	cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// kube-apiserver's own front-proxy client certificate (see syncsOf).
+	cert := stack.Certs.FrontProxyClient
 	client, err := stack.CompositeHTTPClient(&cert)
 	if err != nil {
 		t.Fatal(err)

@@ -99,6 +99,9 @@ type Server struct {
 
 // Complete fills in the defaults of the configuration.
 func (cfg *Config) Complete() CompletedConfig {
+	if build := cfg.GenericConfig.BuildHandlerChainFunc; build != nil {
+		cfg.GenericConfig.BuildHandlerChainFunc = withBodyLimits(build)
+	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,

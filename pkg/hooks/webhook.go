@@ -236,7 +236,20 @@ func (w *Webhook) fail(reason string, err error) error {
 	return &CallError{Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
 }
 
+// decode reads an answer into response. Two answers that a JSON decoder
+// takes without complaint are refused first, because acting on them would
+// act on something the hook did not say: bytes that are not UTF-8 (JSON
+// text is UTF-8, RFC 8259 8.1; the decoder would turn them into U+FFFD, and
+// a child's name or data with it would be deleted and recreated, or
+// changed), and a bare null (decoded as the empty answer, whose missing
+// children mean "delete every child").
 func (w *Webhook) decode(data []byte, response any) error {
+	if !utf8.Valid(data) {
+		return errors.New("can't decode response: it is not valid UTF-8, which JSON must be")
+	}
+	if string(bytes.TrimSpace(data)) == "null" {
+		return errors.New("can't decode response: it is null, not a JSON object")
+	}
 	var err error
 	if w.strict {
 		var strictErrs []error

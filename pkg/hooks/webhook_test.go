@@ -165,6 +165,28 @@ func TestCallFailures(t *testing.T) {
 			wantMsg:    "can't decode response",
 		},
 		{
+			// Decoded, the name would be "a\uFFFD": child a deleted, and
+			// a child the hook never named created.
+			name:       "an answer that is not UTF-8 is rejected",
+			handler:    okHandler("{\"children\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\xff\"}}]}"),
+			wantReason: ReasonDecode,
+			wantMsg:    "not valid UTF-8",
+		},
+		{
+			name:       "an answer with invalid UTF-8 in a string only is rejected in strict mode too",
+			handler:    okHandler("{\"status\":{\"color\":\"blue\xc0\x80\"},\"children\":[]}"),
+			mode:       v1alpha1.ResponseUnmarshallModeStrict,
+			wantReason: ReasonDecode,
+			wantMsg:    "not valid UTF-8",
+		},
+		{
+			// Decoded, it would be the empty answer: delete every child.
+			name:       "a null answer is rejected",
+			handler:    okHandler(" null\n"),
+			wantReason: ReasonDecode,
+			wantMsg:    "it is null, not a JSON object",
+		},
+		{
 			name:       "status that is a string is rejected",
 			handler:    okHandler(`{"status":"ready","children":[]}`),
 			wantReason: ReasonDecode,

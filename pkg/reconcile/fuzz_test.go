@@ -1,12 +1,14 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,8 +59,9 @@ var seeds = []string{
 // FuzzHookAnswers sends any bytes as a sync or finalize answer through the
 // real webhook client and the engine: either a valid plan or an error,
 // never a panic; an error never comes with a plan, so a bad answer can
-// never delete anything; and a plan deletes only children the parent owns
-// and the hook did not return.
+// never delete anything; an answer that is not UTF-8, or is null, is an
+// error; and a plan deletes only children the parent owns and the hook did
+// not return.
 func FuzzHookAnswers(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s), false)
@@ -105,6 +108,11 @@ func FuzzHookAnswers(f *testing.F) {
 		e, _ := env(t)
 		res, err := c.Sync(context.Background(), e, p, Options{DryRun: true,
 			Claimed: &syncengine.Claimed{Owned: []*unstructured.Unstructured{owned("a"), owned("b")}}})
+		if err == nil && (!utf8.Valid(answer) || string(bytes.TrimSpace(answer)) == "null") {
+			// Decoded, they would be what the hook did not say: U+FFFD
+			// for the bytes, and "delete every child" for null.
+			t.Fatalf("an answer that is not UTF-8 or is null was planned: %q", answer)
+		}
 		if err != nil {
 			if res.Plan != nil {
 				t.Fatalf("an error (%v) came with a plan", err)

@@ -62,6 +62,12 @@ func TestComputeRejectsInvalidAnswers(t *testing.T) {
 			wantProblem: "has a malformed metadata.name",
 		},
 		{
+			// Read as no namespace, it would be defaulted to the parent's.
+			name:        "child with a non-string namespace",
+			resp:        &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{object("v1", "ConfigMap", parentNS, "c", "metadata.namespace", map[string]interface{}{"name": "other"})}},
+			wantProblem: "children[0] (ConfigMap v1 c) has a malformed metadata.namespace: map[string]interface {}, not a string",
+		},
+		{
 			name:        "child with an unparseable apiVersion",
 			resp:        &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{object("a/b/c", "ConfigMap", parentNS, "c")}},
 			wantProblem: `children[0] has an invalid apiVersion "a/b/c"`,

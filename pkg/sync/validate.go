@@ -207,6 +207,14 @@ func identity(obj *unstructured.Unstructured) (apiVersion, kind, name string, pr
 	apiVersion = get("apiVersion", "apiVersion")
 	kind = get("kind", "kind")
 	name = get("metadata.name", "metadata", "name")
+	// A namespace that is not a string reads as none, which would put the
+	// child in the parent's namespace whatever the hook meant; null is
+	// none, as Metacontroller reads it.
+	if ns, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "namespace"); found && ns != nil {
+		if _, ok := ns.(string); !ok {
+			problems = append(problems, fmt.Sprintf("has a malformed metadata.namespace: %T, not a string", ns))
+		}
+	}
 	if len(problems) > 0 {
 		// Name the child as well as is known, to help find it.
 		var known []string

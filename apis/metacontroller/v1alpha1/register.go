@@ -22,9 +22,8 @@ var (
 
 func init() {
 	// Generated functions (defaults, conversions) register themselves in the
-	// generated files; only hand-written ones are listed here, so the package
-	// compiles even before code generation.
-	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+	// generated files; only hand-written ones are listed here.
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addConversionFuncs)
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {

@@ -3,10 +3,10 @@ package fieldowner
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/lru"
 )
 
 // Comparer is what Unchanged remembers answers of: *Schemas.
@@ -25,39 +25,45 @@ type Comparer interface {
 // wants the comparison's lines, which a remembered answer does not have.
 type Unchanged struct {
 	Comparer
-	cache *lru.Cache
+	size int
+
+	mu sync.Mutex
+	// byUID holds one entry per child: the resourceVersion it had and a
+	// digest of the manager and desired object that made it unchanged.
+	// Each is about 120 bytes; the strings are the objects' own.
+	byUID map[types.UID]unchangedEntry
 }
 
-// unchangedKey is a stored child: its UID and resourceVersion.
-type unchangedKey struct {
-	uid types.UID
-	rv  string
-}
-
-// unchangedEntry is what made it unchanged: who applied what.
 type unchangedEntry struct {
-	manager string
-	sum     [sha256.Size]byte
+	rv  string
+	sum digestSum
 }
 
-// NewUnchanged remembers up to size children (an entry is about 150 bytes).
+// digestSum is a SHA-256 of the manager and the desired object, cut to
+// 128 bits: enough that two different desired objects never meet.
+type digestSum [16]byte
+
+// NewUnchanged remembers up to size children; past that it starts over.
 func NewUnchanged(c Comparer, size int) *Unchanged {
-	return &Unchanged{Comparer: c, cache: lru.New(size)}
+	return &Unchanged{Comparer: c, size: size, byUID: map[types.UID]unchangedEntry{}}
 }
 
 // Compare is c's Compare, or an unchanged Result when the observed child
 // is the one the manager applied, or found converged, with desired.
 func (u *Unchanged) Compare(observed, desired *unstructured.Unstructured, manager string) (Result, error) {
-	sum, ok := digest(desired)
-	key := unchangedKey{uid: observed.GetUID(), rv: observed.GetResourceVersion()}
-	if ok && key.uid != "" && key.rv != "" {
-		if e, hit := u.cache.Get(key); hit && e.(unchangedEntry) == (unchangedEntry{manager: manager, sum: sum}) {
+	sum, ok := digest(manager, desired)
+	uid, rv := observed.GetUID(), observed.GetResourceVersion()
+	if ok && uid != "" && rv != "" {
+		u.mu.Lock()
+		e, hit := u.byUID[uid]
+		u.mu.Unlock()
+		if hit && e.rv == rv && e.sum == sum {
 			return Result{}, nil
 		}
 	}
 	res, err := u.Comparer.Compare(observed, desired, manager)
 	if err == nil && !res.Changed && ok {
-		u.remember(key, manager, sum)
+		u.remember(uid, rv, sum)
 	}
 	return res, err
 }
@@ -69,23 +75,37 @@ func (u *Unchanged) Applied(desired, stored *unstructured.Unstructured, manager 
 	if desired == nil || stored == nil {
 		return
 	}
-	if sum, ok := digest(desired); ok {
-		u.remember(unchangedKey{uid: stored.GetUID(), rv: stored.GetResourceVersion()}, manager, sum)
+	if sum, ok := digest(manager, desired); ok {
+		u.remember(stored.GetUID(), stored.GetResourceVersion(), sum)
 	}
 }
 
-func (u *Unchanged) remember(key unchangedKey, manager string, sum [sha256.Size]byte) {
-	if key.uid == "" || key.rv == "" {
+func (u *Unchanged) remember(uid types.UID, rv string, sum digestSum) {
+	if uid == "" || rv == "" {
 		return
 	}
-	u.cache.Add(key, unchangedEntry{manager: manager, sum: sum})
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.byUID[uid]; !ok && len(u.byUID) >= u.size {
+		// Deleted children leave their entries behind; starting over
+		// now and then bounds them at the cost of one merge a child.
+		u.byUID = map[types.UID]unchangedEntry{}
+	}
+	u.byUID[uid] = unchangedEntry{rv: rv, sum: sum}
 }
 
-// digest is a hash of the object's JSON (keys sorted by encoding/json).
-func digest(obj *unstructured.Unstructured) ([sha256.Size]byte, bool) {
+// digest hashes the manager and the object's JSON (keys sorted by
+// encoding/json).
+func digest(manager string, obj *unstructured.Unstructured) (digestSum, bool) {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
-		return [sha256.Size]byte{}, false
+		return digestSum{}, false
 	}
-	return sha256.Sum256(data), true
+	h := sha256.New()
+	h.Write([]byte(manager))
+	h.Write([]byte{0})
+	h.Write(data)
+	var out digestSum
+	copy(out[:], h.Sum(nil))
+	return out, true
 }

@@ -75,3 +75,18 @@ func TestUnchanged(t *testing.T) {
 		t.Errorf("the applied child was merged again: %+v, %d calls", res, inner.calls)
 	}
 }
+
+// Past its size it starts over: memory stays bounded, answers stay right.
+func TestUnchangedIsBounded(t *testing.T) {
+	inner := &countingComparer{}
+	u := NewUnchanged(inner, 2)
+	for _, uid := range []string{"a", "b", "c"} {
+		o := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		o.SetUID(types.UID(uid))
+		o.SetResourceVersion("1")
+		u.Applied(o, o, "m")
+	}
+	if len(u.byUID) != 1 {
+		t.Errorf("%d entries, want 1 after starting over", len(u.byUID))
+	}
+}

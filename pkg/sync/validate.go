@@ -164,7 +164,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		c.stripSystemMetadata(desc, obj)
 		// What is applied, and so compared: no status (never a parent's to
 		// write, as in Metacontroller), numbers as the wire has them.
-		obj = fieldowner.Sanitize(obj)
+		fieldowner.SanitizeInPlace(obj) // obj is normalize's copy
 		if generate {
 			// As Metacontroller: add the label when the hook did not set
 			// it; a different value fails the selector check below.

@@ -3,6 +3,8 @@ package loop
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -136,8 +138,15 @@ func (c controller) create(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 	})
-	eventually(t, "CompositeController "+c.Name+" Ready", func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), c.Name, metav1.GetOptions{})
+	waitRunning(t, c.Name)
+}
+
+// waitRunning waits until the loop runs the current spec of the
+// CompositeController name.
+func waitRunning(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, "CompositeController "+name+" Ready", func() (bool, error) {
+		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -394,4 +403,30 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	if err != nil {
 		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
 	}
+}
+
+// compositeMetrics reads composite-apiserver's /metrics as kube-apiserver's
+// aggregator reaches it, with kube-apiserver's own front-proxy client
+// certificate: issuing a new one would rewrite the files kube-apiserver
+// reads, and client-go would drop its connections mid-test.
+func compositeMetrics(t *testing.T) string {
+	t.Helper()
+	cert := stack.Certs.FrontProxyClient
+	client, err := stack.CompositeHTTPClient(&cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, stack.CompositeURL()+"/metrics", nil)
+	req.Header.Set("X-Remote-User", "admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, data)
+	}
+	return string(data)
 }

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -272,31 +270,4 @@ func TestPatchesThatFailChangeNothing(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-}
-
-// compositeMetrics reads composite-apiserver's /metrics as kube-apiserver's
-// aggregator would reach it.
-func compositeMetrics(t *testing.T) string {
-	t.Helper()
-	cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := stack.CompositeHTTPClient(&cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodGet, stack.CompositeURL()+"/metrics", nil)
-	req.Header.Set("X-Remote-User", "admin")
-	req.Header.Set("X-Remote-Group", "system:masters")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", resp.StatusCode, data)
-	}
-	return string(data)
 }

@@ -3,8 +3,6 @@ package loop
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,24 +45,7 @@ func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
 	createParent(t, ns, "p", "loop-metrics", spec("blue", "a"))
 	waitConfigMaps(t, ns, "p-a")
 
-	// kube-apiserver's own front-proxy client certificate (see syncsOf).
-	cert := stack.Certs.FrontProxyClient
-	client, err := stack.CompositeHTTPClient(&cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodGet, stack.CompositeURL()+"/metrics", nil)
-	req.Header.Set("X-Remote-User", "admin")
-	req.Header.Set("X-Remote-Group", "system:masters")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", resp.StatusCode, data)
-	}
+	data := compositeMetrics(t)
 	for _, want := range []string{
 		`composite_controller_syncs_total{controller="loop-metrics",result="success"}`,
 		`composite_controller_sync_duration_seconds_count{controller="loop-metrics"}`,
@@ -72,7 +53,7 @@ func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
 		`workqueue_depth{name="compositecontroller-loop-metrics"}`,
 		`workqueue_work_duration_seconds_count{name="compositecontroller-loop-metrics"}`,
 	} {
-		if !strings.Contains(string(data), want) {
+		if !strings.Contains(data, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}

@@ -109,7 +109,17 @@ func ValidateCompositeControllerStatusUpdate(newCC, oldCC *metacontroller.Compos
 // it ignores, a value it replaces, a setting that is probably a mistake. Each
 // warning starts with the path of the field concerned.
 func Warnings(cc *metacontroller.CompositeController) []string {
-	return checkSpec(&cc.Spec).warnings
+	warnings := checkSpec(&cc.Spec).warnings
+	if cc.Spec.Hooks != nil && cc.Spec.Hooks.Finalize != nil {
+		// The finalize hook's finalizer, metacontroller.io/compositecontroller-<name>,
+		// is a qualified name: its part after the slash has at most 63
+		// characters. Metacontroller names it the same way.
+		finalizer := "compositecontroller-" + cc.Name
+		if errs := utilvalidation.IsQualifiedName("metacontroller.io/" + finalizer); len(errs) > 0 {
+			warnings = append(warnings, fmt.Sprintf("metadata.name: the finalize hook's finalizer metacontroller.io/%s is not a valid finalizer name (%s), so no parent can get it and the finalize hook never runs; use a name of at most %d characters", finalizer, strings.Join(errs, "; "), 63-len("compositecontroller-")))
+		}
+	}
+	return warnings
 }
 
 func validateStatus(status *metacontroller.CompositeControllerStatus, fldPath *field.Path) field.ErrorList {

@@ -1296,6 +1296,21 @@ func TestWarnings(t *testing.T) {
 		mustNotMention string
 	}{
 		{
+			name: "a finalize hook with a name too long for its finalizer",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Name = strings.Repeat("n", 44)
+				cc.Spec.Hooks.Finalize = &metacontroller.Hook{Webhook: &metacontroller.Webhook{URL: ptr("https://hooks.example.com/finalize")}}
+			},
+			want: [][]string{{"metadata.name: ", "metacontroller.io/compositecontroller-" + strings.Repeat("n", 44), "at most 43 characters"}},
+		},
+		{
+			name: "a long name without a finalize hook needs no finalizer",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Name = strings.Repeat("n", 44)
+				cc.Spec.Hooks.Finalize = nil
+			},
+		},
+		{
 			name:   "valid object has no warnings",
 			mutate: func(cc *metacontroller.CompositeController) {},
 		},

@@ -309,7 +309,13 @@ func (c *computation) run(ctx context.Context) error {
 	}
 	// Metacontroller's rule: a parent being deleted without the finalize
 	// hook holding it has no rollout; its children are left alone.
-	if Rolling(c.in.Controller) && ManagesChildren(c.in.Controller, c.in.Parent) {
+	switch {
+	case !Rolling(c.in.Controller) || !ManagesChildren(c.in.Controller, c.in.Parent):
+	case c.in.Parent.GetNamespace() == "":
+		// ControllerRevisions are namespaced, as Metacontroller's, and a
+		// cluster-scoped parent has no namespace to keep them in.
+		c.warn("rolling updates need a namespaced parent to keep its ControllerRevisions in; the children of this cluster-scoped parent are updated as with InPlace or Recreate")
+	default:
 		if desired, err = c.rollOut(ctx, call, desired); err != nil {
 			return err
 		}

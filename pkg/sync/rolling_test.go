@@ -415,3 +415,20 @@ func TestRollingPatchesEachRevisionWithItsParent(t *testing.T) {
 		t.Errorf("plan's patch steps %+v", p.Patches)
 	}
 }
+
+// A cluster-scoped parent has no namespace for ControllerRevisions: its
+// rolling children are updated at once, and the plan says why.
+func TestRollingNeedsANamespacedParent(t *testing.T) {
+	var asked []string
+	parent := coloredParent("blue")
+	parent.SetNamespace("")
+	cm := object("v1", "ConfigMap", "ns", "c1", "data.color", "red")
+	in := newInput(rollingController(v1alpha1.ChildUpdateRollingInPlace), parent, Claimed{Owned: []*unstructured.Unstructured{owned(cm)}}, colorHook(&asked, "c1"))
+	p, err := Compute(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rollout != nil || !containsProblem(p.Warnings, "rolling updates need a namespaced parent") {
+		t.Errorf("rollout %+v, warnings %q", p.Rollout, p.Warnings)
+	}
+}

@@ -117,13 +117,7 @@ func widgetsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[s
 		}
 		color, _, _ := unstructured.NestedString(w.Object, "spec", "color")
 		og, _, _ := unstructured.NestedInt64(w.Object, "status", "observedGeneration")
-		ready := false
-		conds, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]interface{}); ok && m["type"] == "Ready" && m["status"] == "True" {
-				ready = true
-			}
-		}
+		ready := syncengine.StatusCondition(&w, "Ready")["status"] == "True"
 		out[strings.TrimPrefix(w.GetName(), parent.GetName()+"-")] = widget{
 			Color: color, UID: string(w.GetUID()), Generation: w.GetGeneration(), Healthy: ready && og == w.GetGeneration(),
 		}
@@ -155,15 +149,10 @@ func setWidgetStatus(t *testing.T, ns, name, ready string) {
 // updated is the parent's Updated condition: reason and message.
 func updated(t *testing.T, ns, name string) (reason, message string) {
 	t.Helper()
-	conds, _, _ := unstructured.NestedSlice(getParent(t, ns, name).Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]interface{}); ok && m["type"] == syncengine.UpdatedCondition {
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return r, msg
-		}
-	}
-	return "", ""
+	c := syncengine.StatusCondition(getParent(t, ns, name), syncengine.UpdatedCondition)
+	reason, _ = c["reason"].(string)
+	message, _ = c["message"].(string)
+	return reason, message
 }
 
 // revisionsOf are the names of the parent's ControllerRevisions, and the

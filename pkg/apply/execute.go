@@ -118,28 +118,30 @@ func Revisions(ctx context.Context, client dynamic.Interface, r *syncengine.Roll
 	if r == nil {
 		return nil
 	}
+	revisions := func(rev *v1alpha1.ControllerRevision) dynamic.ResourceInterface {
+		return client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace)
+	}
 	for _, rev := range r.Create {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)
-		if err != nil {
-			return err
+		if err == nil {
+			_, err = revisions(rev).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 		}
-		_, err = client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("can't create ControllerRevision %s: %w", rev.Name, err)
 		}
 	}
 	for _, rev := range r.Update {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)
-		if err != nil {
-			return err
+		if err == nil {
+			_, err = revisions(rev).Update(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{})
 		}
-		if _, err := client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Update(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{}); err != nil {
+		if err != nil {
 			return fmt.Errorf("can't update ControllerRevision %s: %w", rev.Name, err)
 		}
 	}
 	for _, rev := range r.Delete {
 		uid := rev.UID
-		err := client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace).Delete(ctx, rev.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := revisions(rev).Delete(ctx, rev.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("can't delete ControllerRevision %s: %w", rev.Name, err)
 		}

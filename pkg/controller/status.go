@@ -161,7 +161,7 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 		u := obj.(*unstructured.Unstructured)
 		if pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
-			if c := conditionStatus(u, syncengine.UpdatedCondition); c != "" && c != "True" {
+			if c := syncengine.StatusCondition(u, syncengine.UpdatedCondition); c != nil && c["status"] != "True" {
 				rolling++
 			}
 		}
@@ -174,19 +174,6 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 		}
 	}
 	return len(uids), children, rolling
-}
-
-// conditionStatus is the status of the parent's condition of that type, ""
-// when it has none.
-func conditionStatus(obj *unstructured.Unstructured, condType string) string {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]interface{}); ok && m["type"] == condType {
-			s, _ := m["status"].(string)
-			return s
-		}
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {

@@ -310,7 +310,8 @@ func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Un
 	if r == nil {
 		return
 	}
-	if prev := updatedCondition(parent); prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
+	prev := syncengine.StatusCondition(parent, syncengine.UpdatedCondition)
+	if prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
 		return
 	}
 	switch r.Reason {
@@ -319,20 +320,10 @@ func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Un
 	case syncengine.ReasonRolloutWaiting:
 		c.event(env, opts, parent, corev1.EventTypeWarning, r.Reason, "rolling update halted: "+r.Message)
 	case syncengine.ReasonOnLatestRevision:
-		if updatedCondition(parent) != nil {
+		if prev != nil {
 			c.event(env, opts, parent, corev1.EventTypeNormal, "RolloutComplete", "every child is on ControllerRevision "+r.Latest)
 		}
 	}
-}
-
-func updatedCondition(parent *unstructured.Unstructured) map[string]interface{} {
-	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]interface{}); ok && m["type"] == syncengine.UpdatedCondition {
-			return m
-		}
-	}
-	return nil
 }
 
 // existing is the index for desired children's names when the children

@@ -68,32 +68,25 @@ func revisionResourceLabels(parents schema.GroupVersionResource) labels.Set {
 // revisionPatch is the parent's revisionHistory fields as a JSON object.
 func revisionPatch(parent map[string]interface{}, fieldPaths []string) (map[string]interface{}, error) {
 	patch := map[string]interface{}{}
-	for _, fp := range fieldPaths {
-		parts := strings.Split(fp, ".")
-		value, found, err := unstructured.NestedFieldNoCopy(parent, parts...)
-		if err != nil {
-			return nil, fmt.Errorf("can't read revisionHistory field %s of the parent: %w", fp, err)
-		}
-		if found {
-			if err := unstructured.SetNestedField(patch, runtime.DeepCopyJSONValue(value), parts...); err != nil {
-				return nil, fmt.Errorf("can't record revisionHistory field %s: %w", fp, err)
-			}
-		}
-	}
-	return patch, nil
+	return patch, copyFields(patch, parent, fieldPaths)
 }
 
 // applyRevisionPatch sets the revisionHistory fields the patch has on dest.
 func applyRevisionPatch(dest, patch map[string]interface{}, fieldPaths []string) error {
+	return copyFields(dest, patch, fieldPaths)
+}
+
+// copyFields copies the fields at the dotted paths that src has to dst.
+func copyFields(dst, src map[string]interface{}, fieldPaths []string) error {
 	for _, fp := range fieldPaths {
 		parts := strings.Split(fp, ".")
-		value, found, err := unstructured.NestedFieldNoCopy(patch, parts...)
+		value, found, err := unstructured.NestedFieldNoCopy(src, parts...)
 		if err != nil {
-			return fmt.Errorf("can't read revisionHistory field %s of a ControllerRevision: %w", fp, err)
+			return fmt.Errorf("can't read revisionHistory field %s: %w", fp, err)
 		}
 		if found {
-			if err := unstructured.SetNestedField(dest, runtime.DeepCopyJSONValue(value), parts...); err != nil {
-				return fmt.Errorf("can't apply revisionHistory field %s: %w", fp, err)
+			if err := unstructured.SetNestedField(dst, runtime.DeepCopyJSONValue(value), parts...); err != nil {
+				return fmt.Errorf("can't set revisionHistory field %s: %w", fp, err)
 			}
 		}
 	}

@@ -454,7 +454,7 @@ func (c *computation) latestHealthy(latest *parentRevision) error {
 // strategy's statusChecks.
 func statusChecksPass(checks v1alpha1.ChildUpdateStatusChecks, child *unstructured.Unstructured) error {
 	for _, check := range checks.Conditions {
-		cond := statusCondition(child, check.Type)
+		cond := StatusCondition(child, check.Type)
 		if cond == nil {
 			return fmt.Errorf("condition %q is missing", check.Type)
 		}
@@ -472,7 +472,10 @@ func statusChecksPass(checks v1alpha1.ChildUpdateStatusChecks, child *unstructur
 	return nil
 }
 
-func statusCondition(obj *unstructured.Unstructured, condType string) map[string]interface{} {
+// StatusCondition is the object's status condition of that type, as
+// Metacontroller reads conditions (status.conditions[].type); nil when it
+// has none.
+func StatusCondition(obj *unstructured.Unstructured, condType string) map[string]interface{} {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]interface{}); ok && m["type"] == condType {

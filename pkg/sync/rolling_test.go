@@ -313,7 +313,7 @@ func TestRollingDecision(t *testing.T) {
 			if r.Reason != tc.wantReason || r.Next != tc.wantNext && tc.wantNext != "" || !strings.Contains(r.Message, tc.wantMessage) {
 				t.Errorf("rollout %s %q next %q", r.Reason, r.Message, r.Next)
 			}
-			cond := statusCondition(&unstructured.Unstructured{Object: map[string]interface{}{"status": p.Response.Status}}, UpdatedCondition)
+			cond := StatusCondition(&unstructured.Unstructured{Object: map[string]interface{}{"status": p.Response.Status}}, UpdatedCondition)
 			if cond == nil || cond["reason"] != tc.wantReason || cond["message"] != r.Message || p.Response.Status["color"] != "blue" {
 				t.Errorf("parent status %v", p.Response.Status)
 			}

@@ -344,11 +344,23 @@ func waitConverged(t *testing.T, ns, test string, parents int, tr *tracker, time
 		t.Fatalf("not converged %s after the chaos: %d problems, e.g. %v", timeout, len(last), last[:min(len(last), 15)])
 	}
 	t.Logf("%d parents converged %s after the chaos ended", parents, time.Since(start).Round(100*time.Millisecond))
-	first := tr.uids()
 	cms, err := c.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "test=" + test})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tracker's own watch went down with kube-apiserver too: let it
+	// catch up (its relist reports any UID that changed meanwhile) before
+	// holding it to what exists.
+	first := tr.uids()
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		first = tr.uids()
+		for _, cm := range cms.Items {
+			if _, ok := first[cm.Name]; !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	for _, cm := range cms.Items {
 		if uid, ok := first[cm.Name]; !ok {
 			t.Errorf("ConfigMap %s was never seen by the tracker", cm.Name)

@@ -155,6 +155,11 @@ table() {
         res = sprintf("did not converge in %.0f s (%.0f objects/s so far)", v(l, "timeout-s"), v(l, "objects/s"))
         row(what, res, base, x(ratio), target, b2min != "" ? met(0) : "**no**")
       }
+      if (v(l, "total-cpu-ms/object") > 0 && v(c, "total-cpu-ms/object") > 0)
+        row(sprintf("B2 CPU per object at %s parents, every process on the two cores", s),
+          sprintf("kube-apiserver %.2f ms, etcd %.2f, kube-controller-manager %.2f, composite-apiserver %.2f, benchmark (watches, hook) %.2f; total %.2f ms", v(l, "apiserver-cpu-ms/object"), v(l, "etcd-cpu-ms/object"), v(l, "kcm-cpu-ms/object"), v(l, "composite-cpu-ms/object"), v(l, "bench-cpu-ms/object"), v(l, "total-cpu-ms/object")),
+          sprintf("client-go: kube-apiserver %.2f ms, etcd %.2f, kube-controller-manager %.2f, benchmark (the client) %.2f; total %.2f ms", v(c, "apiserver-cpu-ms/object"), v(c, "etcd-cpu-ms/object"), v(c, "kcm-cpu-ms/object"), v(c, "bench-cpu-ms/object"), v(c, "total-cpu-ms/object")),
+          sprintf("%s (objects/CPU-second)", x(v(c, "total-cpu-ms/object") / v(l, "total-cpu-ms/object"))), "—", "—")
       if ((l, "paced-p50-ms") in m)
         row(sprintf("B2 a new parent among %s converged ones (100 created 10 a second)", s), sprintf("p50 %s, p99 %s", secs(v(l, "paced-p50-ms")), secs(v(l, "paced-p99-ms"))), "—", "—", "—", "—")
     }

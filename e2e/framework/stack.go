@@ -464,6 +464,13 @@ func (s *Stack) KubeAPIServerCPUSeconds() (float64, error) { return s.apiserver.
 // CompositeCPUSeconds is the CPU time composite-apiserver has used.
 func (s *Stack) CompositeCPUSeconds() (float64, error) { return s.composite.CPUSeconds() }
 
+// EtcdCPUSeconds is the CPU time etcd has used so far.
+func (s *Stack) EtcdCPUSeconds() (float64, error) { return s.etcd.CPUSeconds() }
+
+// ControllerManagerCPUSeconds is the CPU time kube-controller-manager has
+// used so far.
+func (s *Stack) ControllerManagerCPUSeconds() (float64, error) { return s.kcm.CPUSeconds() }
+
 // CompositeHTTPClient talks straight to composite-apiserver, trusting its
 // serving CA and presenting cert when given.
 func (s *Stack) CompositeHTTPClient(cert *CertKey) (*http.Client, error) {

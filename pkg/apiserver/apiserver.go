@@ -187,7 +187,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		// A new manager per leadership term: nothing of a lost term's
 		// state carries over.
 		m := controller.NewManager(controller.Config{
-			Dynamic: cluster.Dynamic, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
+			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 		})
 		if err := m.Run(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -31,9 +32,9 @@ type Done struct {
 	Reason string
 	// Err is why it failed; nil when it was done.
 	Err error
-	// Applied is the child a Create or Update applied, and Stored what
-	// the API server answered it stored.
-	Applied, Stored *unstructured.Unstructured
+	// Stored is, for a Create or Update, the child applied and where the
+	// API server stored it.
+	Stored Stored
 }
 
 func (d Done) String() string {
@@ -52,7 +53,7 @@ const ActionTakeOver v1alpha1.SyncAction = "TakeOver"
 // and deletes. It goes on after a failure and returns every failure
 // aggregated, so that one bad child does not hold the others back. Items
 // that change nothing are not reported.
-func Execute(ctx context.Context, client dynamic.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
+func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
 	logger := klog.FromContext(ctx)
 	ref := syncengine.ControllerRef(parent)
 	if err := Revisions(ctx, client, plan.Rollout); err != nil {
@@ -90,8 +91,7 @@ func Execute(ctx context.Context, client dynamic.Interface, controller string, p
 		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
 			child := item.Desired.DeepCopy()
 			child.SetOwnerReferences([]metav1.OwnerReference{ref})
-			d.Applied = child
-			d.Stored, d.Err = Child(ctx, client, item.GVR, child, controller, false)
+			d.Stored, d.Err = ChildMetadata(ctx, meta, item.GVR, child, controller)
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
 			// Recreate deletes now; the next sync, once the child is gone,
 			// creates it anew.

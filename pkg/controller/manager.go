@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -39,8 +40,9 @@ import (
 
 // Config is what the loop needs.
 type Config struct {
-	// Dynamic, Kube and Discovery reach the target cluster.
+	// Dynamic, Metadata, Kube and Discovery reach the target cluster.
 	Dynamic   dynamic.Interface
+	Metadata  metadata.Interface
 	Kube      kubernetes.Interface
 	Discovery *target.Discovery
 	// Client reaches this server's own API, for CompositeControllers.

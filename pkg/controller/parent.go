@@ -395,6 +395,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	lister := &informerLister{pc: pc, ctx: ctx}
 	res, err := pc.rec.Sync(ctx, reconcile.Env{
 		Client:    pc.m.cfg.Dynamic,
+		Metadata:  pc.m.cfg.Metadata,
 		Resolver:  syncengine.RESTMapperResolver(pc.m.cfg.Discovery),
 		Children:  lister,
 		Related:   lister,
@@ -409,7 +410,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	if pc.m.unchanged != nil {
 		for _, d := range res.Done {
 			if d.Err == nil {
-				pc.m.unchanged.Applied(d.Applied, d.Stored, syncengine.FieldManager(pc.cc.Name))
+				pc.m.unchanged.Applied(d.Stored.Body, d.Stored.UID, d.Stored.ResourceVersion, syncengine.FieldManager(pc.cc.Name))
 			}
 		}
 	}

@@ -68,16 +68,15 @@ func (u *Unchanged) Compare(observed, desired *unstructured.Unstructured, manage
 	return res, err
 }
 
-// Applied remembers that manager applied desired and the API server stored
-// it as stored: the next Compare of that stored object with the same
-// desired object needs no merge.
-func (u *Unchanged) Applied(desired, stored *unstructured.Unstructured, manager string) {
-	if desired == nil || stored == nil {
+// Applied remembers that manager applied body (the desired object's JSON,
+// as json.Marshal writes it) and the API server stored it at uid and rv:
+// the next Compare of that stored object with the same desired object
+// needs no merge.
+func (u *Unchanged) Applied(body []byte, uid types.UID, rv, manager string) {
+	if len(body) == 0 {
 		return
 	}
-	if sum, ok := digest(manager, desired); ok {
-		u.remember(stored.GetUID(), stored.GetResourceVersion(), sum)
-	}
+	u.remember(uid, rv, digestJSON(manager, body))
 }
 
 func (u *Unchanged) remember(uid types.UID, rv string, sum digestSum) {
@@ -101,11 +100,15 @@ func digest(manager string, obj *unstructured.Unstructured) (digestSum, bool) {
 	if err != nil {
 		return digestSum{}, false
 	}
+	return digestJSON(manager, data), true
+}
+
+func digestJSON(manager string, data []byte) digestSum {
 	h := sha256.New()
 	h.Write([]byte(manager))
 	h.Write([]byte{0})
 	h.Write(data)
 	var out digestSum
 	copy(out[:], h.Sum(nil))
-	return out, true
+	return out
 }

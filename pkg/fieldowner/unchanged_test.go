@@ -1,6 +1,7 @@
 package fieldowner
 
 import (
+	"encoding/json"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,7 +71,7 @@ func TestUnchanged(t *testing.T) {
 	}
 
 	// What was applied and stored needs no merge on the next sync.
-	u.Applied(obj("", "", "red"), obj("c", "5", "red"), "m")
+	u.Applied(jsonOf(t, obj("", "", "red")), "u-c", "5", "m")
 	if res := compare(obj("c", "5", "red"), obj("", "", "red"), "m"); res.Changed || inner.calls != 7 {
 		t.Errorf("the applied child was merged again: %+v, %d calls", res, inner.calls)
 	}
@@ -84,9 +85,19 @@ func TestUnchangedIsBounded(t *testing.T) {
 		o := &unstructured.Unstructured{Object: map[string]interface{}{}}
 		o.SetUID(types.UID(uid))
 		o.SetResourceVersion("1")
-		u.Applied(o, o, "m")
+		u.Applied(jsonOf(t, o), o.GetUID(), o.GetResourceVersion(), "m")
 	}
 	if len(u.byUID) != 1 {
 		t.Errorf("%d entries, want 1 after starting over", len(u.byUID))
 	}
+}
+
+// jsonOf is obj as the loop's applies send it.
+func jsonOf(t *testing.T, obj *unstructured.Unstructured) []byte {
+	t.Helper()
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

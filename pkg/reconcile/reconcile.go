@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -59,6 +60,8 @@ func NewController(cc *v1alpha1.CompositeController, h syncengine.Hooks) (*Contr
 type Env struct {
 	// Client writes children, the parent's status and finalizer.
 	Client dynamic.Interface
+	// Metadata applies children and reads back only their metadata.
+	Metadata metadata.Interface
 	// Resolver maps kinds to resources.
 	Resolver syncengine.KindResolver
 	// Children lists the objects of the child resources that may be the
@@ -202,7 +205,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		}
 	}
 
-	done, applyErr := apply.Execute(ctx, env.Client, c.CC.Name, parent, plan)
+	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.CC.Name, parent, plan)
 	res.Done = done
 	for _, d := range done {
 		if d.Err != nil {

@@ -119,6 +119,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
 		env = reconcile.Env{
 			Client:    r.cluster.Dynamic,
+			Metadata:  r.cluster.Metadata,
 			Resolver:  syncengine.RESTMapperResolver(r.cluster.Discovery),
 			Children:  children,
 			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
@@ -16,7 +17,11 @@ import (
 // Cluster reaches the target cluster.
 type Cluster struct {
 	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
+	// Metadata reads and writes objects and answers with their metadata
+	// only: the children's applies, whose answers the loop needs only the
+	// resourceVersion of.
+	Metadata metadata.Interface
+	Kube     kubernetes.Interface
 	// Discovery maps kinds to resources and refreshes itself when a kind
 	// is unknown, so CRDs installed later are found.
 	Discovery *Discovery
@@ -36,8 +41,12 @@ func New(config *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("can't create a dynamic client of the target cluster: %w", err)
 	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a metadata client of the target cluster: %w", err)
+	}
 	disc := NewDiscovery(kube.Discovery())
 	schemas := fieldowner.NewSchemas(disc.Client().OpenAPIV3())
 	disc.OnRefresh(schemas.Reset)
-	return &Cluster{Dynamic: dyn, Kube: kube, Discovery: disc, Schemas: schemas}, nil
+	return &Cluster{Dynamic: dyn, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas}, nil
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -511,6 +514,7 @@ func BenchmarkDryRunSync(b *testing.B) {
 		s.directRPS = r.rps()
 		s.report(b, "direct", r)
 		s.logServerTimings(b, ctx)
+		s.profile(b, "direct", s.direct)
 	})
 	b.Run(patchedName, func(b *testing.B) {
 		if err := s.setUpPatched(ctx); err != nil {
@@ -535,8 +539,23 @@ func BenchmarkDryRunSync(b *testing.B) {
 	})
 	b.Run("through-kube-apiserver", func(b *testing.B) {
 		s.ensureBaseline(b)
+		// What each request costs either server, whatever else the
+		// machine runs: the second hop's price is kube-apiserver's.
+		kubeBefore, kubeErr := stack.KubeAPIServerCPUSeconds()
+		oursBefore, oursErr := stack.CompositeCPUSeconds()
 		r := s.measure(b, *syncServerRequests, s.throughKube)
+		kubeAfter, kubeErr2 := stack.KubeAPIServerCPUSeconds()
+		oursAfter, oursErr2 := stack.CompositeCPUSeconds()
+		if err := errors.Join(kubeErr, oursErr, kubeErr2, oursErr2); err != nil {
+			b.Logf("through-kube-apiserver: no CPU times: %v", err)
+		} else {
+			kube, ours := (kubeAfter-kubeBefore)*1000/float64(r.requests), (oursAfter-oursBefore)*1000/float64(r.requests)
+			b.ReportMetric(kube, "kube-apiserver-cpu-ms/req")
+			b.ReportMetric(ours, "server-cpu-ms/req")
+			b.Logf("through-kube-apiserver: CPU per request %.2f ms in kube-apiserver, %.2f ms in composite-apiserver", kube, ours)
+		}
 		s.report(b, "through-kube-apiserver", r)
+		s.profile(b, "through-kube-apiserver", s.throughKube)
 	})
 }
 
@@ -561,3 +580,85 @@ func (s *syncBench) logServerTimings(b *testing.B, ctx context.Context) {
 	b.Logf("direct: one request alone took %.0f ms: server total %d ms, of which sync hook %d ms (%d children)",
 		ms(elapsed), t.TotalMillis, t.SyncHookMillis, s.children)
 }
+
+// profile writes composite-apiserver's CPU profile of syncProfileSeconds of
+// calls to -sync.cpuprofile/sync-<name>.pprof, when that flag is set, and
+// its cumulative allocation profile before and after them to
+// sync-<name>-allocs-{before,after}.pprof (compare them with go tool pprof
+// -base); through kube-apiserver, also kube-apiserver's CPU profile to
+// sync-<name>-kube-apiserver.pprof. It runs after the measurement, so that profiling does not weigh
+// on it.
+func (s *syncBench) profile(b *testing.B, name string, call func(ctx context.Context, i int) error) {
+	dir := *syncCPUProfile
+	if dir == "" {
+		return
+	}
+	// The allocations over the same calls: the difference of two
+	// readings of the cumulative profile (go tool pprof -base).
+	allocsBefore, err := serverGet(context.Background(), "/debug/pprof/allocs")
+	if err != nil {
+		b.Logf("%s: no allocation profile: %v", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := serverGet(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", syncProfileSeconds))
+		done <- result{data, err}
+		cancel()
+	}()
+	// Through kube-apiserver, what the first hop costs is kube-apiserver's
+	// own profile over the same calls.
+	kubeDone := make(chan result, 1)
+	if name == "through-kube-apiserver" {
+		go func() {
+			data, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", fmt.Sprint(syncProfileSeconds)).DoRaw(context.Background())
+			kubeDone <- result{data, err}
+		}()
+	} else {
+		kubeDone <- result{}
+	}
+	// Calls until the profile is taken; the error of a call the
+	// cancellation cut short means nothing.
+	for i := 0; ctx.Err() == nil; i++ {
+		if _, err := forEach(ctx, 10**syncConcurrency, *syncConcurrency, func(ctx context.Context, j int) error { return call(ctx, 1<<29+i*1000+j) }); err != nil && ctx.Err() == nil {
+			b.Fatalf("%s while profiling: %v", name, err)
+		}
+	}
+	res := <-done
+	if res.err == nil {
+		res.err = os.WriteFile(filepath.Join(dir, "sync-"+name+".pprof"), res.data, 0o644)
+	}
+	if res.err != nil {
+		b.Logf("%s: no CPU profile: %v", name, res.err)
+	}
+	if kube := <-kubeDone; kube.data != nil || kube.err != nil {
+		err := kube.err
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "sync-"+name+"-kube-apiserver.pprof"), kube.data, 0o644)
+		}
+		if err != nil {
+			b.Logf("%s: no CPU profile of kube-apiserver: %v", name, err)
+		}
+	}
+	if allocsBefore != nil {
+		allocsAfter, err := serverGet(context.Background(), "/debug/pprof/allocs")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "sync-"+name+"-allocs-before.pprof"), allocsBefore, 0o644)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "sync-"+name+"-allocs-after.pprof"), allocsAfter, 0o644)
+		}
+		if err != nil {
+			b.Logf("%s: no allocation profile: %v", name, err)
+		}
+	}
+}
+
+// syncProfileSeconds is how long -sync.cpuprofile profiles each variant.
+const syncProfileSeconds = 10

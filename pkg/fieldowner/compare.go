@@ -19,6 +19,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,7 +128,7 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 
 	cmp, err := live.Compare(merged)
 	if err != nil {
-		return Result{}, fmt.Errorf("can't compare %s: %w", a.name, err)
+		return Result{}, fmt.Errorf("can't compare %s: %w", a.name(), err)
 	}
 	oldObj, newObj := live.AsValue().Unstructured(), merged.AsValue().Unstructured()
 	var r Result
@@ -157,8 +158,9 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 // it, before anything is stored: what Compare compares and WouldStore
 // returns.
 type applyRun struct {
-	// name describes the object in errors.
-	name string
+	// desired is the object applied, which errors name (describeObject
+	// only then: it costs every child of every sync otherwise).
+	desired *unstructured.Unstructured
 	// version is the apiVersion applied.
 	version fieldpath.APIVersion
 	// live is the object before the apply (empty for a create), merged
@@ -179,18 +181,20 @@ type applyRun struct {
 	ours, firstApply string
 }
 
+// name describes the object applied, for errors.
+func (a *applyRun) name() string { return describeObject(a.desired) }
+
 // runApply runs the API server's apply of desired (Sanitized) under manager,
 // with force, on observed (nil: a create). See Compare for how.
 func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Unstructured, manager string) (*applyRun, error) {
-	applied := Sanitize(desired)
-	a := &applyRun{name: describeObject(desired)}
-	name := a.name
+	applied := sanitizeShared(desired)
+	a := &applyRun{desired: desired}
 	if observed != nil && observed.GroupVersionKind() != applied.GroupVersionKind() {
-		return nil, fmt.Errorf("can't compare %s: observed as %s, desired as %s", name, observed.GroupVersionKind(), applied.GroupVersionKind())
+		return nil, fmt.Errorf("can't compare %s: observed as %s, desired as %s", a.name(), observed.GroupVersionKind(), applied.GroupVersionKind())
 	}
 	config, err := tc.ObjectToTyped(applied)
 	if err != nil {
-		return nil, fmt.Errorf("can't convert desired %s: %w: %w", name, ErrSchema, err)
+		return nil, fmt.Errorf("can't convert desired %s: %w: %w", a.name(), ErrSchema, err)
 	}
 	empty, err := emptyTyped(tc, applied)
 	if err != nil {
@@ -201,10 +205,10 @@ func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Un
 	if observed != nil {
 		live, err = tc.ObjectToTyped(sanitizeLive(observed), typed.AllowDuplicates)
 		if err != nil {
-			return nil, fmt.Errorf("can't convert observed %s: %w: %w", name, ErrSchema, err)
+			return nil, fmt.Errorf("can't convert observed %s: %w: %w", a.name(), ErrSchema, err)
 		}
 		if managers, a.entries, err = decodeManagedFields(observed.GetManagedFields()); err != nil {
-			return nil, fmt.Errorf("can't read the managedFields of %s: %w", name, err)
+			return nil, fmt.Errorf("can't read the managedFields of %s: %w", a.name(), err)
 		}
 	}
 	a.version = fieldpath.APIVersion(applied.GetAPIVersion())
@@ -218,7 +222,7 @@ func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Un
 			return nil, err
 		}
 		if _, managers, err = updater.Update(empty, live, a.version, managers, id); err != nil {
-			return nil, fmt.Errorf("can't record the fields of %s: %w", name, err)
+			return nil, fmt.Errorf("can't record the fields of %s: %w", a.name(), err)
 		}
 		stripMeta(managers, id)
 		if _, ok := managers[id]; ok {
@@ -226,7 +230,7 @@ func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Un
 		}
 	}
 
-	if a.ours, err = managerID(metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply}); err != nil {
+	if a.ours, err = applierID(manager); err != nil {
 		return nil, err
 	}
 	var merged *typed.TypedValue
@@ -237,12 +241,12 @@ func runApply(tc managedfields.TypeConverter, observed, desired *unstructured.Un
 		merged, after, err = updater.Apply(live, config, a.version, managers.Copy(), a.ours, true)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("can't merge desired %s: %w", name, err)
+		return nil, fmt.Errorf("can't merge desired %s: %w", a.name(), err)
 	}
 	if merged == nil {
 		merged = live // The Updater's way of saying "no change".
 	} else if merged, err = convertLikeServer(tc, merged); err != nil {
-		return nil, fmt.Errorf("can't convert merged %s: %w", name, err)
+		return nil, fmt.Errorf("can't convert merged %s: %w", a.name(), err)
 	} else {
 		a.written = true
 	}
@@ -299,6 +303,63 @@ func SanitizeInPlace(obj *unstructured.Unstructured) {
 		}
 	}
 	normaliseNumbers(obj.Object)
+}
+
+// sanitizeShared is Sanitize(desired) without the deep copy when Sanitize
+// would change nothing below the top level and metadata, which is the rule
+// (the engine's desired children are sanitized already): those two maps
+// are copied, and everything under them is shared with desired. Apply and
+// compare only read it, and WouldStore writes only those two maps of its
+// result. The deep copy was the largest single allocation of a preview.
+// Where numbers need normalising, or a value is not one of JSON's (which
+// DeepCopy refuses), it is Sanitize itself.
+func sanitizeShared(desired *unstructured.Unstructured) *unstructured.Unstructured {
+	if !sanitized(desired.Object) {
+		return Sanitize(desired)
+	}
+	obj := make(map[string]interface{}, len(desired.Object))
+	for k, v := range desired.Object {
+		obj[k] = v
+	}
+	delete(obj, "status")
+	if md, ok := obj["metadata"].(map[string]interface{}); ok {
+		m := make(map[string]interface{}, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		for _, f := range systemMeta {
+			delete(m, f)
+		}
+		obj["metadata"] = m
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// sanitized tells whether v holds only values that DeepCopyJSONValue
+// copies and normaliseNumbers leaves as they are.
+func sanitized(v interface{}) bool {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for _, e := range t {
+			if !sanitized(e) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		for _, e := range t {
+			if !sanitized(e) {
+				return false
+			}
+		}
+		return true
+	case nil, string, int64, bool, json.Number:
+		return true
+	case float64:
+		return !(t == math.Trunc(t) && t >= math.MinInt64 && t < math.MaxInt64)
+	default:
+		return false
+	}
 }
 
 // systemMeta are the fields of ObjectMeta the system sets.
@@ -530,6 +591,25 @@ func managerID(e metav1.ManagedFieldsEntry) (string, error) {
 		return "", fmt.Errorf("can't name manager %q: %w", e.Manager, err)
 	}
 	return string(b), nil
+}
+
+// applierIDs memoizes applierID: every child of every sync names its
+// controller's manager, and the JSON encoding of the entry would cost each
+// of them as much as a tenth of its merge. There are as many keys as
+// CompositeControllers.
+var applierIDs sync.Map
+
+// applierID is managerID of manager's Apply entry.
+func applierID(manager string) (string, error) {
+	if id, ok := applierIDs.Load(manager); ok {
+		return id.(string), nil
+	}
+	id, err := managerID(metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply})
+	if err != nil {
+		return "", err
+	}
+	applierIDs.Store(manager, id)
+	return id, nil
 }
 
 // decodeManagedFields reads managedFields as the API server does: the

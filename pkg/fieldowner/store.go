@@ -34,8 +34,9 @@ import (
 // cap of the number of update managers. Ask the server with a dry-run
 // apply when those matter.
 //
-// desired and observed are as for Compare; neither is modified and the
-// result shares no memory with them.
+// desired and observed are as for Compare; neither is modified. The
+// result's top level and metadata are its own, but values under them may
+// be desired's (see sanitizeShared): treat them as read-only, or copy it.
 func WouldStore(tc managedfields.TypeConverter, observed, desired *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	if desired == nil {
 		return nil, errors.New("can't apply: no desired object")
@@ -46,10 +47,11 @@ func WouldStore(tc managedfields.TypeConverter, observed, desired *unstructured.
 	}
 	obj, ok := a.merged.AsValue().Unstructured().(map[string]interface{})
 	if !ok {
-		return nil, fmt.Errorf("can't convert merged %s: not an object", a.name)
+		return nil, fmt.Errorf("can't convert merged %s: not an object", a.name())
 	}
-	// obj is built from the copies runApply made of desired and observed
-	// (merged, or live itself when nothing changes): it is ours to edit.
+	// obj is built from what runApply made of desired and observed
+	// (merged, or live itself when nothing changes): its top level and
+	// metadata are ours to edit, and nothing else is edited here.
 	out := &unstructured.Unstructured{Object: obj}
 	if observed != nil {
 		if st, ok := observed.Object["status"]; ok {
@@ -58,7 +60,7 @@ func WouldStore(tc managedfields.TypeConverter, observed, desired *unstructured.
 	}
 	entries, err := a.managedFields(manager)
 	if err != nil {
-		return nil, fmt.Errorf("can't record the managedFields of %s: %w", a.name, err)
+		return nil, fmt.Errorf("can't record the managedFields of %s: %w", a.name(), err)
 	}
 	meta, _ := out.Object["metadata"].(map[string]interface{})
 	switch {

@@ -83,6 +83,22 @@ func (w *Webhook) Sync(ctx context.Context, req *hookapi.SyncHookRequest) (*hook
 	return resp, nil
 }
 
+// SyncSent is Sync that also returns the request body it sent, byte for
+// byte (nil when the request could not be encoded): a preview shows the
+// hook request, and encoding it a second time for that costs as much as
+// encoding it for the hook.
+func (w *Webhook) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
+	}
+	resp := &hookapi.SyncHookResponse{}
+	if err := w.call(ctx, body, req, resp); err != nil {
+		return nil, body, err
+	}
+	return resp, body, nil
+}
+
 // Customize calls the hook with a customize request.
 func (w *Webhook) Customize(ctx context.Context, req *hookapi.CustomizeHookRequest) (*hookapi.CustomizeHookResponse, error) {
 	resp := &hookapi.CustomizeHookResponse{}
@@ -108,7 +124,11 @@ func (w *Webhook) Call(ctx context.Context, request any, response any) error {
 	if err != nil {
 		return w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
 	}
+	return w.call(ctx, body, request, response)
+}
 
+// call POSTs body, request encoded, and decodes the answer into response.
+func (w *Webhook) call(ctx context.Context, body []byte, request any, response any) error {
 	callCtx, cancel := context.WithTimeoutCause(ctx, w.timeout, &timeoutError{after: w.timeout})
 	defer cancel()
 

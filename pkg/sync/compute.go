@@ -106,6 +106,12 @@ type FieldOwnership interface {
 	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
 }
 
+// sentSyncHook is a sync hook that also returns the exact request body it
+// sent, as *hooks.Webhook does.
+type sentSyncHook interface {
+	SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error)
+}
+
 // FieldManager is the server-side apply manager of one CompositeController:
 // each controller owns the fields of the children it applies, and no other.
 func FieldManager(controller string) string {
@@ -119,6 +125,10 @@ type Plan struct {
 	// nil when no hook was called. It holds copies of the observed objects;
 	// an in-process hook that modifies its request modifies only these.
 	HookRequest *hookapi.SyncHookRequest
+	// HookRequestJSON is HookRequest as it was sent, when the hook says
+	// (a webhook does): the same bytes json.Marshal makes of HookRequest,
+	// which a preview shows without encoding them again. Nil otherwise.
+	HookRequestJSON []byte
 	// Response is the hook's answer as it gave it; nil when no hook was
 	// called, in which case the parent's status is not to be touched.
 	// During a rolling update it is the answer of every revision as one:
@@ -284,7 +294,16 @@ func (c *computation) run(ctx context.Context) error {
 			c.plan.HookRequest = req
 		}
 		start := time.Now()
-		resp, err := hook.Sync(ctx, req)
+		var resp *hookapi.SyncHookResponse
+		if sender, ok := hook.(sentSyncHook); ok {
+			var sent []byte
+			resp, sent, err = sender.SyncSent(ctx, req)
+			if c.plan.HookRequest == req {
+				c.plan.HookRequestJSON = sent
+			}
+		} else {
+			resp, err = hook.Sync(ctx, req)
+		}
 		c.plan.SyncDuration += time.Since(start)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s hook: %w", hookName, err)

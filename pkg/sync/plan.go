@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -39,6 +40,9 @@ func (c *computation) buildItems(desired []desiredChild) error {
 	if err != nil {
 		return err
 	}
+	// An item per desired child and per owned one at most: grown by
+	// append, the slice of these large structs is copied again and again.
+	items = slices.Grow(items, len(desired)+len(c.in.Children.Owned))
 
 	// Observed children by ChildKey: owned first, then the orphans being
 	// adopted, which the hook saw as children too. A key seen twice (the

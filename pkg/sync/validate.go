@@ -165,10 +165,14 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		// What is applied, and so compared: no status (never a parent's to
 		// write, as in Metacontroller), numbers as the wire has them.
 		fieldowner.SanitizeInPlace(obj) // obj is normalize's copy
+		// The labels are read once: GetLabels copies them every time.
+		var l map[string]string
+		if generate || selector != nil {
+			l = obj.GetLabels()
+		}
 		if generate {
 			// As Metacontroller: add the label when the hook did not set
 			// it; a different value fails the selector check below.
-			l := obj.GetLabels()
 			if _, ok := l[ControllerUIDLabel]; !ok {
 				if l == nil {
 					l = map[string]string{}
@@ -177,10 +181,10 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 				obj.SetLabels(l)
 			}
 		}
-		if selector != nil && !selector.Matches(labels.Set(obj.GetLabels())) {
+		if selector != nil && !selector.Matches(labels.Set(l)) {
 			// Such a child would be released right after it is created and
 			// recreated on every sync.
-			problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(obj.GetLabels()), selector)
+			problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(l), selector)
 		}
 		out = append(out, desiredChild{obj: obj, gvr: gvr})
 	}

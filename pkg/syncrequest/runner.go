@@ -170,7 +170,11 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		status.Warnings = append(status.Warnings, err.Error())
 	}
 	status.Finalized = plan.Response != nil && plan.Response.Finalized
-	if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
+	if plan.HookRequestJSON != nil {
+		// What the webhook was sent, which is json.Marshal of
+		// plan.HookRequest: encoding it again would cost as much.
+		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
+	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
 		return nil, err
 	}
 	if status.Patches, err = patchSteps(plan.Patches); err != nil {
@@ -191,6 +195,11 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		if d.Err != nil {
 			failed[d.String()] = d.Err
 		}
+	}
+	if len(plan.Items) > 0 {
+		// Sized once: grown by append, these large items are copied again
+		// and again.
+		status.Plan = make([]v1alpha1.SyncPlanItem, 0, len(plan.Items))
 	}
 	for _, item := range plan.Items {
 		pi := planItem(item)
@@ -360,6 +369,8 @@ func (r *Runner) wouldStore(cc *v1alpha1.CompositeController, parent *unstructur
 	manager := syncengine.FieldManager(cc.Name)
 	// Every child gets the same ownerReferences, as the apply code sends
 	// them; an inline parent that does not exist has no uid to refer to.
+	// What WouldStore returns may share values with the plan's desired
+	// children: it is only encoded.
 	var ownerRefs []interface{}
 	if parent.GetUID() != "" {
 		ownerRefs = ownerReferences(syncengine.ControllerRef(parent))
@@ -449,7 +460,7 @@ func ownerReferences(refs ...metav1.OwnerReference) []interface{} {
 
 // withOwnerReferences returns desired with the given ownerReferences. Only
 // the two maps on the way are copied: the rest is shared with desired,
-// which is fine for fieldowner.WouldStore, which copies what it keeps, and
+// which is fine for fieldowner.WouldStore, which modifies neither, and
 // cheaper than a deep copy per child.
 func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{}) *unstructured.Unstructured {
 	obj := make(map[string]interface{}, len(desired.Object))

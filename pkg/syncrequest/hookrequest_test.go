@@ -1,0 +1,67 @@
+package syncrequest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// TestPreviewShowsTheHookRequestThatWasSent: status.hookRequest is the body
+// the sync hook received, byte for byte, and what encoding the request
+// anew would give.
+func TestPreviewShowsTheHookRequestThatWasSent(t *testing.T) {
+	var mu sync.Mutex
+	var received []byte
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		received = body
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":{"ok":true},"children":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-a"},"data":{"k":"v"}}]}`))
+	}))
+	defer hook.Close()
+	cc := &v1alpha1.CompositeController{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "0e7c1f1e-0000-4000-8000-0000000000cc"},
+		Spec: v1alpha1.CompositeControllerSpec{
+			ParentResource: v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}},
+			ChildResources: []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
+			Hooks:          &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{URL: ptr.To(hook.URL + "/sync")}}},
+		},
+	}
+	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
+		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"<blue>"}}`),
+	}}}
+	st, err := NewRunner(context.Background(), nil, nil).Run(context.Background(), cc, req, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if st.HookRequest == nil || !bytes.Equal(st.HookRequest.Raw, received) {
+		t.Fatalf("status.hookRequest\n%s\nwant what the hook received\n%s", st.HookRequest.Raw, received)
+	}
+	var sent hookapi.SyncHookRequest
+	if err := json.Unmarshal(received, &sent); err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(&sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, received) {
+		t.Errorf("the hook request encoded anew\n%s\ndiffers from the one sent\n%s", again, received)
+	}
+}

@@ -120,6 +120,13 @@ func TestDryRunSyncOfInlineParentShowsChildrenAndPlan(t *testing.T) {
 	if answer.Kind != "SyncRequest" || !answer.Status.DryRun {
 		t.Errorf("kind %q dryRun %v, want SyncRequest true", answer.Kind, answer.Status.DryRun)
 	}
+	// Nothing of a SyncRequest is stored, so nobody manages its fields.
+	var meta struct {
+		Metadata map[string]interface{} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(out), &meta); err != nil || meta.Metadata["managedFields"] != nil {
+		t.Errorf("answer's metadata has managedFields: %v (%v)", meta.Metadata["managedFields"], err)
+	}
 	if answer.Status.ParentStatus["color"] != "blue" || answer.Status.ParentStatus["observedChildren"] != float64(2) {
 		t.Errorf("parentStatus = %v, want the hook's {color: blue, observedChildren: 2}", answer.Status.ParentStatus)
 	}

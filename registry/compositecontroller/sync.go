@@ -87,6 +87,11 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 		return nil, err
 	}
 	versioned.Status = *status
+	// The generic create handler tracks the fields of every object it
+	// is given, but nothing of a SyncRequest is stored: an answer that
+	// listed its sender as the manager of its fields would say something
+	// untrue (and cost its encoding).
+	versioned.ManagedFields = nil
 	out := &metacontroller.SyncRequest{}
 	if err := r.scheme.Convert(versioned, out, nil); err != nil {
 		return nil, apierrors.NewInternalError(err)

@@ -542,9 +542,31 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (p50, paced time.D
 			*loopTimeout, done, objects, float64(objects)/rate, w.missing(10))
 	}
 	if converged && *loopPaced > 0 {
+		// The burst's follow-up syncs (each parent's children and status,
+		// seen again) may still be running: a new parent measured among
+		// them would share the cores with that backlog, not wait among
+		// parents that are converged.
+		settled := waitIdle(hook, time.Second, time.Minute)
+		b.Logf("loop: idle %.1f s after convergence (no hook call for 1 s)", settled.Seconds())
 		paced = runPaced(ctx, b, w, name, l, parents)
 	}
 	return percentile(lat, 0.5), paced, converged
+}
+
+// waitIdle waits until hook has had no call for quiet, or for at most
+// limit, and returns how long it waited.
+func waitIdle(hook *hookStats, quiet, limit time.Duration) time.Duration {
+	start := time.Now()
+	last, lastChange := hook.calls.Load(), time.Now()
+	for time.Since(start) < limit {
+		time.Sleep(100 * time.Millisecond)
+		if n := hook.calls.Load(); n != last {
+			last, lastChange = n, time.Now()
+		} else if time.Since(lastChange) >= quiet {
+			break
+		}
+	}
+	return time.Since(start)
 }
 
 // runPaced creates loop.paced more parents, one every 1/loop.paced-rate

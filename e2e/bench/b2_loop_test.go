@@ -672,11 +672,12 @@ func reportCPU(b *testing.B, before cpuUse, objects int) {
 		apiserver, etcd, kcm, composite, bench, apiserver+etcd+kcm+composite+bench)
 }
 
-// profileAPIServer writes kube-apiserver's CPU profile of the next 10 s to
+// profileAPIServer writes kube-apiserver's CPU profile of the next
+// loop.cpuprofile-seconds to
 // file: where the shared apiserver spends its CPU on the loop's requests
 // against the baseline's.
 func profileAPIServer(ctx context.Context, b *testing.B, file string) {
-	data, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(ctx)
+	data, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(*loopProfileSeconds)).DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(file, data, 0o644)
 	}

@@ -72,6 +72,7 @@ var (
 	loopCreators        = flag.Int("loop.creators", 16, "BenchmarkLoopConvergence: workers creating the parents")
 	loopBaselineWorkers = flag.Int("loop.baseline-workers", 32, "BenchmarkLoopConvergence: workers of the client-go baseline")
 	loopCPUProfile      = flag.String("loop.cpuprofile", "", "BenchmarkLoopConvergence: a directory to write composite-apiserver's CPU profile of the first 20 s of each size's convergence to")
+	loopProfileSeconds  = flag.Int("loop.cpuprofile-seconds", 10, "BenchmarkLoopConvergence: how long kube-apiserver's CPU profiles of -loop.cpuprofile last, from the start of the baseline and of the loop")
 	loopPaced           = flag.Int("loop.paced", 100, "BenchmarkLoopConvergence: parents created one by one, loop.paced-rate a second, once the others converged: their p50 is the latency of a new parent among that many converged ones, without the queue of a burst")
 	loopPacedRate       = flag.Float64("loop.paced-rate", 10, "BenchmarkLoopConvergence: parents a second of the paced measurement")
 	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")

@@ -137,6 +137,13 @@ table() {
         row("B1 dry-run `/sync`, 10 children, 8 clients, " label[i], res, base1, "—", "p50 ≤ 1.3× direct", "—")
       }
     }
+    # The price of the generic request path itself: a GET of one controller
+    # through the same filters, what any /sync costs at least.
+    n = "BenchmarkDryRunSync/direct-get"
+    if (has(n))
+      row("B1 floor: GET of one CompositeController, 8 clients, straight to composite-apiserver (the same filters, next to no work behind them)",
+        sprintf("%.1f req/s, p50 %.1f ms; composite-apiserver CPU %.2f ms/request", v(n, "ops/s"), v(n, "p50-ms"), v(n, "server-cpu-ms/req")),
+        base1, sprintf("%.2f×", v(n, "ratio-vs-bare")), "—", "—")
     # The same, for a controller with two inline patches, against direct
     # without patches (measured in the same run).
     n = "BenchmarkDryRunSync/direct-two-inline-patches"

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,6 +305,23 @@ func (s *syncBench) direct(ctx context.Context, i int) error {
 	return s.check(out)
 }
 
+// directGet GETs the controller straight from composite-apiserver, as
+// kube-apiserver's aggregator would: a request through the same filters
+// (authentication of the front-proxy certificate, authorization, priority
+// and fairness) whose handler reads the watch cache and encodes one small
+// object.
+func (s *syncBench) directGet(ctx context.Context, _ int) error {
+	url := strings.TrimSuffix(s.directURL, "/sync?dryRun=All")
+	code, data, err := s.do(ctx, s.directClient, http.MethodGet, url, nil, true)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s answered %d: %s", url, code, data)
+	}
+	return nil
+}
+
 // throughKube calls the sync subresource through kube-apiserver with the
 // generated clientset.
 func (s *syncBench) throughKube(ctx context.Context, i int) error {
@@ -510,11 +528,36 @@ func BenchmarkDryRunSync(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		b.Logf("direct: requestheader authentication accepts the front-proxy certificate with X-Remote-User admin (200); refused: %s", s.refusals)
 		s.ensureBaseline(b)
+		before, cpuErr := stack.CompositeCPUSeconds()
 		r := s.measure(b, *syncServerRequests, s.direct)
+		if after, err := stack.CompositeCPUSeconds(); cpuErr == nil && err == nil {
+			cpu := (after - before) * 1000 / float64(r.requests)
+			b.ReportMetric(cpu, "server-cpu-ms/req")
+			b.Logf("direct: composite-apiserver CPU per request %.2f ms", cpu)
+		}
 		s.directRPS = r.rps()
 		s.report(b, "direct", r)
 		s.logServerTimings(b, ctx)
 		s.profile(b, "direct", s.direct)
+	})
+	b.Run("direct-get", func(b *testing.B) {
+		// The generic API server's request path with next to no work
+		// behind it: what any request to composite-apiserver costs, and
+		// so how fast a /sync could be at best on this machine.
+		s.ensureBaseline(b)
+		before, err := stack.CompositeCPUSeconds()
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := s.measure(b, *syncServerRequests, s.directGet)
+		after, err := stack.CompositeCPUSeconds()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu := (after - before) * 1000 / float64(r.requests)
+		b.ReportMetric(cpu, "server-cpu-ms/req")
+		b.Logf("direct-get: composite-apiserver CPU per request %.2f ms", cpu)
+		s.report(b, "direct-get", r)
 	})
 	b.Run(patchedName, func(b *testing.B) {
 		if err := s.setUpPatched(ctx); err != nil {

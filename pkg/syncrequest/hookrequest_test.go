@@ -10,9 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
@@ -33,14 +31,7 @@ func TestPreviewShowsTheHookRequestThatWasSent(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":{"ok":true},"children":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-a"},"data":{"k":"v"}}]}`))
 	}))
 	defer hook.Close()
-	cc := &v1alpha1.CompositeController{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "0e7c1f1e-0000-4000-8000-0000000000cc"},
-		Spec: v1alpha1.CompositeControllerSpec{
-			ParentResource: v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}},
-			ChildResources: []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
-			Hooks:          &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{URL: ptr.To(hook.URL + "/sync")}}},
-		},
-	}
+	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"<blue>"}}`),
 	}}}

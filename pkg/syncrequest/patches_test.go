@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -37,17 +36,10 @@ func patchedController(t testing.TB, n int, patches ...v1alpha1.PatchHook) *v1al
 		_, _ = w.Write(answer)
 	}))
 	t.Cleanup(hook.Close)
-	return &v1alpha1.CompositeController{
-		ObjectMeta: metav1.ObjectMeta{Name: "patched", UID: "0e7c1f1e-0000-4000-8000-0000000000cd", Generation: 3},
-		Spec: v1alpha1.CompositeControllerSpec{
-			ParentResource: v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}},
-			ChildResources: []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
-			Hooks: &v1alpha1.CompositeControllerHooks{
-				Sync:    &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{URL: ptr.To(hook.URL + "/sync")}},
-				Patches: patches,
-			},
-		},
-	}
+	cc := configMapController("patched", "0e7c1f1e-0000-4000-8000-0000000000cd", hook.URL+"/sync")
+	cc.Generation = 3
+	cc.Spec.Hooks.Patches = patches
+	return cc
 }
 
 // twoInlinePatches label every child with the parent's color and set the

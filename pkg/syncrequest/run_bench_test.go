@@ -8,9 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
@@ -36,14 +34,7 @@ func BenchmarkRunInlinePreview(b *testing.B) {
 		_, _ = w.Write(answer)
 	}))
 	defer hook.Close()
-	cc := &v1alpha1.CompositeController{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench", UID: "0e7c1f1e-0000-4000-8000-0000000000cc"},
-		Spec: v1alpha1.CompositeControllerSpec{
-			ParentResource: v1alpha1.CompositeControllerParentResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}},
-			ChildResources: []v1alpha1.CompositeControllerChildResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
-			Hooks:          &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{URL: ptr.To(hook.URL + "/sync")}}},
-		},
-	}
+	cc := configMapController("bench", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"blue"}}`),
 	}}}

@@ -25,7 +25,7 @@ controller's hook hangs, vs without it), each against its baseline in the
 same run, with composite-apiserver's default flags, and prints one markdown
 table.
 
-Takes about 6 minutes on a 2-core machine with the test binaries cached (the
+Takes about 5 minutes on a 2-core machine with the test binaries cached (the
 first run builds them: add ~6 minutes). A B2 size that does not converge
 costs up to --b2-timeout more; it is reported as "did not converge in ..."
 and the run goes on.

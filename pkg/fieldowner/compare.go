@@ -47,7 +47,7 @@ type Result struct {
 	// an apply into a no-op, so there is nothing to send.
 	Changed bool
 	// Lines describe the values the apply changes, one per field, sorted,
-	// in the format of pkg/sync's Diff: `data.color: "blue" -> "green"`,
+	// in pkg/diffline's format: `data.color: "blue" -> "green"`,
 	// `metadata.labels["a.b/c"]: <none> -> "x"`, and `- data.b: "x"` for a
 	// field the apply removes. An element of a keyed list is one line:
 	// `- spec.ports[port=81,protocol="TCP"]: {...}`. Values are JSON.
@@ -434,8 +434,8 @@ func convertLikeServer(tc managedfields.TypeConverter, merged *typed.TypedValue)
 // empty map or list. Built-in types drop empty values when they are stored
 // (omitempty), so a hook that returns, say, `data: {}` would never see its
 // ConfigMap converge; the API server does not write for them either, as
-// the stored object would not change. As in pkg/sync's Diff, asking for
-// null where nothing is set is no change either.
+// the stored object would not change. Asking for null where nothing is set
+// is no change either.
 func withoutEmpty(added *fieldpath.Set, obj interface{}) *fieldpath.Set {
 	out := fieldpath.NewSet()
 	added.Iterate(func(p fieldpath.Path) {

@@ -1,19 +1,15 @@
 package fieldowner
 
 import (
-	"encoding/json"
-	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
-)
 
-// noValue stands for a field that is not set, as in pkg/sync's Diff.
-const noValue = "<none>"
+	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+)
 
 // describeSet makes one line per field of set: a field that has fields of
 // its own in set (a map, a struct) is described by those, while an element
@@ -51,9 +47,7 @@ func coveredBy(set *fieldpath.Set, p fieldpath.Path) bool {
 	return false
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-
-// formatPath writes a field path like pkg/sync's formatPath: keys joined
+// formatPath writes a field path in diffline's format: keys joined
 // with dots, quoted when they are not plain identifiers
 // (metadata.labels["app.kubernetes.io/name"]), plus the list elements of
 // structured-merge-diff: spec.ports[port=80,protocol="TCP"] for a keyed
@@ -63,23 +57,19 @@ func formatPath(p fieldpath.Path) string {
 	for i, pe := range p {
 		switch {
 		case pe.FieldName != nil:
-			name := *pe.FieldName
-			switch {
-			case !plainKey.MatchString(name):
-				b.WriteString("[" + strconv.Quote(name) + "]")
-			case i > 0:
-				b.WriteString("." + name)
-			default:
-				b.WriteString(name)
+			seg := diffline.Key(*pe.FieldName)
+			if i > 0 && seg[0] != '[' {
+				b.WriteByte('.')
 			}
+			b.WriteString(seg)
 		case pe.Key != nil:
 			parts := make([]string, 0, len(*pe.Key))
 			for _, f := range *pe.Key {
-				parts = append(parts, f.Name+"="+render(f.Value.Unstructured()))
+				parts = append(parts, f.Name+"="+diffline.Render(f.Value.Unstructured()))
 			}
 			b.WriteString("[" + strings.Join(parts, ",") + "]")
 		case pe.Value != nil:
-			b.WriteString("[=" + render((*pe.Value).Unstructured()) + "]")
+			b.WriteString("[=" + diffline.Render((*pe.Value).Unstructured()) + "]")
 		case pe.Index != nil:
 			b.WriteString("[" + strconv.Itoa(*pe.Index) + "]")
 		}
@@ -91,9 +81,9 @@ func formatPath(p fieldpath.Path) string {
 func renderAt(obj interface{}, p fieldpath.Path) string {
 	v, ok := valueAt(obj, p)
 	if !ok {
-		return noValue
+		return diffline.NoValue
 	}
-	return render(v)
+	return diffline.Render(v)
 }
 
 // valueAt follows p down an unstructured value.
@@ -175,12 +165,4 @@ func findKeyed(l []interface{}, key value.FieldList) (interface{}, bool) {
 		}
 	}
 	return partial, partial != nil
-}
-
-func render(v interface{}) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -124,7 +125,7 @@ func identityChanges(ref hookapi.ObjectRef, patched *unstructured.Unstructured) 
 		if f.now != f.before {
 			now := "removes it"
 			if f.now != "" {
-				now = "sets it to " + render(f.now)
+				now = "sets it to " + diffline.Render(f.now)
 			}
 			out = append(out, fmt.Sprintf("the patch changes %s: it is %q and the patch %s; a patch may not change a child's apiVersion, kind, name or namespace", f.field, f.before, now))
 		}

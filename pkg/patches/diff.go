@@ -1,16 +1,13 @@
 package patches
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// noValue stands for a field that is not set, as in pkg/sync's Diff.
-const noValue = "<none>"
+	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+)
 
 // Diff lists the fields that differ between two objects, one a line, in the
 // format of a plan item's diff: `data.color: "blue" -> "green"`,
@@ -51,7 +48,11 @@ type subtreeChild struct {
 	tree  *subtree
 }
 
+// child is the subtree below tok; nil (everywhere) below a nil subtree.
 func (s *subtree) child(tok string) *subtree {
+	if s == nil {
+		return nil
+	}
 	for _, c := range s.children {
 		if c.token == tok {
 			return c.tree
@@ -75,29 +76,55 @@ func (s *subtree) insert(p pointer) {
 	s.leaf, s.children = true, nil
 }
 
+// differ walks two values, keeping the path to where it is as segments, so
+// that a path is only written out for a line.
+type differ struct {
+	path  []string
+	lines []string
+}
+
+func (d *differ) value(before, after interface{}) { d.within(before, after, nil) }
+
+// within diffs before and after where mask says (nil: everywhere).
 func (d *differ) within(before, after interface{}, mask *subtree) {
-	if mask.leaf || equal(before, after) {
-		d.value(before, after)
+	if mask != nil && mask.leaf {
+		mask = nil
+	}
+	if equal(before, after) {
+		// Most of an object is what it was: no need to sort its keys.
 		return
 	}
 	bm, bIsMap := before.(map[string]interface{})
 	am, aIsMap := after.(map[string]interface{})
 	if bIsMap && aIsMap {
-		keys := make([]string, 0, len(mask.children))
-		for _, c := range mask.children {
-			keys = append(keys, c.token)
+		var keys []string
+		if mask != nil {
+			keys = make([]string, 0, len(mask.children))
+			for _, c := range mask.children {
+				keys = append(keys, c.token)
+			}
+		} else {
+			keys = make([]string, 0, len(bm)+len(am))
+			for k := range bm {
+				keys = append(keys, k)
+			}
+			for k := range am {
+				if _, ok := bm[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
 			bv, inBefore := bm[k]
 			av, inAfter := am[k]
-			d.path = append(d.path, key(k))
+			d.path = append(d.path, diffline.Key(k))
 			switch {
 			case !inBefore && !inAfter:
 			case !inAfter:
-				d.lines = append(d.lines, "- "+d.pathString()+": "+render(bv))
+				d.lines = append(d.lines, "- "+d.pathString()+": "+diffline.Render(bv))
 			case !inBefore:
-				d.lines = append(d.lines, d.pathString()+": "+noValue+" -> "+render(av))
+				d.lines = append(d.lines, d.pathString()+": "+diffline.NoValue+" -> "+diffline.Render(av))
 			default:
 				d.within(bv, av, mask.child(k))
 			}
@@ -108,77 +135,20 @@ func (d *differ) within(before, after interface{}, mask *subtree) {
 	bl, bIsList := before.([]interface{})
 	al, aIsList := after.([]interface{})
 	if bIsList && aIsList && len(bl) == len(al) {
-		var indices []int
-		trees := map[int]*subtree{}
-		for _, c := range mask.children {
-			if i, err := strconv.Atoi(c.token); err == nil && i >= 0 && i < len(bl) {
-				indices = append(indices, i)
-				trees[i] = c.tree
-			}
-		}
-		sort.Ints(indices)
-		for _, i := range indices {
-			d.path = append(d.path, "["+strconv.Itoa(i)+"]")
-			d.within(bl[i], al[i], trees[i])
-			d.path = d.path[:len(d.path)-1]
-		}
-		return
-	}
-	d.value(before, after)
-}
-
-// differ walks two values, keeping the path to where it is as segments, so
-// that a path is only written out for a line.
-type differ struct {
-	path  []string
-	lines []string
-}
-
-func (d *differ) value(before, after interface{}) {
-	if equal(before, after) {
-		// Most of an object is what it was: no need to sort its keys.
-		return
-	}
-	bm, bIsMap := before.(map[string]interface{})
-	am, aIsMap := after.(map[string]interface{})
-	if bIsMap && aIsMap {
-		keys := make([]string, 0, len(bm)+len(am))
-		for k := range bm {
-			keys = append(keys, k)
-		}
-		for k := range am {
-			if _, ok := bm[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			bv, inBefore := bm[k]
-			av, inAfter := am[k]
-			d.path = append(d.path, key(k))
-			switch {
-			case !inAfter:
-				d.lines = append(d.lines, "- "+d.pathString()+": "+render(bv))
-			case !inBefore:
-				d.lines = append(d.lines, d.pathString()+": "+noValue+" -> "+render(av))
-			default:
-				d.value(bv, av)
-			}
-			d.path = d.path[:len(d.path)-1]
-		}
-		return
-	}
-	bl, bIsList := before.([]interface{})
-	al, aIsList := after.([]interface{})
-	if bIsList && aIsList && len(bl) == len(al) {
 		for i := range bl {
+			var elem *subtree
+			if mask != nil {
+				if elem = mask.child(strconv.Itoa(i)); elem == nil {
+					continue
+				}
+			}
 			d.path = append(d.path, "["+strconv.Itoa(i)+"]")
-			d.value(bl[i], al[i])
+			d.within(bl[i], al[i], elem)
 			d.path = d.path[:len(d.path)-1]
 		}
 		return
 	}
-	d.lines = append(d.lines, d.pathString()+": "+render(before)+" -> "+render(after))
+	d.lines = append(d.lines, d.pathString()+": "+diffline.Render(before)+" -> "+diffline.Render(after))
 }
 
 // equal compares JSON values: maps and lists element by element, numbers
@@ -221,7 +191,7 @@ func equal(a, b interface{}) bool {
 			return a == v
 		}
 	}
-	return reflect.DeepEqual(a, b) || render(a) == render(b)
+	return reflect.DeepEqual(a, b) || diffline.Render(a) == diffline.Render(b)
 }
 
 // pathString writes the path: keys joined with dots, quoted in brackets
@@ -236,37 +206,4 @@ func (d *differ) pathString() string {
 		b.WriteString(seg)
 	}
 	return b.String()
-}
-
-// key is a map key as a path segment.
-func key(k string) string {
-	if plainKey(k) {
-		return k
-	}
-	return "[" + strconv.Quote(k) + "]"
-}
-
-// plainKey tells whether k is an identifier, [A-Za-z_][A-Za-z0-9_-]*.
-func plainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
-		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func render(v interface{}) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	return string(b)
 }

@@ -9,10 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
 )
-
-// noValue is how a plan's diff writes a field that is not set.
-const noValue = "<none>"
 
 // writeDiffs prints a unified diff for each Update and Recreate of the
 // plan, the items whose diff says what an apply changes.
@@ -122,10 +120,10 @@ func diffLines(line string) []string {
 		return []string{" " + line}
 	}
 	var out []string
-	if before != noValue {
+	if before != diffline.NoValue {
 		out = append(out, "-"+path+": "+before)
 	}
-	if after != noValue {
+	if after != diffline.NoValue {
 		out = append(out, "+"+path+": "+after)
 	}
 	return out
@@ -133,7 +131,7 @@ func diffLines(line string) []string {
 
 // isValue tells whether s is a value as a plan's diff writes them.
 func isValue(s string) bool {
-	return s == noValue || json.Valid([]byte(s))
+	return s == diffline.NoValue || json.Valid([]byte(s))
 }
 
 // indexOutsideStrings is strings.Index of sep in s, skipping what is inside

@@ -37,12 +37,14 @@ type Done struct {
 	Stored Stored
 }
 
-func (d Done) String() string {
-	name := d.Name
+func (d Done) String() string { return string(d.Action) + " " + d.Child() }
+
+// Child names the child: its kind, namespace and name.
+func (d Done) Child() string {
 	if d.Namespace != "" {
-		name = d.Namespace + "/" + d.Name
+		return d.Kind + " " + d.Namespace + "/" + d.Name
 	}
-	return fmt.Sprintf("%s %s %s", d.Action, d.Kind, name)
+	return d.Kind + " " + d.Name
 }
 
 // ActionTakeOver is what Done says of a child taken over from

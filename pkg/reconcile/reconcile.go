@@ -289,11 +289,7 @@ func groupDone(done []apply.Done) []doneGroup {
 			index[key] = i
 			groups = append(groups, doneGroup{action: d.Action, reason: d.Reason})
 		}
-		name := d.Name
-		if d.Namespace != "" {
-			name = d.Namespace + "/" + d.Name
-		}
-		groups[i].what = append(groups[i].what, d.Kind+" "+name)
+		groups[i].what = append(groups[i].what, d.Child())
 	}
 	return groups
 }

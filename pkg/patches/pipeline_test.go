@@ -415,3 +415,41 @@ func TestDiff(t *testing.T) {
 		t.Errorf("Diff:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestDiffWithinIsDiff: where before and after differ only within the
+// given subtrees, DiffWithin says what Diff says, without walking the rest.
+func TestDiffWithinIsDiff(t *testing.T) {
+	before := map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "a", "labels": map[string]interface{}{"a": "1", "b": "2"}},
+		"spec": map[string]interface{}{
+			"ports": []interface{}{map[string]interface{}{"port": int64(80)}, map[string]interface{}{"port": int64(81)}},
+			"args":  []interface{}{"a"},
+			"same":  map[string]interface{}{"x": int64(1)},
+		},
+	}
+	after := map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "a", "labels": map[string]interface{}{"a": "1", "c": "3"}},
+		"spec": map[string]interface{}{
+			"ports": []interface{}{map[string]interface{}{"port": int64(80)}, map[string]interface{}{"port": int64(8081)}},
+			"args":  []interface{}{"a", "b"},
+			"same":  map[string]interface{}{"x": int64(1)},
+			"new":   true,
+		},
+	}
+	roots := []pointer{
+		{"metadata", "labels", "b"}, {"metadata", "labels", "c"},
+		{"spec", "ports", "1", "port"}, {"spec", "args"}, {"spec", "new"},
+		{"spec", "missing", "deep"}, {"spec", "ports", "7"},
+	}
+	want := Diff(before, after)
+	if len(want) != 5 {
+		t.Fatalf("Diff found %q, want 5 lines", want)
+	}
+	if got := DiffWithin(before, after, roots); !reflect.DeepEqual(got, want) {
+		t.Errorf("DiffWithin:\n got %q\nwant %q", got, want)
+	}
+	// Outside the roots nothing is looked at.
+	if got := DiffWithin(before, after, []pointer{{"spec", "same"}}); len(got) != 0 {
+		t.Errorf("DiffWithin of an unchanged subtree: %q", got)
+	}
+}

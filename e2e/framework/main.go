@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -42,6 +43,12 @@ func TestMain(m *testing.M, opts Options, stack **Stack) int {
 	case code = <-done:
 	case <-ctx.Done():
 		fmt.Fprintln(os.Stderr, "interrupted: stopping the e2e stack")
+	}
+	if lines, err := s.ControllerManagerErrors(); err != nil || len(lines) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: kube-controller-manager's log names our group in errors (%v); with the server installed the cluster's controllers must work with our resources:\n%s\n",
+			err, strings.Join(lines, "\n"))
+		fmt.Println("FAIL")
+		code = 1
 	}
 	if exits := s.UnexpectedExits(); len(exits) > 0 {
 		for _, e := range exits {

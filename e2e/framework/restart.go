@@ -11,11 +11,11 @@ import (
 
 // KillEtcd kills etcd (SIGKILL), as a crash would. RestartEtcd brings it
 // back; until then kube-apiserver and composite-apiserver run without it.
-func (s *Stack) KillEtcd() { s.current(&s.etcd).Kill() }
+func (s *Stack) KillEtcd() { s.Disrupted(); s.current(&s.etcd).Kill() }
 
 // KillKubeAPIServer kills kube-apiserver (SIGKILL), as a crash would.
 // RestartKubeAPIServer brings it back.
-func (s *Stack) KillKubeAPIServer() { s.current(&s.apiserver).Kill() }
+func (s *Stack) KillKubeAPIServer() { s.Disrupted(); s.current(&s.apiserver).Kill() }
 
 // CompositeProcess is the stack's own composite-apiserver, the one behind
 // the APIService, as last started.
@@ -34,7 +34,11 @@ func (s *Stack) RestartEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.waitHTTP(ctx, "etcd", p, http.DefaultClient, s.EtcdURL+"/health", 60*time.Second)
+	if err := s.waitHTTP(ctx, "etcd", p, http.DefaultClient, s.EtcdURL+"/health", 60*time.Second); err != nil {
+		return err
+	}
+	s.Recovered()
+	return nil
 }
 
 // RestartKubeAPIServer starts kube-apiserver again after KillKubeAPIServer,
@@ -50,7 +54,11 @@ func (s *Stack) RestartKubeAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.waitHTTP(ctx, "kube-apiserver", p, client, s.KubeAPIServerURL+"/readyz", 90*time.Second)
+	if err := s.waitHTTP(ctx, "kube-apiserver", p, client, s.KubeAPIServerURL+"/readyz", 90*time.Second); err != nil {
+		return err
+	}
+	s.Recovered()
+	return nil
 }
 
 // restart starts the process in *slot again with args, once it has ended.

@@ -86,6 +86,11 @@ type Stack struct {
 	// a composite-apiserver exiting with an error), each with its log tail.
 	exitsMu sync.Mutex
 	exits   []string
+
+	// disruptions are the times tests stopped or killed a stack process
+	// on purpose (kcmlog.go).
+	disruptionsMu sync.Mutex
+	disruptions   []disruption
 }
 
 // watch records p's exit when nobody asked it to end: TestMain then fails
@@ -295,7 +300,7 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 }
 
 // startControllerManager runs the garbage collector (children go when
-// their parent goes) and the namespace controller. It gets administrator
+// their parent goes), the namespace controller and the quota controller. It gets administrator
 // credentials: with its own identity RBAC denies it emptying namespaces.
 func (s *Stack) startControllerManager() error {
 	c := s.Certs
@@ -316,11 +321,20 @@ func (s *Stack) startControllerManager() error {
 		// clusterrole-aggregation fills the aggregated ClusterRole through
 		// which admins grant composite-apiserver rights on parents and
 		// children (artifacts/deploy/rbac.yaml).
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
+		// resourcequota counts objects of every resource, ours too: with
+		// the garbage collector and the namespace controller it is what
+		// an aggregated server must serve well (protobuf-first metadata
+		// clients), and the tests prove it does.
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--concurrent-gc-syncs=5",
+		// A quota's usage is recalculated on this period (and on
+		// deletes); creates are charged by admission, which
+		// kube-apiserver does not run for an aggregated API. Ten
+		// seconds instead of five minutes lets a test see a count.
+		"--resource-quota-sync-period=10s",
 	)
 	if err != nil {
 		return err
@@ -391,7 +405,11 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 	if err != nil {
 		return err
 	}
-	return s.waitHTTP(ctx, "composite-apiserver", p, client, s.compositeServerURL+"/readyz", 60*time.Second)
+	if err := s.waitHTTP(ctx, "composite-apiserver", p, client, s.compositeServerURL+"/readyz", 60*time.Second); err != nil {
+		return err
+	}
+	s.Recovered()
+	return nil
 }
 
 // StartReplica starts another composite-apiserver on the stack's etcd and
@@ -437,6 +455,7 @@ func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...stri
 // KillComposite and Stop may end it: an exit of its own is reported by
 // UnexpectedExits and fails the package.
 func (s *Stack) StopComposite() error {
+	s.Disrupted()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.composite == nil {
@@ -447,6 +466,7 @@ func (s *Stack) StopComposite() error {
 
 // KillComposite kills composite-apiserver, as a crash would.
 func (s *Stack) KillComposite() {
+	s.Disrupted()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.composite != nil {

@@ -5,6 +5,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,9 @@ type Config struct {
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	ExtraConfig   *ExtraConfig
+	// protobufless is what the handler chain knows of our resources
+	// without protobuf; New fills it once the group is installed.
+	protobufless *protobufless
 }
 
 // CompletedConfig is a Config with every default filled in. Only Complete
@@ -99,13 +103,23 @@ type Server struct {
 
 // Complete fills in the defaults of the configuration.
 func (cfg *Config) Complete() CompletedConfig {
+	protobufless := &protobufless{}
 	if build := cfg.GenericConfig.BuildHandlerChainFunc; build != nil {
-		cfg.GenericConfig.BuildHandlerChainFunc = withBodyLimits(build)
+		cfg.GenericConfig.BuildHandlerChainFunc = withProtobufLimits(withBodyLimits(build), protobufless)
 	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
+		protobufless:  protobufless,
 	}}
+}
+
+// withProtobufLimits puts withProtobufWhereEncodable in front of the API
+// handlers, inside the chain, where each request's RequestInfo is known.
+func withProtobufLimits(build func(http.Handler, *genericapiserver.Config) http.Handler, p *protobufless) func(http.Handler, *genericapiserver.Config) http.Handler {
+	return func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		return build(withProtobufWhereEncodable(apiHandler, p), c)
+	}
 }
 
 // New builds the server: the generic server, the metacontroller.k8s.io group
@@ -144,6 +158,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)
 	}
+	c.protobufless.learn(metacontroller.GroupName, group.VersionedResourcesStorageMap)
 
 	if c.ExtraConfig.Target != nil {
 		if err := generic.AddPostStartHook("refresh-target-discovery", c.refreshDiscovery); err != nil {

@@ -155,13 +155,16 @@ func TestLanesRandomizedKeepTheWorkqueuePromise(t *testing.T) {
 			}
 			return n
 		}
-		get := func(step int) {
-			// Checked before Get, which would block on a queue whose
-			// Len is 0 and read past its lanes on one whose Len is too
-			// large.
+		checkLen := func(step int) {
 			if n, want := wq.Len(), queued(); n != want {
 				t.Fatalf("seed %d step %d: Len %d, want %d", seed, step, n, want)
 			}
+		}
+		get := func(step int) {
+			// Checked before Get too, which would block on a queue
+			// whose Len is 0 and read past its lanes on one whose Len
+			// is too large.
+			checkLen(step)
 			if queued() == 0 {
 				return
 			}
@@ -194,6 +197,7 @@ func TestLanesRandomizedKeepTheWorkqueuePromise(t *testing.T) {
 			default:
 				done()
 			}
+			checkLen(step)
 		}
 		// Drain: every key added is handed out, none is lost.
 		for step := 0; len(dirty)+len(processing) > 0; step++ {

@@ -23,10 +23,12 @@ import (
 )
 
 // TestShippedDeploymentSyncsEachParentOnOneReplica runs as many servers as
-// artifacts/deploy/deployment.yaml has replicas, each with exactly the
-// shipped arguments (but for where it runs: etcd, port, certificates), and
-// syncs parents through a hook that tells which replica called it: every
-// call comes from one replica, the one the Lease names.
+// artifacts/deploy/deployment.yaml has replicas, each with the shipped
+// arguments but for where it runs (etcd, port, certificates:
+// framework.ShippedServerArgs; the stack's own server keeps the package's
+// --workers and -v before them), and syncs parents through a hook that
+// tells which replica called it: every call comes from one replica, the
+// one the Lease names.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
 	ctx := context.Background()
@@ -85,14 +87,16 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	c := controller{Name: "loop-shipped", HookURL: calls.url}
 	c.create(t)
 	const parents = 5
-	for i := 0; i < parents; i++ {
-		createParent(t, ns, fmt.Sprintf("p%d", i), c.Name, spec("blue", "a"))
+	generations := make([]int64, parents)
+	for i := range generations {
+		generations[i] = createParent(t, ns, fmt.Sprintf("p%d", i), c.Name, spec("blue", "a")).GetGeneration()
 	}
 	// Two generations each: both replicas' loops, if both ran, would have
 	// had every parent to sync twice.
-	for i := 0; i < parents; i++ {
-		waitObserved(t, ns, fmt.Sprintf("p%d", i), 1)
-		waitObserved(t, ns, fmt.Sprintf("p%d", i), setParentSpec(t, ns, fmt.Sprintf("p%d", i), spec("green", "a")))
+	for i, generation := range generations {
+		name := fmt.Sprintf("p%d", i)
+		waitObserved(t, ns, name, generation)
+		waitObserved(t, ns, name, setParentSpec(t, ns, name, spec("green", "a")))
 	}
 
 	byReplica := calls.byReplica(ns)

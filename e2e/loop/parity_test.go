@@ -196,31 +196,10 @@ func TestMigrationFromMetacontroller(t *testing.T) {
 	// The parent exists before the controller, as after uninstalling
 	// Metacontroller.
 	parent := createParent(t, ns, "p", "parity-migrate", spec("blue", "a"))
-	lastApplied := map[string]interface{}{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]interface{}{"name": "p-a", "namespace": ns,
-			"labels": map[string]interface{}{"app": "p", "controller-uid": string(parent.GetUID())}},
-		"data": map[string]interface{}{"color": "blue", "item": "a", "legacy": "from an old hook"},
-	}
-	raw, _ := json.Marshal(lastApplied)
-	written := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "p-a", Namespace: ns,
-			Labels:      map[string]string{"app": "p", "controller-uid": string(parent.GetUID())},
-			Annotations: map[string]string{"metacontroller.k8s.io/last-applied-configuration": string(raw)},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: "p", UID: parent.GetUID(),
-				Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}},
-		},
-		Data: map[string]string{"color": "blue", "item": "a", "legacy": "from an old hook"},
-	}
-	// Metacontroller's default "dynamic apply" creates with its own name
-	// as the field manager.
-	before, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), written, metav1.CreateOptions{FieldManager: "metacontroller"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := createAsMetacontroller(t, parent)
 	controller{Name: "parity-migrate", HookURL: hook.URL}.create(t)
 	var after *corev1.ConfigMap
+	var err error
 	eventually(t, "p-a taken over: legacy key and last-applied annotation gone", func() (bool, error) {
 		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 		if err != nil {
@@ -241,6 +220,96 @@ func TestMigrationFromMetacontroller(t *testing.T) {
 		t.Errorf("field managers %v: want Metacontroller's fields under metacontroller.k8s.io/parity-migrate", managers)
 	}
 	waitEvent(t, ns, "p", "TakeOver ConfigMap "+ns+"/p-a")
+}
+
+// createAsMetacontroller creates the parent's child ConfigMap <parent>-a as
+// Metacontroller would have written it for hook.py's answer to spec("blue",
+// "a"), with a data key "legacy" its hook no longer returns.
+func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *corev1.ConfigMap {
+	t.Helper()
+	ns, name := parent.GetNamespace(), parent.GetName()
+	lastApplied := map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": name + "-a", "namespace": ns,
+			"labels": map[string]interface{}{"app": name, "controller-uid": string(parent.GetUID())}},
+		"data": map[string]interface{}{"color": "blue", "item": "a", "legacy": "from an old hook"},
+	}
+	raw, _ := json.Marshal(lastApplied)
+	written := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name + "-a", Namespace: ns,
+			Labels:      map[string]string{"app": name, "controller-uid": string(parent.GetUID())},
+			Annotations: map[string]string{"metacontroller.k8s.io/last-applied-configuration": string(raw)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: name, UID: parent.GetUID(),
+				Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}},
+		},
+		Data: map[string]string{"color": "blue", "item": "a", "legacy": "from an old hook"},
+	}
+	// Metacontroller's default "dynamic apply" creates with its own name
+	// as the field manager.
+	created, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), written, metav1.CreateOptions{FieldManager: "metacontroller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// The takeover changes Metacontroller's managedFields entry only: a label
+// that `kubectl label` set on the child stays kubectl's, so a later
+// `kubectl label --overwrite` or apply conflict check still sees its owner.
+func TestMigrationKeepsOtherManagersFields(t *testing.T) {
+	hook := setUp(t)
+	ns := namespace(t, "parity-migrate-keep")
+	parent := createParent(t, ns, "p", "parity-migrate-keep", spec("blue", "a"))
+	createAsMetacontroller(t, parent)
+	if _, stderr, err := stack.Kubectl(context.Background(), "label", "-n", ns, "configmap", "p-a", "team=payments"); err != nil {
+		t.Fatalf("kubectl label: %v: %s", err, stderr)
+	}
+	labelledBy := func(cm *corev1.ConfigMap) []string {
+		var out []string
+		for _, e := range cm.ManagedFields {
+			if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:team"`) {
+				out = append(out, e.Manager+"/"+string(e.Operation))
+			}
+		}
+		return out
+	}
+	labelled, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labelledBy(labelled); len(got) != 1 || got[0] != "kubectl-label/Update" {
+		t.Fatalf("before the takeover the label team is owned by %q, want kubectl-label/Update", got)
+	}
+
+	controller{Name: "parity-migrate-keep", HookURL: hook.URL}.create(t)
+	ours := "metacontroller.k8s.io/parity-migrate-keep"
+	var after *corev1.ConfigMap
+	eventually(t, "p-a taken over: "+ours+" in its managedFields, Metacontroller's entry gone", func() (bool, error) {
+		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		managers := map[string]bool{}
+		for _, e := range after.ManagedFields {
+			managers[e.Manager] = true
+		}
+		return managers[ours] && !managers["metacontroller"], nil
+	})
+	if got := labelledBy(after); len(got) != 1 || got[0] != "kubectl-label/Update" {
+		var managers []string
+		for _, e := range after.ManagedFields {
+			fields := ""
+			if e.FieldsV1 != nil {
+				fields = string(e.FieldsV1.Raw)
+			}
+			managers = append(managers, e.Manager+"/"+string(e.Operation)+" "+fields)
+		}
+		t.Errorf("after the takeover the label team is owned by %q, want kubectl-label/Update; managedFields:\n%s", got, strings.Join(managers, "\n"))
+	}
+	if after.Labels["team"] != "payments" {
+		t.Errorf("label team is %q, want payments", after.Labels["team"])
+	}
 }
 
 // An object that has the name of a desired child, no controller and labels

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
@@ -37,23 +35,8 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 	}
 	defer b.Stop(30 * time.Second)
 
-	// The Lease's holder names the leader: its identity is
-	// <host>_<pid>_<nanoseconds>.
 	holderOf := func() (string, *framework.Process, error) {
-		l, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil {
-			return "", nil, err
-		}
-		if l.Spec.HolderIdentity == nil {
-			return "", nil, nil
-		}
-		holder := *l.Spec.HolderIdentity
-		for _, p := range []*framework.Process{a, b} {
-			if strings.Contains(holder, "_"+strconv.Itoa(p.Pid())+"_") {
-				return holder, p, nil
-			}
-		}
-		return holder, nil, nil
+		return leaseHolder(ctx, framework.CompositeNamespace, lease, a, b)
 	}
 	var holder string
 	var leader *framework.Process

@@ -122,13 +122,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		return nil, err
 	}
 	name := "compositecontroller-" + cc.Name
-	pc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		// Metacontroller's per-parent backoff: 5ms doubling up to 1000s.
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
-			Name:  name,
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: newLanes(pc.unsynced)}),
-		})})
+	pc.queue = newParentQueue(name, pc.unsynced)
 	pc.status = newStatusTracker(m, cc)
 	return pc, nil
 }

@@ -1,8 +1,22 @@
 package controller
 
 import (
+	"time"
+
 	"k8s.io/client-go/util/workqueue"
 )
+
+// newParentQueue is the workqueue of one CompositeController's parents:
+// Metacontroller's per-parent backoff over the two lanes.
+func newParentQueue(name string, urgent func(key string) bool) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		// Metacontroller's per-parent backoff: 5ms doubling up to 1000s.
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name:  name,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: newLanes(urgent)}),
+		})})
+}
 
 // lanes is the workqueue's storage with two lanes: parents whose current
 // spec the loop has not synced yet (new parents, changed ones) go before
@@ -15,33 +29,49 @@ import (
 // no spec changes.
 //
 // The workqueue calls these methods under its own lock, from one goroutine
-// at a time.
+// at a time. It holds each key at most once (its dirty set), and that is
+// the promise lanes must keep: a key is live in at most one lane, once.
 type lanes struct {
 	// urgent tells whether a parent's current spec has not been synced;
 	// it is asked when a key is queued, or queued again.
 	urgent func(key string) bool
 
-	first, rest []string
+	first []string
 	// inFirst are the keys in first.
 	inFirst map[string]bool
-	// moved are keys of rest that Touch moved to first: Pop skips them
-	// in rest.
-	moved map[string]bool
+
+	// rest keeps its entries when Touch moves a key to first: removing
+	// one from the middle of a long slice would cost O(n) under the
+	// workqueue's lock. Such an entry goes stale instead, and so can
+	// several of one key (moved, processed, queued and moved again), so
+	// a set of moved keys is not enough to tell the stale ones from a
+	// live one. Each entry carries the sequence number it was pushed
+	// with, and inRest has the number of each key's one live entry: Pop
+	// skips every entry whose number is not its key's.
+	rest []restEntry
+	// inRest maps each key live in rest to its entry's seq.
+	inRest map[string]uint64
+	seq    uint64
+}
+
+type restEntry struct {
+	key string
+	seq uint64
 }
 
 var _ workqueue.Queue[string] = &lanes{}
 
 func newLanes(urgent func(key string) bool) *lanes {
-	return &lanes{urgent: urgent, inFirst: map[string]bool{}, moved: map[string]bool{}}
+	return &lanes{urgent: urgent, inFirst: map[string]bool{}, inRest: map[string]uint64{}}
 }
 
 // Touch is called when a key already queued is added again: a parent that
 // waits among the rest and whose spec changed since moves to the first lane.
 func (q *lanes) Touch(key string) {
-	if q.inFirst[key] || !q.urgent(key) {
+	if _, ok := q.inRest[key]; !ok || !q.urgent(key) {
 		return
 	}
-	q.moved[key] = true
+	delete(q.inRest, key)
 	q.pushFirst(key)
 }
 
@@ -50,7 +80,9 @@ func (q *lanes) Push(key string) {
 		q.pushFirst(key)
 		return
 	}
-	q.rest = append(q.rest, key)
+	q.seq++
+	q.inRest[key] = q.seq
+	q.rest = append(q.rest, restEntry{key: key, seq: q.seq})
 }
 
 func (q *lanes) pushFirst(key string) {
@@ -58,24 +90,25 @@ func (q *lanes) pushFirst(key string) {
 	q.first = append(q.first, key)
 }
 
-func (q *lanes) Len() int { return len(q.first) + len(q.rest) - len(q.moved) }
+// Len counts live keys only; the workqueue calls Pop only when it is not 0.
+func (q *lanes) Len() int { return len(q.first) + len(q.inRest) }
 
 func (q *lanes) Pop() string {
+	if len(q.first) > 0 {
+		key := q.first[0]
+		q.first[0] = ""
+		q.first = q.first[1:]
+		delete(q.inFirst, key)
+		return key
+	}
 	for {
-		if len(q.first) > 0 {
-			key := q.first[0]
-			q.first[0] = ""
-			q.first = q.first[1:]
-			delete(q.inFirst, key)
-			return key
-		}
-		key := q.rest[0]
-		q.rest[0] = ""
+		e := q.rest[0]
+		q.rest[0] = restEntry{}
 		q.rest = q.rest[1:]
-		if q.moved[key] {
-			delete(q.moved, key)
+		if seq, ok := q.inRest[e.key]; !ok || seq != e.seq {
 			continue
 		}
-		return key
+		delete(q.inRest, e.key)
+		return e.key
 	}
 }

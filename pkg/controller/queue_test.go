@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"math/rand"
 	"reflect"
 	"testing"
 	"time"
@@ -80,5 +82,136 @@ func TestLanesInWorkqueue(t *testing.T) {
 	case <-done:
 		t.Error("an empty queue handed out an item")
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// The sequence from the review (C2), through the parents' own workqueue: a
+// key moved to the first lane twice around a sync leaves two entries of it
+// in the rest lane, and neither may reach a second worker while the key is
+// being processed.
+func TestLanesNeverHandOutAKeyBeingProcessed(t *testing.T) {
+	urgent := map[string]bool{}
+	wq := newParentQueue("test", func(k string) bool { return urgent[k] })
+	defer wq.ShutDown()
+	get := func(want string) {
+		t.Helper()
+		if k, _ := wq.Get(); k != want {
+			t.Fatalf("Get handed out %q, want %q", k, want)
+		}
+	}
+	wantLen := func(want int) {
+		t.Helper()
+		if n := wq.Len(); n != want {
+			t.Fatalf("Len %d, want %d", n, want)
+		}
+	}
+
+	wq.Add("k") // waits in the rest lane
+	urgent["k"] = true
+	wq.Add("k") // touched into the first lane
+	wantLen(1)
+	get("k")
+	wq.Done("k")
+	wantLen(0)
+	urgent["k"] = false
+	wq.Add("k") // queued in the rest lane again
+	urgent["k"] = true
+	wq.Add("k") // touched again
+	wantLen(1)
+	get("k") // a worker processes k
+	wantLen(0)
+	// Another worker must get the next key, not k again.
+	urgent["other"] = false
+	wq.Add("other")
+	wantLen(1)
+	get("other")
+	wq.Done("other")
+	wq.Done("k")
+	wantLen(0)
+}
+
+// Random adds (urgent or not), gets and dones over many keys, against a
+// model of the workqueue's promise: a key is handed out to one worker at a
+// time, every key added is handed out after it, and Len counts the keys
+// queued and not being processed.
+func TestLanesRandomizedKeepTheWorkqueuePromise(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		urgent := map[string]bool{}
+		wq := newParentQueue("test", func(k string) bool { return urgent[k] })
+		keys := make([]string, 12)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("ns/p%d", i)
+		}
+		// dirty: added since last handed out; processing: handed out,
+		// not done. Queued are the dirty keys not being processed.
+		dirty, processing := map[string]bool{}, map[string]bool{}
+		queued := func() int {
+			n := 0
+			for k := range dirty {
+				if !processing[k] {
+					n++
+				}
+			}
+			return n
+		}
+		checkLen := func(step int) {
+			if n, want := wq.Len(), queued(); n != want {
+				t.Fatalf("seed %d step %d: Len %d, want %d", seed, step, n, want)
+			}
+		}
+		get := func(step int) {
+			// Checked before Get too, which would block on a queue
+			// whose Len is 0 and read past its lanes on one whose Len
+			// is too large.
+			checkLen(step)
+			if queued() == 0 {
+				return
+			}
+			k, _ := wq.Get()
+			if processing[k] {
+				t.Fatalf("seed %d step %d: %s handed out while being processed", seed, step, k)
+			}
+			if !dirty[k] {
+				t.Fatalf("seed %d step %d: %s handed out, not added since", seed, step, k)
+			}
+			delete(dirty, k)
+			processing[k] = true
+		}
+		done := func() {
+			for k := range processing {
+				delete(processing, k)
+				wq.Done(k)
+				return
+			}
+		}
+		for step := 0; step < 5000; step++ {
+			switch r := rng.Intn(10); {
+			case r < 5:
+				k := keys[rng.Intn(len(keys))]
+				urgent[k] = rng.Intn(2) == 0
+				wq.Add(k)
+				dirty[k] = true
+			case r < 8:
+				get(step)
+			default:
+				done()
+			}
+			checkLen(step)
+		}
+		// Drain: every key added is handed out, none is lost.
+		for step := 0; len(dirty)+len(processing) > 0; step++ {
+			if step > 10*len(keys) {
+				t.Fatalf("seed %d: never handed out %v", seed, dirty)
+			}
+			for len(processing) > 0 {
+				done()
+			}
+			get(-1)
+		}
+		if n := wq.Len(); n != 0 {
+			t.Fatalf("seed %d: Len %d after draining", seed, n)
+		}
+		wq.ShutDown()
 	}
 }

@@ -57,19 +57,21 @@ const (
 //
 // The patch sets the whole managedFields (the API server takes them from
 // an update that sets them), so apply it to the object it was made from:
-// the resourceVersion in it makes sure of that. Send it as a
-// types.JSONPatchType patch of the main resource.
+// the resourceVersion in it makes sure of that. Every entry but
+// Metacontroller's and manager's is written back as observed has it, so
+// observed must have them all: Lean keeps them on such a child. Send it as
+// a types.JSONPatchType patch of the main resource.
 func TakeoverPatch(tc managedfields.TypeConverter, observed *unstructured.Unstructured, manager string) (patch []byte, needed bool, err error) {
 	name := describeObject(observed)
 	if manager == MetacontrollerManager {
 		return nil, false, fmt.Errorf("can't take %s over: the manager is Metacontroller's", name)
 	}
-	lastApplied, hasAnnotation := observed.GetAnnotations()[LastAppliedAnnotation]
-	if !hasAnnotation && !managedBy(observed, MetacontrollerManager) {
+	if !fromMetacontroller(observed) {
 		// Most children were never Metacontroller's: this runs for every
 		// child of every sync, so say so without decoding managedFields.
 		return nil, false, nil
 	}
+	lastApplied, hasAnnotation := observed.GetAnnotations()[LastAppliedAnnotation]
 	var fromAnnotation *fieldpath.Set
 	var annotationErr error
 	if hasAnnotation {
@@ -228,6 +230,16 @@ func encodeSet(e *metav1.ManagedFieldsEntry, s *fieldpath.Set) error {
 // escapePointer escapes a key for a JSON pointer (RFC 6901).
 func escapePointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// fromMetacontroller tells whether obj may hold fields of Metacontroller's
+// for TakeoverPatch to move: it has Metacontroller's entry in managedFields
+// or its last-applied annotation.
+func fromMetacontroller(obj *unstructured.Unstructured) bool {
+	if _, ok, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", LastAppliedAnnotation); ok {
+		return true
+	}
+	return managedBy(obj, MetacontrollerManager)
 }
 
 // managedBy tells whether manager has an entry in obj's managedFields,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -316,5 +317,129 @@ func TestTakeoverBadAnnotation(t *testing.T) {
 	s.create(set(configMap(t), "{not json", "metadata", "annotations", LastAppliedAnnotation), "kubectl-create")
 	if _, needed, err := TakeoverPatch(tc, s.observed(), ours); err == nil || !needed {
 		t.Errorf("needed %v, error %v; want needed and an error", needed, err)
+	}
+}
+
+// The takeover of a child from the loop's lean cache moves Metacontroller's
+// entry only: the entries of kubectl, of a GitOps tool's server-side apply
+// and of any other manager are written back exactly as they were.
+func TestTakeoverFromLeanCacheKeepsOtherManagers(t *testing.T) {
+	tc := coreV1(t)
+	hook := remove(configMap(t), "metadata", "ownerReferences")
+	for _, c := range []struct {
+		name string
+		// others writes the child as managers other than Metacontroller.
+		others func(t *testing.T, s *fakeServer)
+		kept   []string
+	}{{
+		name: "kubectl label",
+		others: func(t *testing.T, s *fakeServer) {
+			s.update(set(s.observed(), "payments", "metadata", "labels", "team"), "kubectl-label")
+		},
+		kept: []string{"kubectl-label/Update"},
+	}, {
+		name: "kubectl label and a GitOps tool's apply",
+		others: func(t *testing.T, s *fakeServer) {
+			s.update(set(s.observed(), "payments", "metadata", "labels", "team"), "kubectl-label")
+			s.apply(object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"default"},"data":{"synced":"yes"}}`), "argocd-controller")
+		},
+		kept: []string{"argocd-controller/Apply", "kubectl-label/Update"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, tc, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, nil)
+			mcCreate(t, s, hook)
+			c.others(t, s)
+			before := entriesOf(s.observed(), c.kept)
+
+			cached := s.observed()
+			Lean(cached)
+			patch, needed, err := TakeoverPatch(tc, cached, ours)
+			if err != nil || !needed {
+				t.Fatalf("needed %v, %v", needed, err)
+			}
+			s.update(jsonPatch(t, s.observed(), patch), "composite-apiserver")
+
+			live := s.observed()
+			if got, want := managers(live), sorted(append([]string{ours + "/Apply"}, c.kept...)); !reflect.DeepEqual(got, want) {
+				t.Errorf("managers after the takeover: got %q, want %q", got, want)
+			}
+			if after := entriesOf(live, c.kept); !reflect.DeepEqual(after, before) {
+				t.Errorf("other managers' entries changed:\n got %+v\nwant %+v", after, before)
+			}
+		})
+	}
+}
+
+// entriesOf are obj's managedFields entries of the "manager/Operation"s in
+// which, by that name.
+func entriesOf(obj *unstructured.Unstructured, which []string) map[string]metav1.ManagedFieldsEntry {
+	out := map[string]metav1.ManagedFieldsEntry{}
+	for _, e := range obj.GetManagedFields() {
+		name := e.Manager + "/" + string(e.Operation)
+		for _, w := range which {
+			if w == name {
+				out[name] = e
+			}
+		}
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// Lean drops other managers' entries except on a child still to be taken
+// over from Metacontroller, which TakeoverPatch writes whole.
+func TestLean(t *testing.T) {
+	tc := coreV1(t)
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	hook := remove(configMap(t), "metadata", "ownerReferences")
+	label := func(t *testing.T, s *fakeServer) {
+		s.update(set(s.observed(), "payments", "metadata", "labels", "team"), "kubectl-label")
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, s *fakeServer)
+		want  []string
+	}{{
+		name: "our child: only our entries",
+		setup: func(t *testing.T, s *fakeServer) {
+			s.apply(configMap(t), ours)
+			label(t, s)
+		},
+		want: []string{ours + "/Apply"},
+	}, {
+		name: "nobody's entries left: none",
+		setup: func(t *testing.T, s *fakeServer) {
+			s.create(configMap(t), "kubectl-create")
+			label(t, s)
+		},
+	}, {
+		name: "Metacontroller's child: every entry",
+		setup: func(t *testing.T, s *fakeServer) {
+			mcCreate(t, s, hook)
+			label(t, s)
+		},
+		want: []string{"kubectl-label/Update", MetacontrollerManager + "/Update"},
+	}, {
+		name: "only Metacontroller's annotation: every entry",
+		setup: func(t *testing.T, s *fakeServer) {
+			s.create(withLastApplied(t, hook), "kubectl-create")
+			label(t, s)
+		},
+		want: []string{"kubectl-create/Update", "kubectl-label/Update"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, tc, cmGVK, nil)
+			c.setup(t, s)
+			obj := s.observed()
+			Lean(obj)
+			if got := managers(obj); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("managers: got %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,202 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// TestShippedDeploymentSyncsEachParentOnOneReplica runs as many servers as
+// artifacts/deploy/deployment.yaml has replicas, each with the shipped
+// arguments but for where it runs (etcd, port, certificates:
+// framework.ShippedServerArgs; the stack's own server keeps the package's
+// --workers and -v before them), and syncs parents through a hook that
+// tells which replica called it: every call comes from one replica, the
+// one the Lease names.
+func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	o, d, err := framework.ShippedOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := framework.ShippedServerArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := 1
+	if d.Spec.Replicas != nil {
+		replicas = int(*d.Spec.Replicas)
+	}
+	if replicas < 2 {
+		t.Skipf("the shipped Deployment runs %d replica", replicas)
+	}
+	t.Logf("shipped arguments beside the stack's own: %q", args)
+
+	// The stack's own server becomes the first replica, so that the API
+	// (through the APIService) is served as shipped too; it runs as the
+	// package's tests want it again afterwards.
+	if err := stack.StopComposite(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.StopComposite(); err != nil {
+			t.Error(err)
+		}
+		if err := stack.StartComposite(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := stack.StartComposite(ctx, args...); err != nil {
+		t.Fatal(err)
+	}
+	procs := []*framework.Process{stack.CompositeProcess()}
+	for i := 1; i < replicas; i++ {
+		p, err := stack.StartReplica(ctx, fmt.Sprintf("shipped-replica-%d", i), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Stop(30 * time.Second)
+		procs = append(procs, p)
+	}
+	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+
+	calls := recordCallers(t, hook.URL, procs)
+	ns := namespace(t, "loop-shipped")
+	c := controller{Name: "loop-shipped", HookURL: calls.url}
+	c.create(t)
+	const parents = 5
+	generations := make([]int64, parents)
+	for i := range generations {
+		generations[i] = createParent(t, ns, fmt.Sprintf("p%d", i), c.Name, spec("blue", "a")).GetGeneration()
+	}
+	// Two generations each: both replicas' loops, if both ran, would have
+	// had every parent to sync twice.
+	for i, generation := range generations {
+		name := fmt.Sprintf("p%d", i)
+		waitObserved(t, ns, name, generation)
+		waitObserved(t, ns, name, setParentSpec(t, ns, name, spec("green", "a")))
+	}
+
+	byReplica := calls.byReplica(ns)
+	t.Logf("hook calls by replica: %v", byReplica)
+	if len(byReplica) != 1 {
+		t.Fatalf("the hook was called for the parents of %s by %v: one replica may run the loop", ns, byReplica)
+	}
+	var caller string
+	for name := range byReplica {
+		caller = name
+	}
+	holder, leader, err := leaseHolder(ctx, o.LeaderElection.Namespace, o.LeaderElection.Name, procs...)
+	if err != nil {
+		t.Fatalf("can't read the Lease %s/%s: %v", o.LeaderElection.Namespace, o.LeaderElection.Name, err)
+	}
+	if leader == nil || leader.Name != caller {
+		t.Errorf("every hook call came from %s, but the Lease is held by %q", caller, holder)
+	}
+}
+
+// callers is a hook in front of another that records, for each call, the
+// replica of composite-apiserver that made it and the parent it was about.
+type callers struct {
+	url string
+	mu  sync.Mutex
+	// calls counts the calls per parent's namespace and replica's name;
+	// a caller that is none of the replicas is "unknown".
+	calls map[string]map[string]int
+}
+
+func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *callers {
+	t.Helper()
+	target, err := url.Parse(hookURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	c := &callers{calls: map[string]map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req struct {
+			Parent struct {
+				Metadata struct{ Namespace string }
+			}
+		}
+		_ = json.Unmarshal(body, &req)
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		name := "unknown"
+		if local != nil {
+			if p, err := framework.ConnectionOwner(r.RemoteAddr, local.String(), procs...); err != nil {
+				name = "unknown (" + err.Error() + ")"
+			} else if p != nil {
+				name = p.Name
+			}
+		}
+		c.mu.Lock()
+		if c.calls[req.Parent.Metadata.Namespace] == nil {
+			c.calls[req.Parent.Metadata.Namespace] = map[string]int{}
+		}
+		c.calls[req.Parent.Metadata.Namespace][name]++
+		c.mu.Unlock()
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c.url = srv.URL
+	return c
+}
+
+// byReplica counts the calls about parents of namespace by replica.
+func (c *callers) byReplica(namespace string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for name, n := range c.calls[namespace] {
+		out[name] = n
+	}
+	return out
+}
+
+// leaseHolder reads the Lease of the loop's leader election and tells which
+// of procs holds it: a replica's identity is <host>_<pid>_<nanoseconds>.
+// The process is nil when none of procs does.
+func leaseHolder(ctx context.Context, namespace, name string, procs ...*framework.Process) (string, *framework.Process, error) {
+	l, err := stack.Kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil, nil
+	}
+	holder := *l.Spec.HolderIdentity
+	for _, p := range procs {
+		if strings.Contains(holder, "_"+strconv.Itoa(p.Pid())+"_") {
+			return holder, p, nil
+		}
+	}
+	return holder, nil, nil
+}

@@ -72,23 +72,7 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	var condition string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, outage, true, func(ctx context.Context) (bool, error) {
-		got, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == corev1.NamespaceDeletionDiscoveryFailure && c.Status == corev1.ConditionTrue {
-				condition = c.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("the namespace controller never said why the deletion waits: %v", err)
-	}
+	condition := waitDiscoveryFailure(t, ns)
 	if !strings.Contains(condition, "metacontroller.k8s.io/v1alpha1") {
 		t.Errorf("NamespaceDeletionDiscoveryFailure does not name our group: %q", condition)
 	}
@@ -104,13 +88,7 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*outage+2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("the namespace was not deleted after the server came back: %v", err)
-	}
+	waitNamespaceGone(t, ns, 2*outage+2*time.Minute)
 	goneAfter := time.Since(back)
 	revs, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(revs.Items) != 0 {
@@ -119,4 +97,123 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 	// The figures the README's operations section quotes.
 	t.Logf("outage of %s: the namespace controller said %s after the deletion why it waits (%q); the namespace was gone %s after the server was back",
 		outage.Round(time.Second), saidAfter.Round(100*time.Millisecond), condition, goneAfter.Round(100*time.Millisecond))
+}
+
+// TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion measures the way
+// out the README's operations section gives for a server that stays down:
+// deleting the APIService lets namespace deletions proceed at once; once the
+// APIService is registered again and the server is back, the garbage
+// collector deletes our objects whose owners went with their namespace.
+func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
+	dumpLogsOnFailure(t)
+	ctx := context.Background()
+	const ns = "unregister"
+	createNamespace(t, ns)
+	admin, err := clientset.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := &v1alpha1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "of-a-parent", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+		}}},
+		ParentPatch: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
+	}
+	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := stack.StopComposite(); err != nil {
+		t.Fatal(err)
+	}
+	registered, running := true, false
+	t.Cleanup(func() {
+		if !registered {
+			_ = stack.RegisterAPIService(ctx)
+		}
+		if !running {
+			_ = stack.StartComposite(ctx)
+		}
+	})
+	if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDiscoveryFailure(t, ns)
+
+	if err := stack.Aggregator.ApiregistrationV1().APIServices().Delete(ctx, "v1alpha1.metacontroller.k8s.io", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	registered = false
+	unregistered := time.Now()
+	waitNamespaceGone(t, ns, 2*time.Minute)
+	goneAfter := time.Since(unregistered)
+
+	if err := stack.RegisterAPIService(ctx); err != nil {
+		t.Fatal(err)
+	}
+	registered = true
+	if err := stack.StartComposite(ctx); err != nil {
+		t.Fatal(err)
+	}
+	running = true
+	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	// The namespace is gone but our etcd still holds its revision: the
+	// namespace controller could not see our group while it deleted it.
+	// Its owner is gone too, so the garbage collector deletes it once it
+	// discovers our group again.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Get(ctx, rev.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the ControllerRevision of a parent deleted with its namespace is still there after the server came back: %v", err)
+	}
+	t.Logf("with the APIService deleted, the waiting namespace was gone after %s; once registered again, the garbage collector deleted our orphaned revision %s after the server was back",
+		goneAfter.Round(100*time.Millisecond), time.Since(back).Round(100*time.Millisecond))
+}
+
+// waitDiscoveryFailure waits for the namespace controller to say that the
+// deletion of ns waits for a group it can't discover, and returns what it
+// says.
+func waitDiscoveryFailure(t *testing.T, ns string) string {
+	t.Helper()
+	var message string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == corev1.NamespaceDeletionDiscoveryFailure && c.Status == corev1.ConditionTrue {
+				message = c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the namespace controller never said why the deletion of %s waits: %v", ns, err)
+	}
+	return message
+}
+
+func waitNamespaceGone(t *testing.T, ns string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s was not deleted: %v", ns, err)
+	}
 }

@@ -191,7 +191,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.StartComposite(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.registerAPIService(ctx); err != nil {
+	if err := s.RegisterAPIService(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
@@ -505,11 +505,11 @@ func (s *Stack) compositeHTTPClient(cert *CertKey) (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 }
 
-// registerAPIService makes kube-apiserver proxy metacontroller.k8s.io to
+// RegisterAPIService makes kube-apiserver proxy metacontroller.k8s.io to
 // composite-apiserver: a Service of type ExternalName "localhost" (which the
 // aggregator resolves without endpoint routing, and which loopback needs),
 // and the APIService with the real CA bundle of the serving certificate.
-func (s *Stack) registerAPIService(ctx context.Context) error {
+func (s *Stack) RegisterAPIService(ctx context.Context) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: CompositeService, Namespace: CompositeNamespace},
 		Spec: corev1.ServiceSpec{

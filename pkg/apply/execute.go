@@ -15,6 +15,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -206,23 +207,52 @@ func setControllerRef(ctx context.Context, client dynamic.Interface, gvr schema.
 // ParentStatus writes the hook's status and the generation it answered
 // for through the parent's status subresource, only when that changes
 // something. It returns whether it wrote.
+//
+// The parent it was given may be stale (the informer's copy, or one the
+// loop read before a finalizer write): on a conflict it reads the parent
+// again and writes the same status onto it, as Metacontroller's
+// AtomicStatusUpdate does, unless the parent went away or was recreated
+// (another UID). Giving up on a conflict instead would lose the status
+// when nothing else resyncs the parent: with ignoreStatusChanges the echo
+// of another writer's status change is filtered out.
 func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]interface{}) (bool, error) {
 	desired := map[string]interface{}{}
 	for k, v := range status {
 		desired[k] = v
 	}
 	desired["observedGeneration"] = parent.GetGeneration()
-	current, _, _ := unstructured.NestedMap(parent.Object, "status")
-	if equality.Semantic.DeepEqual(normalize(current), normalize(desired)) {
-		return false, nil
-	}
-	updated := parent.DeepCopy()
-	updated.Object["status"] = desired
-	_, err := resource(client, gvr, parent.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	r := resource(client, gvr, parent.GetNamespace())
+	current := parent
+	written := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current == nil {
+			fresh, err := r.Get(ctx, parent.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if fresh.GetUID() != parent.GetUID() {
+				return apierrors.NewNotFound(gvr.GroupResource(), parent.GetName())
+			}
+			current = fresh
+		}
+		old, _, _ := unstructured.NestedMap(current.Object, "status")
+		if equality.Semantic.DeepEqual(normalize(old), normalize(desired)) {
+			return nil
+		}
+		updated := current.DeepCopy()
+		updated.Object["status"] = desired
+		_, err := r.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if err != nil {
+			current = nil
+			return err
+		}
+		written = true
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("can't update the status of %s %s: %w", parent.GetKind(), parent.GetName(), err)
 	}
-	return true, nil
+	return written, nil
 }
 
 // normalize makes a hook's status and a stored one comparable: JSON

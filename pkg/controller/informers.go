@@ -14,9 +14,16 @@ const (
 	// indexController indexes objects by the UID of their controller, so
 	// that a sync reads its own children, not its namespace's.
 	indexController = "controller-uid"
-	// indexOrphans indexes objects without a controller by namespace: the
-	// ones a parent may adopt.
+	// indexOrphans indexes objects without a controller by namespace, and
+	// all of them under allNamespaces too: the ones a parent may adopt. A
+	// namespaced parent adopts in its own namespace; a cluster-scoped one,
+	// as Metacontroller's ListOrphans("") has it, in every namespace and
+	// among cluster-scoped objects.
 	indexOrphans = "orphans"
+	// allNamespaces is the orphan index's key for every orphan: not a
+	// namespace name (those are DNS labels), nor "", which is the key of
+	// cluster-scoped objects.
+	allNamespaces = "*"
 )
 
 var childIndexers = cache.Indexers{
@@ -31,7 +38,7 @@ var childIndexers = cache.Indexers{
 		if metav1.GetControllerOfNoCopy(o) != nil {
 			return nil, nil
 		}
-		return []string{o.GetNamespace()}, nil
+		return []string{o.GetNamespace(), allNamespaces}, nil
 	},
 }
 

@@ -62,7 +62,9 @@ func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResour
 
 // Candidates lists the objects of gvr that owner controls and the orphans,
 // from the informer's indexes: what a sync reads grows with the parent's
-// own children, not with its namespace.
+// own children, not with its namespace. A namespace of "" (a cluster-scoped
+// parent) reads the orphans of every namespace, which such a parent may
+// adopt, as the /sync preview, which lists everything, says it would.
 func (l *informerLister) Candidates(ctx context.Context, gvr schema.GroupVersionResource, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
 	inf, err := l.informerOf(ctx, gvr)
 	if err != nil {
@@ -73,7 +75,11 @@ func (l *informerLister) Candidates(ctx context.Context, gvr schema.GroupVersion
 	if err != nil {
 		return nil, err
 	}
-	orphans, err := indexer.ByIndex(indexOrphans, namespace)
+	orphansOf := namespace
+	if namespace == "" {
+		orphansOf = allNamespaces
+	}
+	orphans, err := indexer.ByIndex(indexOrphans, orphansOf)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,8 +57,23 @@ func (m *Manager) informer(gvr schema.GroupVersionResource) informers.GenericInf
 		// first ForResource never returns.
 		_ = inf.Informer().SetTransform(leanTransform)
 		_ = inf.Informer().AddIndexers(childIndexers)
+		// An informer whose list fails (a resource the server may not
+		// list) never syncs; what it was told is kept to say why.
+		_ = inf.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			m.listErrors.Store(gvr, err)
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
 	}
 	return inf
+}
+
+// lastListError is the last error the informer of gvr had listing or
+// watching, or nil.
+func (m *Manager) lastListError(gvr schema.GroupVersionResource) error {
+	if err, ok := m.listErrors.Load(gvr); ok {
+		return err.(error)
+	}
+	return nil
 }
 
 // startInformers starts the shared informers not started yet. It holds the

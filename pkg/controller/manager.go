@@ -89,6 +89,8 @@ type Manager struct {
 	// configured are the resources whose shared informer has our
 	// transform and indexes.
 	configured map[schema.GroupVersionResource]bool
+	// listErrors holds each shared informer's last list or watch error.
+	listErrors sync.Map
 
 	// waiting are controllers that could not start, retried whenever
 	// discovery is refreshed. It has a lock of its own: a refresh happens

@@ -46,6 +46,9 @@ type parentController struct {
 
 	relatedMu sync.Mutex
 	related   map[schema.GroupVersionResource]informers.GenericInformer
+	// unlisted are the related resources whose informer has not listed
+	// them yet, with a goroutine waiting to requeue their parents.
+	unlisted map[schema.GroupVersionResource]bool
 
 	handlers []handlerRegistration
 	queue    workqueue.TypedRateLimitingInterface[string]
@@ -73,6 +76,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		cc:       cc,
 		children: map[schema.GroupVersionResource]informers.GenericInformer{},
 		related:  map[schema.GroupVersionResource]informers.GenericInformer{},
+		unlisted: map[schema.GroupVersionResource]bool{},
 		workers:  m.cfg.Workers,
 	}
 	if cc.Spec.Workers != nil {

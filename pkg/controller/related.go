@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -175,11 +176,61 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 		pc.m.startInformers()
 	}
 	pc.relatedMu.Unlock()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		return nil, fmt.Errorf("the informer of related %s did not sync", gvr.GroupResource())
+	// Bounded, as Metacontroller's ErrRelatedInformerNotSynced: an
+	// informer that can't list never syncs, and waiting for it would hold
+	// the worker for good, with nothing said anywhere. The sync fails
+	// instead, at once when the list has failed, and is retried with the
+	// parent's backoff; its error shows on the parent's Events and the
+	// controller's status.
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, relatedSyncTimeout, true, func(context.Context) (bool, error) {
+		if inf.Informer().HasSynced() {
+			return true, nil
+		}
+		return false, pc.m.lastListError(gvr)
+	})
+	switch {
+	case err == nil:
+		return inf, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
-	return inf, nil
+	pc.requeueWhenListed(ctx, gvr, inf)
+	switch {
+	case wait.Interrupted(err):
+		return nil, fmt.Errorf("can't read related %s: its informer has not listed it after %s", gvr.GroupResource(), relatedSyncTimeout)
+	default:
+		return nil, fmt.Errorf("can't read related %s: %w", gvr.GroupResource(), err)
+	}
 }
+
+// requeueWhenListed queues again, once the informer of gvr has listed it,
+// the parents whose rules name gvr: their syncs failed waiting for it, and
+// by then their backoff may be long (a right granted to the server, say,
+// shows at once). One goroutine per resource waits, until ctx ends.
+func (pc *parentController) requeueWhenListed(ctx context.Context, gvr schema.GroupVersionResource, inf informers.GenericInformer) {
+	pc.relatedMu.Lock()
+	defer pc.relatedMu.Unlock()
+	if pc.unlisted[gvr] || pc.customize == nil {
+		return
+	}
+	pc.unlisted[gvr] = true
+	pc.done.Add(1)
+	go func() {
+		defer pc.done.Done()
+		if cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+			for _, parent := range pc.customize.naming(gvr) {
+				pc.queue.Add(parentKey(parent.Namespace, parent.Name, pc.namespaced))
+			}
+		}
+		pc.relatedMu.Lock()
+		delete(pc.unlisted, gvr)
+		pc.relatedMu.Unlock()
+	}()
+}
+
+// relatedSyncTimeout bounds a sync's wait for a related resource's informer
+// to list it for the first time.
+const relatedSyncTimeout = 10 * time.Second
 
 // relatedChanged queues exactly the parents whose customize rules select
 // the related object that changed.
@@ -318,6 +369,18 @@ func (c *customizeCache) selecting(gvr schema.GroupVersionResource, obj *unstruc
 				break
 			}
 		}
+	}
+	return out
+}
+
+// naming are the parents whose customize rules name gvr.
+func (c *customizeCache) naming(gvr schema.GroupVersionResource) []parentRef {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]parentRef, 0, len(c.byResource[gvr]))
+	for uid := range c.byResource[gvr] {
+		e := c.byUID[uid]
+		out = append(out, parentRef{Namespace: e.parent.GetNamespace(), Name: e.parent.GetName()})
 	}
 	return out
 }

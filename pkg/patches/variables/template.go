@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"time"
 	"unicode/utf8"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -34,9 +35,15 @@ type part struct {
 // A key a template reads that the parent does not set is an error when it
 // runs, not a silent "<no value>".
 func ParseTemplate(text string) (*Template, error) {
-	tmpl, err := template.New("valueFrom.template").Option("missingkey=error").Parse(text)
+	tmpl, err := template.New("valueFrom.template").Option("missingkey=error").Funcs(noStep).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("does not parse: %w", err)
+	}
+	// Simple templates are written without text/template (and need no
+	// bound); the parts are read before the steps go in.
+	parts := simpleParts(tmpl)
+	for _, tt := range tmpl.Templates() {
+		instrument(tt.Tree)
 	}
 	var problems []string
 	if tmpl.Tree != nil {
@@ -51,7 +58,7 @@ func ParseTemplate(text string) (*Template, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("names unknown variables: %s", strings.Join(problems, "; "))
 	}
-	return &Template{tmpl: tmpl, parts: simpleParts(tmpl)}, nil
+	return &Template{tmpl: tmpl, parts: parts}, nil
 }
 
 // simpleParts returns the parts of a template made only of text and
@@ -120,11 +127,10 @@ func (t *Template) executeSimple(values Source) ([]byte, bool) {
 func (t *Template) Execute(values Source) (interface{}, error) {
 	text, ok := t.executeSimple(values)
 	if !ok {
-		var out bytes.Buffer
-		if err := t.tmpl.Execute(&out, map[string]interface{}(values.All())); err != nil {
+		var err error
+		if text, err = t.executeBounded(values); err != nil {
 			return nil, err
 		}
-		text = out.Bytes()
 	}
 	// The most common output, a quoted string without escapes, is that
 	// string.
@@ -145,6 +151,112 @@ func (t *Template) Execute(values Source) (interface{}, error) {
 		return nil, fmt.Errorf("its output %q is not a value: %w", truncate(string(text)), err)
 	}
 	return v, nil
+}
+
+// Bounds of one template execution. CEL has a cost limit; text/template
+// has none, and a template's range over the parent's data, nested, or a
+// defined template calling itself twice, can run for hours or write
+// gigabytes. text/template can't be interrupted from outside, so
+// ParseTemplate puts a call of stepFunc at the start of every range body
+// and every template body: each execution counts its steps and its time
+// there and stops, with an error, past MaxTemplateSteps or
+// MaxTemplateTime; its output stops at MaxTemplateOutput. The patch then
+// fails, so does the sync (a SyncError), and the worker is free.
+var (
+	MaxTemplateOutput = 256 << 10
+	MaxTemplateSteps  = 1_000_000
+	MaxTemplateTime   = time.Second
+)
+
+// stepFunc is the function ParseTemplate calls at every step; the name is
+// not one a template author would pick.
+const stepFunc = "_composite_template_step"
+
+// noStep is stepFunc at parse time; each execution has its own.
+var noStep = template.FuncMap{stepFunc: func() (string, error) { return "", nil }}
+
+// stepNode is the action {{_composite_template_step}}, copied into
+// templates.
+var stepNode = template.Must(template.New("step").Funcs(noStep).Parse("{{" + stepFunc + "}}")).Tree.Root.Nodes[0]
+
+// instrument puts a step at the start of every template body and range
+// body of tree.
+func instrument(tree *parse.Tree) {
+	if tree == nil || tree.Root == nil {
+		return
+	}
+	var visit func(list *parse.ListNode)
+	visit = func(list *parse.ListNode) {
+		if list == nil {
+			return
+		}
+		for _, n := range list.Nodes {
+			switch n := n.(type) {
+			case *parse.RangeNode:
+				visit(n.List)
+				visit(n.ElseList)
+				if n.List != nil {
+					n.List.Nodes = append([]parse.Node{stepNode.Copy()}, n.List.Nodes...)
+				}
+			case *parse.IfNode:
+				visit(n.List)
+				visit(n.ElseList)
+			case *parse.WithNode:
+				visit(n.List)
+				visit(n.ElseList)
+			case *parse.ListNode:
+				visit(n)
+			}
+		}
+	}
+	visit(tree.Root)
+	tree.Root.Nodes = append([]parse.Node{stepNode.Copy()}, tree.Root.Nodes...)
+}
+
+// steps is one execution's budget.
+type steps struct {
+	left     int
+	deadline time.Time
+}
+
+func (b *steps) step() (string, error) {
+	b.left--
+	if b.left < 0 {
+		return "", fmt.Errorf("stopped after %d steps", MaxTemplateSteps)
+	}
+	if b.left%1024 == 0 && time.Now().After(b.deadline) {
+		return "", fmt.Errorf("stopped after running %s", MaxTemplateTime)
+	}
+	return "", nil
+}
+
+// executeBounded runs the template with text/template, within the bounds
+// above.
+func (t *Template) executeBounded(values Source) ([]byte, error) {
+	run, err := t.tmpl.Clone()
+	if err != nil {
+		return nil, err
+	}
+	budget := &steps{left: MaxTemplateSteps, deadline: time.Now().Add(MaxTemplateTime)}
+	run.Funcs(template.FuncMap{stepFunc: budget.step})
+	out := &boundedWriter{limit: MaxTemplateOutput}
+	if err := run.Execute(out, map[string]interface{}(values.All())); err != nil {
+		return nil, err
+	}
+	return out.buf.Bytes(), nil
+}
+
+// boundedWriter keeps what a template writes, up to limit bytes.
+type boundedWriter struct {
+	buf   bytes.Buffer
+	limit int
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.limit {
+		return 0, fmt.Errorf("its output is longer than %d bytes", w.limit)
+	}
+	return w.buf.Write(p)
 }
 
 // plainQuoted tells whether text is a JSON string that needs no decoding:

@@ -304,3 +304,31 @@ func TestSimpleTemplatesPrintAsTextTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplatesAreBounded: a template that writes too much, loops too
+// often or runs too long (nested ranges, a defined template calling itself
+// twice) stops with the bound it passed, and the caller gets its answer.
+func TestTemplatesAreBounded(t *testing.T) {
+	values := childValues()
+	nested := func(depth int, body string) string {
+		return strings.Repeat(`{{ range $.builtin.parent.spec.ports }}`, depth) + body + strings.Repeat(`{{ end }}`, depth)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"too much output", nested(20, strings.Repeat("x", 1024)), "output is longer than"},
+		{"nested ranges writing nothing", nested(40, ""), "stopped after"},
+		// 2^40 calls, 40 deep: text/template's depth limit does not see it.
+		{"a template calling itself twice", `{{ define "t" }}{{ if . }}{{ template "t" (slice . 1) }}{{ template "t" (slice . 1) }}{{ end }}{{ end }}{{ template "t" (printf "%040d" 0) }}`, "stopped after"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := ParseTemplate(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tmpl.Execute(values); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Execute: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

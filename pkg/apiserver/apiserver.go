@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -74,6 +75,12 @@ type LoopConfig struct {
 	ResyncPeriod time.Duration
 	// LeaderElection, when set, runs the loop on one replica at a time.
 	LeaderElection *controller.LeaderElection
+	// ControllerSelector, when set, restricts the loop to the
+	// CompositeControllers it selects.
+	ControllerSelector labels.Selector
+	// EventsQPS and EventsBurst limit the Events recorded per object.
+	EventsQPS   float32
+	EventsBurst int
 }
 
 // Config is the whole configuration of a server.
@@ -204,6 +211,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		m := controller.NewManager(controller.Config{
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
+			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")

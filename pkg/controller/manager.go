@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -58,6 +59,15 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Schemas compare desired children with what a controller applied.
 	Schemas *fieldowner.Schemas
+	// ControllerSelector, when set, restricts the loop to the
+	// CompositeControllers it selects (Metacontroller's
+	// --target-label-selector): the others are served by the API and run
+	// by another installation.
+	ControllerSelector labels.Selector
+	// EventsQPS and EventsBurst limit the Events recorded per object and
+	// reason; zero means client-go's defaults, which are Metacontroller's.
+	EventsQPS   float32
+	EventsBurst int
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -133,7 +143,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer m.queue.ShutDown()
 
-	broadcaster := reconcile.NewEventBroadcaster(ctx)
+	broadcaster := reconcile.NewEventBroadcaster(ctx, m.cfg.EventsQPS, m.cfg.EventsBurst)
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.cfg.Kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -141,7 +151,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	// parents are unstructured and name themselves.
 	m.recorder = broadcaster.NewRecorder(versionedscheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 
-	ccInformers := informers.NewSharedInformerFactory(m.cfg.Client, 0)
+	var ccOptions []informers.SharedInformerOption
+	if sel := m.cfg.ControllerSelector; sel != nil && !sel.Empty() {
+		ccOptions = append(ccOptions, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
+	}
+	ccInformers := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, ccOptions...)
 	ccInformer := ccInformers.Metacontroller().V1alpha1().CompositeControllers()
 	m.ccLister = ccInformer.Lister()
 	enqueue := func(obj interface{}) {

@@ -29,8 +29,11 @@ const (
 
 // Config says which hook to call and how. New resolves it once.
 type Config struct {
-	// Controller is the CompositeController's name, for errors and metrics.
+	// Controller is the controller's name, for errors and metrics.
 	Controller string
+	// ControllerKind is its kind, for metrics; empty means
+	// CompositeController.
+	ControllerKind string
 	// Hook is the hook's role: "sync", "customize", "finalize" or, for a
 	// patch hook, "patch:<name>" (PatchHookName).
 	Hook string
@@ -121,8 +124,13 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		return nil, err
 	}
 
+	kind := cfg.ControllerKind
+	if kind == "" {
+		kind = "CompositeController"
+	}
 	return &Webhook{
 		controller:       cfg.Controller,
+		controllerKind:   kind,
 		hook:             cfg.Hook,
 		url:              u.String(),
 		displayURL:       u.Redacted(),

@@ -54,6 +54,16 @@ func TestMetricsCountCallsAndErrors(t *testing.T) {
 		{"errors with reason status", func() (float64, error) {
 			return testutil.GetCounterMetricValue(hookErrors.WithLabelValues(controller, "sync", ReasonStatus))
 		}, 1},
+		// Metacontroller's names and labels for the same calls.
+		{"metacontroller_sync_requests_total with code 200", func() (float64, error) {
+			return testutil.GetCounterMetricValue(metacontrollerMetrics["sync"].requests.WithLabelValues("200", "post", ok.URL, controller, "CompositeController"))
+		}, 2},
+		{"metacontroller_sync_requests_total with code 503", func() (float64, error) {
+			return testutil.GetCounterMetricValue(metacontrollerMetrics["sync"].requests.WithLabelValues("503", "post", failing.URL, controller, "CompositeController"))
+		}, 1},
+		{"metacontroller_sync_in_flight_requests once the calls are done", func() (float64, error) {
+			return testutil.GetGaugeMetricValue(metacontrollerMetrics["sync"].inFlight.WithLabelValues(ok.URL, controller, "CompositeController"))
+		}, 0},
 	} {
 		if got := counterValue(t, tc.get); got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, got, tc.want)
@@ -72,7 +82,8 @@ func TestMetricsCountCallsAndErrors(t *testing.T) {
 	for _, f := range families {
 		found[f.GetName()] = true
 	}
-	for _, name := range []string{"composite_hook_requests_total", "composite_hook_request_duration_seconds", "composite_hook_errors_total"} {
+	for _, name := range []string{"composite_hook_requests_total", "composite_hook_request_duration_seconds", "composite_hook_errors_total",
+		"metacontroller_sync_requests_total", "metacontroller_sync_request_duration_histogram_seconds", "metacontroller_sync_in_flight_requests"} {
 		if !found[name] {
 			t.Errorf("%s is not in the legacy registry", name)
 		}

@@ -34,6 +34,7 @@ const maxErrorBody = 1 << 10
 // Webhook calls one hook of one controller. It is safe for concurrent use.
 type Webhook struct {
 	controller       string
+	controllerKind   string // for metrics
 	hook             string
 	url              string
 	displayURL       string // url with any userinfo redacted, for messages
@@ -163,10 +164,23 @@ func (w *Webhook) call(ctx context.Context, body []byte, request any, response a
 	}
 	start := time.Now()
 	code := "error"
+	mc := metacontrollerMetrics[w.hook]
+	if mc != nil {
+		mc.inFlight.WithLabelValues(w.displayURL, w.controller, w.controllerKind).Inc()
+	}
 	defer func() {
 		elapsed := time.Since(start)
 		hookRequests.WithLabelValues(w.controller, w.hook, code).Inc()
 		hookDuration.WithLabelValues(w.controller, w.hook).Observe(elapsed.Seconds())
+		if mc != nil {
+			mc.inFlight.WithLabelValues(w.displayURL, w.controller, w.controllerKind).Dec()
+			// As Metacontroller's instrumented client counts: answered
+			// calls only.
+			if code != "error" {
+				mc.requests.WithLabelValues(code, "post", w.displayURL, w.controller, w.controllerKind).Inc()
+				mc.duration.WithLabelValues("post", w.displayURL, w.controller, w.controllerKind).Observe(elapsed.Seconds())
+			}
+		}
 		logger.V(5).Info("Called hook", "code", code, "duration", elapsed)
 	}()
 

@@ -13,9 +13,13 @@ import (
 // counts each reason of each parent apart, where client-go's counts every
 // Event of a parent together: otherwise a parent's first two dozen Events
 // (children created, a few SyncErrors) would silence what comes later,
-// such as the steps and stalls of a rolling update, for minutes.
-func NewEventBroadcaster(ctx context.Context) record.EventBroadcaster {
-	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{SpamKeyFunc: spamKeyByReason}))
+// such as the steps and stalls of a rolling update, for minutes. qps and
+// burst change those figures (--events-qps, --events-burst); zero keeps
+// client-go's, which are Metacontroller's too.
+func NewEventBroadcaster(ctx context.Context, qps float32, burst int) record.EventBroadcaster {
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		SpamKeyFunc: spamKeyByReason, QPS: qps, BurstSize: burst,
+	}))
 }
 
 func spamKeyByReason(e *corev1.Event) string {

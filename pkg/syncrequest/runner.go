@@ -67,7 +67,7 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 	if cluster != nil {
 		secrets = hooks.NewClusterSecretSource(cluster.Kube)
 		// A live /sync records the Events a loop sync records.
-		broadcaster := reconcile.NewEventBroadcaster(ctx)
+		broadcaster := reconcile.NewEventBroadcaster(ctx, 0, 0)
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})
 		r.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,8 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// DiscoveryInterval is how often the target's discovery is refreshed.
 	DiscoveryInterval time.Duration
+	// Metacontroller are Metacontroller's flags kept here.
+	Metacontroller MetacontrollerOptions
 
 	Stdout io.Writer
 	Stderr io.Writer
@@ -111,8 +114,9 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		},
-		Stdout: stdout,
-		Stderr: stderr,
+		Metacontroller: newMetacontrollerOptions(),
+		Stdout:         stdout,
+		Stderr:         stderr,
 	}
 	// Close open watches within a few seconds of a shutdown signal instead
 	// of letting the HTTP server wait a minute for them to go idle.
@@ -167,9 +171,13 @@ Two ways to run it:
 	o.AddFlags(fss.FlagSet("composite-apiserver"))
 	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
 	o.ServerRunOptions.AddUniversalFlags(fss.FlagSet("generic"))
+	o.Metacontroller.AddFlags(fss.FlagSet("metacontroller"))
 	for _, f := range fss.Order {
 		cmd.Flags().AddFlagSet(fss.FlagSets[f])
 	}
+	// Metacontroller's names of our flags (--client-go-qps for
+	// --target-qps, ...) find ours.
+	cmd.Flags().SetNormalizeFunc(withMetacontrollerAliases(cmd.Flags().GetNormalizeFunc()))
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 	return cmd
@@ -293,6 +301,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--etcd-servers is required (or run with --standalone for an embedded etcd)"))
 		}
 	}
+	errs = append(errs, o.Metacontroller.Validate(o.flagChanged)...)
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -339,7 +348,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		config.ExtraConfig.Target = cluster
 		config.ExtraConfig.DiscoveryInterval = o.DiscoveryInterval
 		if o.ControllerLoop {
-			config.ExtraConfig.Loop = &apiserver.LoopConfig{Workers: o.Workers, ResyncPeriod: o.ResyncPeriod}
+			config.ExtraConfig.Loop = &apiserver.LoopConfig{
+				Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
+				ControllerSelector: o.Metacontroller.controllerSelector(),
+				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
+			}
 			if o.LeaderElect {
 				le := o.LeaderElection
 				config.ExtraConfig.Loop.LeaderElection = &le
@@ -387,7 +400,17 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	generic := server.GenericAPIServer
+	endpoints, err := o.Metacontroller.plainEndpoints(func() http.Handler { return generic.Handler.NonGoRestfulMux })
+	if err != nil {
+		return err
+	}
+	for name, hook := range endpoints {
+		if err := generic.AddPostStartHook(name, hook); err != nil {
+			return err
+		}
+	}
+	return generic.PrepareRun().RunWithContext(ctx)
 }
 
 // announceWhenReady writes the kubeconfig and prints its path once the

@@ -1,0 +1,116 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func plainGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestMetacontrollersOperationalFlags: a server run with Metacontroller's
+// --target-label-selector, --metrics-address and
+// --health-probe-bind-address runs the loop for the selected controllers
+// only, serves Metacontroller's metric names over plain HTTP, and answers
+// probes over plain HTTP.
+func TestMetacontrollersOperationalFlags(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	metrics, probes := freeAddress(t), freeAddress(t)
+	if err := stack.StopComposite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.StartComposite(ctx, "--target-label-selector=controller-group=mc-flags",
+		"--metrics-address="+metrics, "--health-probe-bind-address="+probes); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.StopComposite(); err != nil {
+			t.Error(err)
+		}
+		if err := stack.StartComposite(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := namespace(t, "mc-flags")
+	selected := controller{Name: "mc-flags-selected", HookURL: hook.URL}
+	other := controller{Name: "mc-flags-other", HookURL: hook.URL}
+	labelled := strings.Replace(selected.manifest(), "  name: mc-flags-selected\n", "  name: mc-flags-selected\n  labels: {controller-group: mc-flags}\n", 1)
+	for _, m := range []string{labelled, other.manifest()} {
+		if err := stack.Apply(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{selected.Name, other.Name} {
+			_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+	waitRunning(t, selected.Name)
+	createParent(t, ns, "other", other.Name, spec("blue", "a"))
+	createParent(t, ns, "selected", selected.Name, spec("blue", "a"))
+	waitObserved(t, ns, "selected", 1)
+
+	// The loop never ran the other controller: no status, and no hook
+	// call for its parent, created before the selected one converged.
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, other.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 0 || got.Status.ObservedGeneration != 0 {
+		t.Errorf("the controller outside --target-label-selector has a status: %+v", got.Status)
+	}
+	calls, err := hook.Calls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls["/sync "+ns+"/other"]; n != 0 {
+		t.Errorf("the parent of the controller outside --target-label-selector was synced %d times", n)
+	}
+
+	code, body := plainGet(t, "http://"+metrics+"/metrics")
+	want := fmt.Sprintf(`metacontroller_sync_requests_total{code="200",controller_name="%s",controller_type="CompositeController",method="post",url="%s/sync"}`, selected.Name, hook.URL)
+	if code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("plain /metrics: %d, no %s in:\n%s", code, want, grepLines(body, "metacontroller_sync_requests_total"))
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, body := plainGet(t, "http://"+probes+path); code != http.StatusOK || body != "ok" {
+			t.Errorf("plain %s: %d %q", path, code, body)
+		}
+	}
+}
+
+func grepLines(text, substring string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, substring) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -62,7 +62,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 	if err := Revisions(ctx, client, plan.Rollout); err != nil {
 		// The revisions say which child follows which state of the parent:
 		// without them stored, moving a child could lose track of it.
-		return nil, err
+		return nil, &RevisionsError{Err: err}
 	}
 	var done []Done
 	var errs []error
@@ -112,6 +112,16 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 	}
 	return done, utilerrors.NewAggregate(errs)
 }
+
+// RevisionsError is Execute's error when the rollout's ControllerRevisions
+// could not be stored: then nothing else of the plan was done.
+type RevisionsError struct{ Err error }
+
+func (e *RevisionsError) Error() string {
+	return fmt.Sprintf("can't store the ControllerRevisions, so no child was changed: %v", e.Err)
+}
+
+func (e *RevisionsError) Unwrap() error { return e.Err }
 
 // Revisions stores the ControllerRevisions of a rollout: creates, updates
 // (adoptions included) and deletes, in that order, stopping at the first

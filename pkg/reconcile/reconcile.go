@@ -215,6 +215,18 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	for _, g := range groupDone(done) {
 		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[g.action], g.message())
 	}
+	if applyErr != nil {
+		// Metacontroller's Event for any failed sync, besides the
+		// per-child ones: alerts on reason=SyncError see child failures.
+		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncError", applyErr.Error())
+	}
+	var revisionsErr *apply.RevisionsError
+	if errors.As(applyErr, &revisionsErr) {
+		// No child moved: the status the engine computed (Updated:
+		// RolloutProgressing "updating ...") would claim a step that did
+		// not happen. Metacontroller stops here too, before the status.
+		return res, applyErr
+	}
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
 	}
@@ -395,8 +407,17 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 	canAdopt := parent.GetDeletionTimestamp() == nil
 	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {
+		// Adopt only for the parent as it is now, as Kubernetes'
+		// controllers recheck before adopting: a parent deleted or
+		// recreated meanwhile adopts nothing. A read that fails says
+		// nothing either way: the sync fails and is retried with backoff.
 		fresh, err := env.Client.Resource(c.Resources.Parent).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
-		if err != nil || fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			claimed = syncengine.Claim(parent, selector, candidates, false)
+		case err != nil:
+			return nil, fmt.Errorf("can't read %s %s again before adopting its children: %w", parent.GetKind(), parent.GetName(), err)
+		case fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil:
 			claimed = syncengine.Claim(parent, selector, candidates, false)
 		}
 	}

@@ -2,9 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -217,5 +220,33 @@ func TestRequeueAfter(t *testing.T) {
 				t.Errorf("requeueAfter %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+type someObjects []*unstructured.Unstructured
+
+func (o someObjects) List(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]*unstructured.Unstructured, error) {
+	return o, nil
+}
+func (someObjects) Namespaces(context.Context, labels.Selector) ([]string, error) { return nil, nil }
+
+// TestAdoptionRereadThatFailsFailsTheSync: before adopting an orphan the
+// parent is read again; when that read fails, nothing says whether the
+// parent may adopt, so the sync fails (and is retried with backoff)
+// instead of going on as if the orphan were not its to take.
+func TestAdoptionRereadThatFailsFailsTheSync(t *testing.T) {
+	p := parent()
+	orphan := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "p-orphan", "namespace": "ns", "uid": "uid-o", "labels": map[string]interface{}{"controller-uid": "uid-p"}},
+	}}
+	e, client := env(t, p.DeepCopy(), orphan.DeepCopy())
+	e.Children = someObjects{orphan}
+	client.PrependReactor("get", "things", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+	})
+	_, err := controller(t, false).Sync(context.Background(), e, p, Options{})
+	if err == nil || !strings.Contains(err.Error(), "again before adopting") || len(verbs(client)) != 0 {
+		t.Fatalf("Sync: %v, writes %q; want the sync to fail before any write", err, verbs(client))
 	}
 }

@@ -1,0 +1,101 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+)
+
+// TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress: when the new
+// ControllerRevision of a rollout can't be stored (here a
+// ValidatingAdmissionPolicy, which this server enforces on its own
+// resources, refuses it), no child moves, the parent gets a SyncError, and
+// its Updated condition does not claim a step that did not happen; once
+// revisions may be stored again, the rollout goes on.
+func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
+	hook := setUp(t)
+	installWidgets(t)
+	ctx := context.Background()
+	const ctrl = "rolling-norevision"
+	ns := namespace(t, ctrl)
+	rollingController(t, ctrl, hook.URL, "RollingInPlace")
+	names := []string{"a", "b"}
+	parent := startRollout(t, ns, "p", ctrl, names)
+
+	const message = "revisions are frozen by the test"
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [metacontroller.k8s.io]
+      apiVersions: [v1alpha1]
+      operations: [CREATE]
+      resources: [controllerrevisions]
+  validations:
+  - expression: "false"
+    message: %[2]q
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: %[1]s}
+`, ns, message)
+	if err := stack.Apply(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	unfreeze := func() {
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
+	}
+	t.Cleanup(unfreeze)
+	// The server enforces the policy once its informers have it.
+	eventually(t, "the server to refuse a ControllerRevision", func() (bool, error) {
+		rev := &v1alpha1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, ParentPatch: runtime.RawExtension{Raw: []byte(`{}`)}}
+		_, err := cc.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), message), nil
+	})
+
+	setParentSpec(t, ns, "p", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b"}})
+	// Two failed syncs of the change (the Event counted twice): whatever
+	// the first wrote, it has written.
+	eventually(t, "two SyncErrors naming the refused revision", func() (bool, error) {
+		list, err := stack.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=p,reason=SyncError"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if strings.Contains(e.Message, message) && e.Count >= 2 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if reason, msg := updated(t, ns, "p"); reason == syncengine.ReasonRolloutProgressing {
+		t.Fatalf("Updated claims %s %q while no revision could be stored", reason, msg)
+	}
+	for n, w := range widgetsOf(t, ns, parent) {
+		if w.Color != "blue" {
+			t.Fatalf("Widget %s moved to %s without its revision", n, w.Color)
+		}
+	}
+
+	unfreeze()
+	driveRollout(t, ns, parent, names, "red")
+}

@@ -93,7 +93,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 			d.Err = setControllerRef(ctx, client, item.GVR, item.Observed, nil)
 		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
 			child := item.Desired.DeepCopy()
-			child.SetOwnerReferences([]metav1.OwnerReference{ref})
+			child.SetOwnerReferences(syncengine.ChildOwnerReferences(parent, item.Desired))
 			d.Stored, d.Err = ChildMetadata(ctx, meta, item.GVR, child, controller)
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
 			// Recreate deletes now; the next sync, once the child is gone,

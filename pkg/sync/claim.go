@@ -148,6 +148,13 @@ func ControllerRef(parent *unstructured.Unstructured) metav1.OwnerReference {
 	}
 }
 
+// ChildOwnerReferences are the ownerReferences a child is applied with:
+// those the hook set, which validation keeps (not another controller's),
+// and the parent's controller reference, appended as Metacontroller does.
+func ChildOwnerReferences(parent, child *unstructured.Unstructured) []metav1.OwnerReference {
+	return append(child.GetOwnerReferences(), ControllerRef(parent))
+}
+
 // ChildKey identifies a child independently of its API version, which is how
 // observed and desired children are matched: "<Kind>.<group>
 // <namespace>/<name>", e.g. "Deployment.apps ns/web" or "ConfigMap ns/cfg";

@@ -280,24 +280,31 @@ func TestComputePlan(t *testing.T) {
 			},
 		},
 		{
-			name: "system metadata and owner references from the hook are dropped",
+			name: "system metadata from the hook is dropped; its owner references are kept but another controller's, and the parent's is appended",
 			desired: []*unstructured.Unstructured{func() *unstructured.Unstructured {
 				o := cm("a", "blue")
 				o.SetResourceVersion("7")
 				o.SetUID("uid-x")
 				o.SetGeneration(3)
-				o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "x", UID: "uid-pod"}})
+				o.SetOwnerReferences([]metav1.OwnerReference{
+					{APIVersion: "v1", Kind: "Pod", Name: "x", UID: "uid-pod"},
+					{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)},
+				})
 				return o
 			}()},
 			want: []string{"Create ConfigMap ns/a"},
 			check: func(t *testing.T, p *Plan) {
 				md := p.Desired[0].Object["metadata"].(map[string]interface{})
-				for _, f := range []string{"resourceVersion", "uid", "generation", "ownerReferences"} {
+				for _, f := range []string{"resourceVersion", "uid", "generation"} {
 					if _, ok := md[f]; ok {
 						t.Errorf("metadata.%s kept", f)
 					}
 				}
-				if !containsProblem(p.Warnings, "ownerReferences set by the hook are dropped") {
+				refs := ChildOwnerReferences(newParent(), p.Desired[0])
+				if len(refs) != 2 || refs[0].UID != "uid-pod" || refs[1].UID != parentUID || refs[1].Controller == nil || !*refs[1].Controller {
+					t.Errorf("ownerReferences applied %+v, want the Pod's, then the parent's controller reference", refs)
+				}
+				if !containsProblem(p.Warnings, "the controller reference to ReplicaSet rs set by the hook is dropped") {
 					t.Errorf("warnings %q", p.Warnings)
 				}
 			},

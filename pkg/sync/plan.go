@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -152,7 +151,7 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 		}
 	}
 	want := d.obj.DeepCopy()
-	want.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(c.in.Parent)})
+	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
 	res, err := c.ownership().Compare(observed, want, manager)
 	if err != nil {
 		// Applying is the safe side: an apply that changes nothing is a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -506,7 +505,7 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 // differs tells whether applying d would change obs, as updateItem decides.
 func (c *computation) differs(d desiredChild, obs *unstructured.Unstructured) bool {
 	want := d.obj.DeepCopy()
-	want.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(c.in.Parent)})
+	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
 	res, err := c.ownership().Compare(obs, want, FieldManager(c.in.Controller.Name))
 	return err != nil || res.Changed
 }

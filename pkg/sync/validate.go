@@ -36,11 +36,12 @@ func (e *InvalidResponseError) Error() string {
 // systemMetadata are the metadata fields only the API server sets. A hook
 // that builds children from observed ones returns them; dropping them keeps
 // an apply from failing on, say, a stale resourceVersion. ownerReferences
-// are dropped too: the apply code sets the controller reference itself.
+// are kept, as Metacontroller keeps them (hooks add owners for garbage
+// collection), but for the parent's own and any other controller
+// reference: the parent's controller reference is appended when applying.
 var systemMetadata = []string{
 	"resourceVersion", "uid", "creationTimestamp", "deletionTimestamp",
 	"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink",
-	"ownerReferences",
 }
 
 // desiredChild is a validated desired child and its resource.
@@ -237,15 +238,6 @@ func identity(obj *unstructured.Unstructured) (apiVersion, kind, name string, pr
 }
 
 func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstructured) {
-	// Only owner references other than the parent's own deserve a warning:
-	// a hook that returns observed children as they are carries the
-	// parent's controller reference.
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID != c.in.Parent.GetUID() {
-			c.warn("%s: metadata.ownerReferences set by the hook are dropped; the controller sets its own controller reference", desc)
-			break
-		}
-	}
 	md, ok := obj.Object["metadata"].(map[string]interface{})
 	if !ok {
 		return
@@ -253,6 +245,27 @@ func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstruc
 	for _, f := range systemMetadata {
 		delete(md, f)
 	}
+	refs := obj.GetOwnerReferences()
+	if len(refs) == 0 {
+		return
+	}
+	kept := refs[:0]
+	for _, ref := range refs {
+		switch {
+		case ref.UID == c.in.Parent.GetUID():
+			// A hook that returns observed children as they are carries
+			// the parent's controller reference, appended again on apply.
+		case ref.Controller != nil && *ref.Controller:
+			c.warn("%s: the controller reference to %s %s set by the hook is dropped; the parent is the child's controller", desc, ref.Kind, ref.Name)
+		default:
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == 0 {
+		delete(md, "ownerReferences")
+		return
+	}
+	obj.SetOwnerReferences(kept)
 }
 
 func sortDesired(ds []desiredChild) {

@@ -488,7 +488,6 @@ func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeControl
 	// not one per child.
 	out := make([]*unstructured.Unstructured, len(items))
 	errs := make([]error, len(items))
-	ref := syncengine.ControllerRef(parent)
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, maxConcurrentDryRunApplies)
 	for i, item := range items {
@@ -499,7 +498,7 @@ func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeControl
 			defer func() { <-limit }()
 			child := item.Desired.DeepCopy()
 			if parent.GetUID() != "" {
-				child.SetOwnerReferences([]metav1.OwnerReference{ref})
+				child.SetOwnerReferences(syncengine.ChildOwnerReferences(parent, item.Desired))
 			}
 			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, cc.Name, true)
 		}()

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -44,27 +46,67 @@ var childIndexers = cache.Indexers{
 	},
 }
 
-// informer returns the manager's shared informer of gvr, set up once: lean
-// objects in its cache and the indexes by controller. Every controller
-// that uses gvr (as parent, child or related resource) shares it.
-func (m *Manager) informer(gvr schema.GroupVersionResource) informers.GenericInformer {
+// sharedInformer is one resource's informer and how many controllers use
+// it.
+type sharedInformer struct {
+	informers.GenericInformer
+	refs int
+	stop context.CancelFunc
+}
+
+// acquire returns the manager's shared informer of gvr, started, with lean
+// objects in its cache and the indexes by controller, and counts one more
+// user of it. Every controller that uses gvr (as parent, child or related
+// resource) shares it, and releases it when it is done: the last release
+// stops it, as Metacontroller reference-counts and closes its informers,
+// so that a deleted controller, or a related rule no parent asks for any
+// more, leaves no watch behind.
+func (m *Manager) acquire(gvr schema.GroupVersionResource) informers.GenericInformer {
 	m.informersMu.Lock()
 	defer m.informersMu.Unlock()
-	inf := m.factory.ForResource(gvr)
-	if !m.configured[gvr] {
-		m.configured[gvr] = true
-		// Both fail only on an informer that already started, which a
-		// first ForResource never returns.
-		_ = inf.Informer().SetTransform(leanTransform)
-		_ = inf.Informer().AddIndexers(childIndexers)
-		// An informer whose list fails (a resource the server may not
-		// list) never syncs; what it was told is kept to say why.
-		_ = inf.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			m.listErrors.Store(gvr, err)
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		})
+	if s, ok := m.informers[gvr]; ok {
+		s.refs++
+		return s.GenericInformer
 	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(m.cfg.Dynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil)
+	// None of these fails on an informer not started yet.
+	_ = inf.Informer().SetTransform(leanTransform)
+	_ = inf.Informer().AddIndexers(childIndexers)
+	// An informer whose list fails (a resource the server may not list)
+	// never syncs; what it was told is kept to say why.
+	_ = inf.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		m.listErrors.Store(gvr, err)
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	ctx, stop := context.WithCancel(wait.ContextForChannel(m.stopCh))
+	m.informers[gvr] = &sharedInformer{GenericInformer: inf, refs: 1, stop: stop}
+	informersRunning.Inc()
+	go inf.Informer().RunWithContext(ctx)
 	return inf
+}
+
+// release gives back one use of gvr's informer; the last stops it.
+func (m *Manager) release(gvr schema.GroupVersionResource) {
+	m.informersMu.Lock()
+	defer m.informersMu.Unlock()
+	s, ok := m.informers[gvr]
+	if !ok {
+		return
+	}
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	s.stop()
+	informersRunning.Dec()
+	delete(m.informers, gvr)
+	m.listErrors.Delete(gvr)
+}
+
+// runningInformers is how many informers run, for tests and metrics.
+func (m *Manager) runningInformers() int {
+	m.informersMu.Lock()
+	defer m.informersMu.Unlock()
+	return len(m.informers)
 }
 
 // lastListError is the last error the informer of gvr had listing or
@@ -74,14 +116,6 @@ func (m *Manager) lastListError(gvr schema.GroupVersionResource) error {
 		return err.(error)
 	}
 	return nil
-}
-
-// startInformers starts the shared informers not started yet. It holds the
-// same lock as informer, so that none starts before it is set up.
-func (m *Manager) startInformers() {
-	m.informersMu.Lock()
-	defer m.informersMu.Unlock()
-	m.factory.Start(m.stopCh)
 }
 
 func leanTransform(obj interface{}) (interface{}, error) {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -75,7 +74,6 @@ type Config struct {
 type Manager struct {
 	cfg      Config
 	secrets  hooks.SecretSource
-	factory  dynamicinformer.DynamicSharedInformerFactory
 	recorder record.EventRecorder
 	// unchanged remembers the children found or applied converged, for
 	// every controller: see fieldowner.Unchanged.
@@ -96,9 +94,9 @@ type Manager struct {
 	running map[string]*parentController
 
 	informersMu sync.Mutex
-	// configured are the resources whose shared informer has our
-	// transform and indexes.
-	configured map[schema.GroupVersionResource]bool
+	// informers are the running shared informers, by resource
+	// (informers.go).
+	informers map[schema.GroupVersionResource]*sharedInformer
 	// listErrors holds each shared informer's last list or watch error.
 	listErrors sync.Map
 
@@ -120,8 +118,6 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{
 		cfg:     cfg,
 		secrets: hooks.NewClusterSecretSource(cfg.Kube),
-		// One shared informer per resource, whichever controllers use it.
-		factory: dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			// A controller that can't start yet (its CRD is being
 			// installed) is retried within seconds, never minutes: the
@@ -131,7 +127,7 @@ func NewManager(cfg Config) *Manager {
 		running:    map[string]*parentController{},
 		waiting:    map[string]bool{},
 		unchanged:  newUnchanged(cfg.Schemas),
-		configured: map[schema.GroupVersionResource]bool{},
+		informers:  map[schema.GroupVersionResource]*sharedInformer{},
 	}
 }
 

@@ -23,12 +23,18 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"controller"})
 
+	informersRunning = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "composite_controller_informers",
+		Help:           "Shared informers the loop runs, one watch each: one per resource some running controller uses as parent, child or related resource.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the loop's metrics with the server's /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncsTotal, syncLatency)
+		legacyregistry.MustRegister(syncsTotal, syncLatency, informersRunning)
 	})
 }

@@ -51,6 +51,9 @@ type parentController struct {
 	unlisted map[schema.GroupVersionResource]bool
 
 	handlers []handlerRegistration
+	// acquired are the shared informers this controller uses, once per
+	// use; guarded by relatedMu once the workers run.
+	acquired []schema.GroupVersionResource
 	queue    workqueue.TypedRateLimitingInterface[string]
 	status   *statusTracker
 	cancel   context.CancelFunc
@@ -171,14 +174,14 @@ func (pc *parentController) start(parent context.Context) {
 	logger := klog.FromContext(ctx).WithValues("compositecontroller", pc.cc.Name)
 	ctx = klog.NewContext(ctx, logger)
 
-	pc.parents = pc.m.informer(pc.rec.Resources.Parent)
+	pc.parents = pc.acquire(pc.rec.Resources.Parent)
 	pc.addHandler(pc.parents.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    pc.enqueueParent,
 		UpdateFunc: pc.updateParent,
 		DeleteFunc: pc.deleteParent,
 	})
 	for _, gvr := range pc.rec.Resources.Children {
-		inf := pc.m.informer(gvr)
+		inf := pc.acquire(gvr)
 		pc.children[gvr] = inf
 		pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    pc.childChanged,
@@ -186,9 +189,6 @@ func (pc *parentController) start(parent context.Context) {
 			DeleteFunc: pc.childChanged,
 		})
 	}
-	// Shared informers live as long as the manager, not this controller:
-	// other controllers may use them.
-	pc.m.startInformers()
 
 	pc.m.event(pc.cc, "Normal", "Starting", "Starting controller: "+pc.cc.Name)
 	pc.done.Add(1)
@@ -221,6 +221,13 @@ func (pc *parentController) start(parent context.Context) {
 				wait.JitterUntilWithContext(ctx, func(context.Context) { pc.enqueueAll() }, period, 0.1, false)
 			}()
 		}
+		if pc.customize != nil {
+			pc.done.Add(1)
+			go func() {
+				defer pc.done.Done()
+				wait.UntilWithContext(ctx, pc.releaseUnusedRelated, relatedSweepPeriod)
+			}()
+		}
 		pc.status.run(ctx, pc)
 	}()
 }
@@ -237,8 +244,21 @@ func (pc *parentController) stop() {
 	for _, h := range pc.handlers {
 		_ = h.informer.RemoveEventHandler(h.reg)
 	}
+	pc.handlers = nil
+	for _, gvr := range pc.acquired {
+		pc.m.release(gvr)
+	}
+	pc.acquired = nil
 	pc.relatedMu.Unlock()
 	pc.hooks.Close()
+}
+
+// acquire takes a use of the manager's shared informer of gvr, given back
+// when the controller stops (or, for a related resource, when no parent's
+// rules name it any more).
+func (pc *parentController) acquire(gvr schema.GroupVersionResource) informers.GenericInformer {
+	pc.acquired = append(pc.acquired, gvr)
+	return pc.m.acquire(gvr)
 }
 
 func (pc *parentController) addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,7 +164,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 	pc.relatedMu.Lock()
 	inf, ok := pc.related[gvr]
 	if !ok {
-		inf = pc.m.informer(gvr)
+		inf = pc.acquire(gvr)
 		pc.related[gvr] = inf
 		if gvr != namespacesGVR {
 			changed := func(obj interface{}) { pc.relatedChanged(gvr, obj) }
@@ -173,7 +174,6 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 				DeleteFunc: changed,
 			})
 		}
-		pc.m.startInformers()
 	}
 	pc.relatedMu.Unlock()
 	// Bounded, as Metacontroller's ErrRelatedInformerNotSynced: an
@@ -226,6 +226,57 @@ func (pc *parentController) requeueWhenListed(ctx context.Context, gvr schema.Gr
 		delete(pc.unlisted, gvr)
 		pc.relatedMu.Unlock()
 	}()
+}
+
+// relatedSweepPeriod is how often a controller gives back the related
+// informers no parent's rules name any more.
+const relatedSweepPeriod = time.Minute
+
+// releaseUnusedRelated gives back the related informers that no parent's
+// customize rules name any more (a rule changed, its parents went away),
+// so that a one-off rule does not keep a cluster-wide watch for as long as
+// the controller runs. A rule that names the resource again acquires it
+// again. The namespaces informer, which namespaceSelectors read, stays.
+func (pc *parentController) releaseUnusedRelated(context.Context) {
+	if pc.customize == nil {
+		return
+	}
+	// Asked without relatedMu: relatedChanged takes the customize cache's
+	// lock, then relatedMu.
+	pc.relatedMu.Lock()
+	var named []schema.GroupVersionResource
+	for gvr := range pc.related {
+		named = append(named, gvr)
+	}
+	pc.relatedMu.Unlock()
+	var unused []schema.GroupVersionResource
+	for _, gvr := range named {
+		if gvr != namespacesGVR && len(pc.customize.naming(gvr)) == 0 {
+			unused = append(unused, gvr)
+		}
+	}
+	pc.relatedMu.Lock()
+	defer pc.relatedMu.Unlock()
+	for _, gvr := range unused {
+		inf, ok := pc.related[gvr]
+		if !ok || pc.unlisted[gvr] {
+			continue
+		}
+		handlers := pc.handlers[:0]
+		for _, h := range pc.handlers {
+			if h.informer == inf.Informer() {
+				_ = h.informer.RemoveEventHandler(h.reg)
+				continue
+			}
+			handlers = append(handlers, h)
+		}
+		pc.handlers = handlers
+		delete(pc.related, gvr)
+		if i := slices.Index(pc.acquired, gvr); i >= 0 {
+			pc.acquired = slices.Delete(pc.acquired, i, i+1)
+		}
+		pc.m.release(gvr)
+	}
 }
 
 // relatedSyncTimeout bounds a sync's wait for a related resource's informer

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
@@ -121,7 +122,7 @@ func Revisions(ctx context.Context, client dynamic.Interface, r *syncengine.Roll
 		return nil
 	}
 	revisions := func(rev *v1alpha1.ControllerRevision) dynamic.ResourceInterface {
-		return client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace)
+		return client.Resource(definition.ControllerRevisions).Namespace(rev.Namespace)
 	}
 	for _, rev := range r.Create {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)

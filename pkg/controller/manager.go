@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
@@ -95,6 +96,8 @@ type Manager struct {
 	// inside reconcile (a lookup that missed), under mu.
 	waitingMu sync.Mutex
 	waiting   map[string]bool
+	// started are the names of the running controllers, for retryWaiting.
+	started map[string]bool
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -118,6 +121,7 @@ func NewManager(cfg Config) *Manager {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
 		running:    map[string]*parentController{},
 		waiting:    map[string]bool{},
+		started:    map[string]bool{},
 		unchanged:  newUnchanged(cfg.Schemas),
 		configured: map[schema.GroupVersionResource]bool{},
 	}
@@ -177,6 +181,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	for name, pc := range m.running {
 		pc.stop()
 		delete(m.running, name)
+		m.setStarted(name, false)
 	}
 	return nil
 }
@@ -186,11 +191,18 @@ func (m *Manager) Run(ctx context.Context) error {
 const forbiddenRetry = 5 * time.Second
 
 // retryWaiting requeues every controller that could not start: discovery
-// changed, and its resources may be served now.
+// changed, and its resources may be served now. It requeues the running
+// ones too, which reconcile restarts only when discovery now resolves their
+// resources otherwise (definition.Stale). It runs inside reconcile (a lookup
+// that missed refreshes discovery), under mu: running is read through the
+// names kept in started, under waitingMu, not under mu.
 func (m *Manager) retryWaiting() {
 	m.waitingMu.Lock()
 	defer m.waitingMu.Unlock()
 	for name := range m.waiting {
+		m.queue.Add(name)
+	}
+	for name := range m.started {
 		m.queue.Add(name)
 	}
 }
@@ -198,10 +210,20 @@ func (m *Manager) retryWaiting() {
 func (m *Manager) setWaiting(name string, waiting bool) {
 	m.waitingMu.Lock()
 	defer m.waitingMu.Unlock()
-	if waiting {
-		m.waiting[name] = true
+	setMember(m.waiting, name, waiting)
+}
+
+func (m *Manager) setStarted(name string, started bool) {
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
+	setMember(m.started, name, started)
+}
+
+func setMember(set map[string]bool, name string, member bool) {
+	if member {
+		set[name] = true
 	} else {
-		delete(m.waiting, name)
+		delete(set, name)
 	}
 }
 
@@ -236,17 +258,20 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 			logger.Info("CompositeController is gone: stopping its loop")
 			current.stop()
 			delete(m.running, name)
+			m.setStarted(name, false)
 			m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 		}
 		return nil
 	}
-	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation {
+	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation &&
+		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery)) {
 		return nil
 	}
 	if current != nil {
-		logger.Info("CompositeController changed: restarting its loop", "generation", cc.Generation)
+		logger.Info("CompositeController changed, or what discovery says of its resources: restarting its loop", "generation", cc.Generation)
 		current.stop()
 		delete(m.running, name)
+		m.setStarted(name, false)
 		m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 	}
 	pc, err := newParentController(ctx, m, cc.DeepCopy())
@@ -285,6 +310,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	}
 	m.setWaiting(name, false)
 	m.running[name] = pc
+	m.setStarted(name, true)
 	pc.start(ctx)
 	m.event(cc, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil

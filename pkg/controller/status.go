@@ -159,7 +159,7 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
-		if pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) {
+		if pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
 			if c := syncengine.StatusCondition(u, syncengine.UpdatedCondition); c != nil && c["status"] != "True" {
 				rolling++

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
@@ -82,14 +83,15 @@ func FuzzHookAnswers(f *testing.F) {
 			},
 		},
 	}
-	built, err := hooks.Build(context.Background(), cc, nil)
+	def, err := definition.Compile(cc, definition.GuessingResolver())
 	if err != nil {
 		f.Fatal(err)
 	}
-	c, err := NewController(cc, built.Hooks)
+	built, err := hooks.Build(context.Background(), def, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
+	c := &Controller{Def: def, Hooks: built.Hooks}
 	f.Fuzz(func(t *testing.T, answer []byte, finalizing bool) {
 		srv.mu.Lock()
 		srv.body = answer

@@ -24,6 +24,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
@@ -32,28 +33,11 @@ import (
 // it yet is synced again when the hook does not say.
 const finalizingResync = 5 * time.Second
 
-// Controller is one CompositeController, ready to sync its parents.
+// Controller is one controller, compiled, with its hooks: ready to sync
+// its parents.
 type Controller struct {
-	CC        *v1alpha1.CompositeController
-	Resources syncengine.Resources
-	Hooks     syncengine.Hooks
-	// ParentLabels is spec.parentResource.labelSelector.
-	ParentLabels labels.Selector
-	// Finalizer is the finalizer the finalize hook keeps on parents.
-	Finalizer string
-}
-
-// NewController reads what a sync needs from cc once.
-func NewController(cc *v1alpha1.CompositeController, h syncengine.Hooks) (*Controller, error) {
-	res, err := syncengine.ResourcesOf(cc)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := syncengine.ParentLabelSelector(cc)
-	if err != nil {
-		return nil, err
-	}
-	return &Controller{CC: cc, Resources: res, Hooks: h, ParentLabels: sel, Finalizer: syncengine.Finalizer(cc)}, nil
+	Def   *definition.Definition
+	Hooks syncengine.Hooks
 }
 
 // Env is where a sync reads and writes.
@@ -63,7 +47,7 @@ type Env struct {
 	// Metadata applies children and reads back only their metadata.
 	Metadata metadata.Interface
 	// Resolver maps kinds to resources.
-	Resolver syncengine.KindResolver
+	Resolver definition.KindResolver
 	// Children lists the objects of the child resources that may be the
 	// parent's children.
 	Children syncengine.ObjectLister
@@ -146,8 +130,8 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			res.Skipped = "the parent does not match spec.parentResource.labelSelector"
 			return res, nil
 		}
-	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !syncengine.HasFinalizer(parent, c.Finalizer) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Finalizer))
+	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Def.Finalizer))
 	}
 
 	claimed := opts.Claimed
@@ -163,9 +147,8 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	}
 	plan, err := syncengine.Compute(ctx, syncengine.Input{
 		Revisions:  revisions,
-		Controller: c.CC,
+		Definition: c.Def,
 		Parent:     parent,
-		Parents:    c.Resources.Parent,
 		Children:   *claimed,
 		Hooks:      c.Hooks,
 		Related:    env.Related,
@@ -205,7 +188,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		}
 	}
 
-	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.CC.Name, parent, plan)
+	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.Def.Name, parent, plan)
 	res.Done = done
 	for _, d := range done {
 		if d.Err != nil {
@@ -218,8 +201,8 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
 	}
-	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && syncengine.HasFinalizer(parent, c.Finalizer) {
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && definition.HasFinalizer(parent, c.Def.Finalizer) {
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
 		if err != nil {
 			return res, err
 		}
@@ -234,7 +217,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	// As Metacontroller: the hook's status, finalize hook's included, is
 	// written whenever it differs; a parent gone or changed since it was
 	// read is synced again by its own event.
-	written, err := apply.ParentStatus(ctx, env.Client, c.Resources.Parent, parent, plan.Response.Status)
+	written, err := apply.ParentStatus(ctx, env.Client, c.Def.Parent.GVR, parent, plan.Response.Status)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		logger.V(4).Info("Parent changed or went away before its status was written", "err", err)
@@ -297,10 +280,10 @@ func groupDone(done []apply.Done) []doneGroup {
 // revisions are the ControllerRevisions a rolling update decides from: a
 // live parent's, when the controller has a rolling update strategy.
 func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) ([]*v1alpha1.ControllerRevision, error) {
-	if env.Revisions == nil || opts.Claimed != nil || parent.GetUID() == "" || !syncengine.Rolling(c.CC) {
+	if env.Revisions == nil || opts.Claimed != nil || parent.GetUID() == "" || !c.Def.Rolling {
 		return nil, nil
 	}
-	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Resources.Parent)
+	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Def.Parent.GVR)
 }
 
 // rolloutEvent records a step of a rolling update, or the start of a stall
@@ -339,7 +322,7 @@ func (c *Controller) existing(env Env, opts Options) syncengine.ChildIndex {
 // selector, or it carries the finalizer, which only the finalize hook may
 // take off.
 func (c *Controller) ours(parent *unstructured.Unstructured) bool {
-	return c.ParentLabels.Matches(labels.Set(parent.GetLabels())) || syncengine.HasFinalizer(parent, c.Finalizer)
+	return c.Def.ParentLabels.Matches(labels.Set(parent.GetLabels())) || definition.HasFinalizer(parent, c.Def.Finalizer)
 }
 
 // syncFinalizer puts the finalizer on a live parent when the controller has
@@ -347,18 +330,18 @@ func (c *Controller) ours(parent *unstructured.Unstructured) bool {
 // even from a parent being deleted: otherwise that parent would hang in
 // Terminating. It returns nil when the parent is gone.
 func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstructured.Unstructured, res *Result) (*unstructured.Unstructured, error) {
-	has := syncengine.HasFinalizer(parent, c.Finalizer)
+	has := definition.HasFinalizer(parent, c.Def.Finalizer)
 	want := c.Hooks.Finalize != nil
 	switch {
 	case want && !has && parent.GetDeletionTimestamp() == nil:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, true)
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, true)
 		if err != nil {
 			return nil, err
 		}
 		res.FinalizerAdded = updated != nil
 		return updated, nil
 	case !want && has:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
 		if err != nil {
 			return nil, err
 		}
@@ -373,13 +356,13 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 // from the cluster: a parent deleted or replaced since it was read must not
 // adopt anything.
 func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*syncengine.Claimed, error) {
-	selector, err := syncengine.ParentSelector(c.CC, parent)
+	selector, err := syncengine.ParentSelector(c.Def, parent)
 	if err != nil {
 		return nil, err
 	}
 	index, indexed := env.Children.(syncengine.ChildIndex)
 	var candidates []*unstructured.Unstructured
-	for _, gvr := range c.Resources.Children {
+	for _, gvr := range c.Def.ChildGVRs() {
 		var objs []*unstructured.Unstructured
 		var err error
 		if indexed {
@@ -395,7 +378,7 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 	canAdopt := parent.GetDeletionTimestamp() == nil
 	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {
-		fresh, err := env.Client.Resource(c.Resources.Parent).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
+		fresh, err := env.Client.Resource(c.Def.Parent.GVR).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
 		if err != nil || fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil {
 			claimed = syncengine.Claim(parent, selector, candidates, false)
 		}
@@ -417,8 +400,7 @@ func (c *Controller) requeueAfter(plan *syncengine.Plan) time.Duration {
 	if s := plan.Response.ResyncAfterSeconds; s > 0 {
 		after = time.Duration(s * float64(time.Second))
 	}
-	if p := c.CC.Spec.ResyncPeriodSeconds; p != nil {
-		period := max(time.Duration(*p)*time.Second, time.Second)
+	if period := c.Def.ResyncPeriod; period > 0 {
 		if after == 0 || period < after {
 			after = period
 		}

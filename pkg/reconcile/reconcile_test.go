@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
@@ -46,11 +47,11 @@ func controller(t *testing.T, finalize bool, mods ...func(*v1alpha1.CompositeCon
 	for _, m := range mods {
 		m(cc)
 	}
-	c, err := NewController(cc, h)
+	def, err := definition.Compile(cc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return &Controller{Def: def, Hooks: h}
 }
 
 func parent(finalizers ...string) *unstructured.Unstructured {
@@ -78,7 +79,7 @@ func env(t *testing.T, objs ...runtime.Object) (Env, *dynamicfake.FakeDynamicCli
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	return Env{Client: client, Resolver: syncengine.RESTMapperResolver(mapper), Children: noObjects{}, Related: noObjects{}}, client
+	return Env{Client: client, Resolver: definition.RESTMapperResolver(mapper), Children: noObjects{}, Related: noObjects{}}, client
 }
 
 // verbs lists the writes the client saw, as "verb resource[/subresource]".

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
@@ -33,7 +34,7 @@ func (r ClientRevisions) Revisions(ctx context.Context, namespace string, parent
 		syncengine.RevisionLabelAPIGroup: parents.Group,
 		syncengine.RevisionLabelResource: parents.Resource,
 	}})
-	list, err := r.Client.Resource(syncengine.ControllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	list, err := r.Client.Resource(definition.ControllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("can't list ControllerRevisions: %w", err)
 	}

@@ -50,11 +50,11 @@ func TestServerRightsAreAskedOnceInTheirLifetime(t *testing.T) {
 	client := allowing()
 	c := &Checker{Kube: client}
 	for i := 0; i < 3; i++ {
-		if _, err := c.Missing(context.Background(), controller()); err != nil {
+		if _, err := c.Missing(context.Background(), compiled(t, controller())); err != nil {
 			t.Fatal(err)
 		}
 	}
-	needed, _ := Needed(controller())
+	needed := Needed(compiled(t, controller()))
 	if got := len(client.Actions()); got != len(needed) {
 		t.Errorf("%d access reviews for 3 checks of %d rights: want each asked once while fresh", got, len(needed))
 	}

@@ -11,6 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 func controller() *v1alpha1.CompositeController {
@@ -65,10 +66,7 @@ func TestNothingMissingSaysNothing(t *testing.T) {
 }
 
 func TestNeededCoversWhatTheLoopDoes(t *testing.T) {
-	needed, err := Needed(controller())
-	if err != nil {
-		t.Fatal(err)
-	}
+	needed := Needed(compiled(t, controller()))
 	have := map[string]bool{}
 	for _, r := range needed {
 		have[r.String()] = true
@@ -78,4 +76,13 @@ func TestNeededCoversWhatTheLoopDoes(t *testing.T) {
 			t.Errorf("needed rights lack %q: %v", want, needed)
 		}
 	}
+}
+
+func compiled(t *testing.T, cc *v1alpha1.CompositeController) *definition.Definition {
+	t.Helper()
+	def, err := definition.Compile(cc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
 }

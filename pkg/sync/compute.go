@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
@@ -19,9 +20,9 @@ import (
 
 // Hook names, as used in errors and InvalidResponseError.Hook.
 const (
-	HookSync      = "sync"
-	HookFinalize  = "finalize"
-	HookCustomize = "customize"
+	HookSync      = definition.HookSync
+	HookFinalize  = definition.HookFinalize
+	HookCustomize = definition.HookCustomize
 )
 
 // Hooks are the hooks Compute may call for a parent.
@@ -43,17 +44,16 @@ type Hooks struct {
 // Input is everything Compute needs for one parent. Compute reads it and
 // never modifies it: the objects may come straight from an informer cache.
 type Input struct {
-	Controller *v1alpha1.CompositeController
+	// Definition is the controller, compiled.
+	Definition *definition.Definition
 	Parent     *unstructured.Unstructured
-	// Parents is the parent's resource.
-	Parents schema.GroupVersionResource
 	// Children is what Claim returned, or, for inline children, all of them
 	// in Owned.
 	Children Claimed
 	Hooks    Hooks
 	// Related lists the objects the customize hook's rules select.
 	Related  ObjectLister
-	Resolver KindResolver
+	Resolver definition.KindResolver
 	// Existing, when set, looks up objects that have a desired child's
 	// name but are not among Children (which then hold only what the
 	// parent controls and the orphans): controlled by someone else, they
@@ -110,12 +110,6 @@ type FieldOwnership interface {
 // sent, as *hooks.Webhook does.
 type sentSyncHook interface {
 	SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error)
-}
-
-// FieldManager is the server-side apply manager of one CompositeController:
-// each controller owns the fields of the children it applies, and no other.
-func FieldManager(controller string) string {
-	return "metacontroller.k8s.io/" + controller
 }
 
 // Plan is the outcome of one sync of one parent: what the hooks were asked
@@ -184,8 +178,8 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 
 func (in *Input) check() error {
 	var errs []error
-	if in.Controller == nil {
-		errs = append(errs, errors.New("no CompositeController"))
+	if in.Definition == nil {
+		errs = append(errs, errors.New("no controller definition"))
 	}
 	if in.Parent == nil {
 		errs = append(errs, errors.New("no parent"))
@@ -242,24 +236,9 @@ func (c *computation) warn(format string, args ...interface{}) {
 	c.plan.Warnings = append(c.plan.Warnings, msg)
 }
 
-func (c *computation) specHooks() v1alpha1.CompositeControllerHooks {
-	if h := c.in.Controller.Spec.Hooks; h != nil {
-		return *h
-	}
-	return v1alpha1.CompositeControllerHooks{}
-}
-
-// hookVersion is the contract version of a hook, v1 when unset.
-func hookVersion(h *v1alpha1.Hook) v1alpha1.HookVersion {
-	if h != nil && h.Version != nil && *h.Version != "" {
-		return *h.Version
-	}
-	return v1alpha1.HookVersionV1
-}
-
 func (c *computation) run(ctx context.Context) error {
-	spec := c.specHooks()
-	hook, hookName, version := c.in.Hooks.Sync, HookSync, hookVersion(spec.Sync)
+	spec := c.in.Definition.Hooks
+	hook, hookName, version := c.in.Hooks.Sync, HookSync, spec.Sync.ContractVersion()
 
 	// Metacontroller calls the finalize hook for a parent that is being
 	// deleted or that stopped matching spec.parentResource.labelSelector
@@ -272,7 +251,7 @@ func (c *computation) run(ctx context.Context) error {
 			c.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
 		} else {
 			c.plan.Finalizing = true
-			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, hookVersion(spec.Finalize)
+			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, spec.Finalize.Version
 		}
 	}
 
@@ -284,7 +263,7 @@ func (c *computation) run(ctx context.Context) error {
 			return nil, nil, err
 		}
 		req := &hookapi.SyncHookRequest{
-			Controller: c.in.Controller.DeepCopy(),
+			Controller: c.in.Definition.Object.DeepCopy(),
 			Parent:     parent.DeepCopy(),
 			Children:   c.observedMap(version),
 			Related:    related,
@@ -329,7 +308,7 @@ func (c *computation) run(ctx context.Context) error {
 	// Metacontroller's rule: a parent being deleted without the finalize
 	// hook holding it has no rollout; its children are left alone.
 	switch {
-	case !Rolling(c.in.Controller) || !ManagesChildren(c.in.Controller, c.in.Parent):
+	case !c.in.Definition.Rolling || !c.in.Definition.ManagesChildren(c.in.Parent):
 	case c.in.Parent.GetNamespace() == "":
 		// ControllerRevisions are namespaced, as Metacontroller's, and a
 		// cluster-scoped parent has no namespace to keep them in.
@@ -342,7 +321,7 @@ func (c *computation) run(ctx context.Context) error {
 	for _, d := range desired {
 		c.plan.Desired = append(c.plan.Desired, d.obj)
 	}
-	if !ManagesChildren(c.in.Controller, c.in.Parent) {
+	if !c.in.Definition.ManagesChildren(c.in.Parent) {
 		return c.leaveChildren()
 	}
 	return c.buildItems(desired)
@@ -351,13 +330,7 @@ func (c *computation) run(ctx context.Context) error {
 // matchesParentLabels tells whether the parent matches the controller's
 // spec.parentResource.labelSelector.
 func (c *computation) matchesParentLabels() bool {
-	sel, err := ParentLabelSelector(c.in.Controller)
-	if err != nil {
-		// Validation rejects such a selector; a controller that has one
-		// anyway manages nothing new.
-		return false
-	}
-	return sel.Matches(labels.Set(c.in.Parent.GetLabels()))
+	return c.in.Definition.ParentLabels.Matches(labels.Set(c.in.Parent.GetLabels()))
 }
 
 // leaveChildren plans nothing for the children of a parent that is being
@@ -388,14 +361,10 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 	// tell "none of this kind" from "kind not watched". Only a resolver that
 	// maps resources to kinds can name the kind of a resource without
 	// objects; otherwise the kinds of the objects at hand have to do.
-	if kf, ok := c.in.Resolver.(KindForResolver); ok {
-		for _, cr := range c.in.Controller.Spec.ChildResources {
-			gv, err := schema.ParseGroupVersion(cr.APIVersion)
-			if err != nil {
-				continue
-			}
-			if gvk, err := kf.KindFor(gv.WithResource(cr.Resource)); err == nil {
-				m.InitGroup(cr.APIVersion, gvk.Kind)
+	if kf, ok := c.in.Resolver.(definition.KindForResolver); ok {
+		for _, child := range c.in.Definition.Children {
+			if gvk, err := kf.KindFor(child.GVR); err == nil {
+				m.InitGroup(child.APIVersion(), gvk.Kind)
 			}
 		}
 	}
@@ -422,7 +391,7 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 // them.
 func (c *computation) related(ctx context.Context, parent *unstructured.Unstructured, version v1alpha1.HookVersion) (hookapi.RelativeObjectMap, error) {
 	m := hookapi.RelativeObjectMap{}
-	if c.specHooks().Customize == nil {
+	if c.in.Definition.Hooks.Customize == nil {
 		return m, nil
 	}
 	if c.in.Hooks.Customize == nil {
@@ -431,7 +400,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	}
 	start := time.Now()
 	resp, err := c.in.Hooks.Customize.Customize(ctx, &hookapi.CustomizeHookRequest{
-		Controller: c.in.Controller.DeepCopy(),
+		Controller: c.in.Definition.Object.DeepCopy(),
 		Parent:     parent.DeepCopy(),
 	})
 	c.plan.CustomizeDuration = time.Since(start)
@@ -448,7 +417,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
 		return m, nil
 	}
-	kf, ok := c.in.Resolver.(KindForResolver)
+	kf, ok := c.in.Resolver.(definition.KindForResolver)
 	if !ok {
 		return nil, errors.New("can't look up related objects: the resolver can't map resources to kinds")
 	}
@@ -466,11 +435,11 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		// Which objects a rule selects follows the customize hook's
 		// version, as in Metacontroller; how they are keyed, the version
 		// of the hook that receives them.
-		query, err := NewRelatedQuery(rule, hookVersion(c.specHooks().Customize), parent, gvr, namespaced)
+		query, err := NewRelatedQuery(rule, c.in.Definition.Hooks.Customize.Version, parent, gvr, namespaced)
 		if err != nil {
 			// validateRules let it through: it depends on the resource's
 			// scope, known only now.
-			return nil, &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize,
+			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize,
 				Problems: []string{fmt.Sprintf("relatedResources %s (%s): %v", rule.Resource, rule.APIVersion, err)}}
 		}
 		m.InitGroup(rule.APIVersion, gvk.Kind)
@@ -526,7 +495,7 @@ func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
 		}
 	}
 	if len(problems) > 0 {
-		return &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize, Problems: problems}
+		return &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize, Problems: problems}
 	}
 	return nil
 }
@@ -574,7 +543,7 @@ func (c *computation) observedGVR(obj *unstructured.Unstructured) (schema.GroupV
 // (possible for an inline parent of a preview; the live loop cannot claim
 // children without one and never gets here).
 func (c *computation) selector() labels.Selector {
-	sel, err := ParentSelector(c.in.Controller, c.in.Parent)
+	sel, err := ParentSelector(c.in.Definition, c.in.Parent)
 	if err != nil {
 		c.warn("desired children are not checked against the parent's selector: %v", err)
 		return nil

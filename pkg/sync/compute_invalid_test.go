@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -238,7 +239,7 @@ func (b byName) Get(_ context.Context, _ schema.GroupVersionResource, namespace,
 
 // mapperResolver knows the kinds of the tests, both ways, as discovery
 // would.
-func mapperResolver() KindResolver {
+func mapperResolver() definition.KindResolver {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
@@ -253,7 +254,7 @@ func mapperResolver() KindResolver {
 	} {
 		m.Add(k.gvk, k.scope)
 	}
-	return RESTMapperResolver(m)
+	return definition.RESTMapperResolver(m)
 }
 
 type failingResolver struct{ err error }
@@ -295,7 +296,7 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 		{
 			name: "customize hook error",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(nil, errors.New("no idea"))
 			},
 			wantErr: "customize hook: no idea",
@@ -303,7 +304,7 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 		{
 			name: "customize hook answers an invalid rule",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(&hookapi.CustomizeHookResponse{
 					RelatedResourceRules: []*hookapi.RelatedResourceRule{{Resource: "configmaps"}, nil},
 				}, nil)
@@ -314,7 +315,7 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 		{
 			name: "related objects can't be read",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(&hookapi.CustomizeHookResponse{RelatedResourceRules: configMapRule}, nil)
 				in.Resolver = mapperResolver()
 				in.Related = listerFunc(func(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]*unstructured.Unstructured, error) {

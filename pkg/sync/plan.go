@@ -139,7 +139,7 @@ func (c *computation) buildItems(desired []desiredChild) error {
 // pruned too.
 func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured) Item {
 	item := Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs}
-	manager := FieldManager(c.in.Controller.Name)
+	manager := c.in.Definition.FieldManager
 	observed := obs
 	if patch, needed, err := c.ownership().TakeoverPatch(obs, manager); err != nil {
 		c.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
@@ -211,15 +211,8 @@ func applyJSONPatch(obj *unstructured.Unstructured, patch []byte) (*unstructured
 // updateMethod is the update method of the child resource gvr, OnDelete
 // unless the controller says otherwise.
 func (c *computation) updateMethod(gvr schema.GroupVersionResource) v1alpha1.ChildUpdateMethod {
-	for _, cr := range c.in.Controller.Spec.ChildResources {
-		gv, err := schema.ParseGroupVersion(cr.APIVersion)
-		if err != nil || gv.WithResource(cr.Resource) != gvr {
-			continue
-		}
-		if cr.UpdateStrategy != nil && cr.UpdateStrategy.Method != "" {
-			return cr.UpdateStrategy.Method
-		}
-		break
+	if child, ok := c.in.Definition.Child(gvr); ok {
+		return child.Method
 	}
 	return v1alpha1.ChildUpdateOnDelete
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -149,21 +150,6 @@ func (pr *parentRevision) count() int {
 	return n
 }
 
-// Rolling tells whether the controller has a child resource with a
-// rolling update strategy: its parents get ControllerRevisions.
-func Rolling(cc *v1alpha1.CompositeController) bool {
-	for _, cr := range cc.Spec.ChildResources {
-		if cr.UpdateStrategy != nil && isRolling(cr.UpdateStrategy.Method) {
-			return true
-		}
-	}
-	return false
-}
-
-func isRolling(m v1alpha1.ChildUpdateMethod) bool {
-	return m == v1alpha1.ChildUpdateRollingRecreate || m == v1alpha1.ChildUpdateRollingInPlace
-}
-
 // strategyOf is the update strategy of the children of a group and kind,
 // found through the desired or observed children of that kind; nil when
 // none is declared.
@@ -172,19 +158,15 @@ func (c *computation) strategyOf(gk schema.GroupKind) *v1alpha1.CompositeControl
 	if !ok {
 		return nil
 	}
-	for _, cr := range c.in.Controller.Spec.ChildResources {
-		gv, err := schema.ParseGroupVersion(cr.APIVersion)
-		if err != nil || gv.Group != gvr.Group || cr.Resource != gvr.Resource {
-			continue
-		}
-		return cr.UpdateStrategy
+	if child, ok := c.in.Definition.ChildOfGroupResource(gvr.GroupResource()); ok {
+		return child.Strategy
 	}
 	return nil
 }
 
 func (c *computation) rollingKind(group, kind string) bool {
 	s := c.strategyOf(schema.GroupKind{Group: group, Kind: kind})
-	return s != nil && isRolling(s.Method)
+	return s != nil && definition.IsRolling(s.Method)
 }
 
 // rollOut runs Metacontroller's rolling update (its syncRevisions and
@@ -196,7 +178,7 @@ func (c *computation) rollingKind(group, kind string) bool {
 // Updated condition, the smallest resync, finalized only if every revision
 // agrees.
 func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error), latestDesired []desiredChild) ([]desiredChild, error) {
-	fieldPaths := RevisionFieldPaths(c.in.Controller)
+	fieldPaths := c.in.Definition.RevisionFieldPaths
 	latestPatch, err := revisionPatch(c.in.Parent.Object, fieldPaths)
 	if err != nil {
 		return nil, err
@@ -206,7 +188,7 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 		return nil, err
 	}
 
-	sel, err := RevisionSelector(c.in.Controller, c.in.Parent, c.in.Parents)
+	sel, err := RevisionSelector(c.in.Definition, c.in.Parent)
 	if err != nil {
 		c.warn("ControllerRevisions are not adopted: %v", err)
 		sel = nil
@@ -242,7 +224,7 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 		revisions = append(revisions, pr)
 	}
 	if latest.rev == nil {
-		if latest.rev, err = newRevision(c.in.Controller, c.in.Parent, c.in.Parents, latestData); err != nil {
+		if latest.rev, err = newRevision(c.in.Definition, c.in.Parent, latestData); err != nil {
 			return nil, err
 		}
 	}
@@ -423,7 +405,7 @@ func (c *computation) settleClaims(revisions []*parentRevision) map[string]*pare
 func (c *computation) latestHealthy(latest *parentRevision) error {
 	for _, ck := range latest.rev.Children {
 		strategy := c.strategyOf(schema.GroupKind{Group: ck.APIGroup, Kind: ck.Kind})
-		if strategy == nil || !isRolling(strategy.Method) {
+		if strategy == nil || !definition.IsRolling(strategy.Method) {
 			continue
 		}
 		for _, name := range ck.Names {
@@ -507,7 +489,7 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 func (c *computation) differs(d desiredChild, obs *unstructured.Unstructured) bool {
 	want := d.obj.DeepCopy()
 	want.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(c.in.Parent)})
-	res, err := c.ownership().Compare(obs, want, FieldManager(c.in.Controller.Name))
+	res, err := c.ownership().Compare(obs, want, c.in.Definition.FieldManager)
 	return err != nil || res.Changed
 }
 

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
@@ -57,7 +56,7 @@ type desiredChild struct {
 // into one InvalidResponseError.
 func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) ([]desiredChild, error) {
 	invalid := func(problems []string) error {
-		return &InvalidResponseError{Controller: c.in.Controller.Name, Hook: hookName, Problems: problems}
+		return &InvalidResponseError{Controller: c.in.Definition.Name, Hook: hookName, Problems: problems}
 	}
 	if resp == nil {
 		return nil, invalid([]string{"the hook returned no response"})
@@ -74,16 +73,10 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		c.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
 	}
 
-	declared := map[schema.GroupVersionResource]bool{}
-	for _, cr := range c.in.Controller.Spec.ChildResources {
-		if gv, err := schema.ParseGroupVersion(cr.APIVersion); err == nil {
-			declared[gv.WithResource(cr.Resource)] = true
-		}
-	}
 	parent := c.in.Parent
 	parentNS := parent.GetNamespace()
 	parentKey := ChildKey(parent)
-	generate := ptr.Deref(c.in.Controller.Spec.GenerateSelector, false)
+	generate := c.in.Definition.GenerateSelector
 	var selector labels.Selector
 	if len(resp.Children) > 0 {
 		selector = c.selector()
@@ -132,7 +125,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 			problem("%s: %v", desc, err)
 			continue
 		}
-		if !declared[gvr] {
+		if _, declared := c.in.Definition.Child(gvr); !declared {
 			problem("%s: %s (%s) is not one of the controller's childResources", desc, gvr.GroupResource(), gv)
 		}
 
@@ -151,7 +144,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		}
 
 		key := ChildKey(obj)
-		if key == parentKey || (c.in.Parents.Resource != "" && gvr.GroupResource() == c.in.Parents.GroupResource() &&
+		if key == parentKey || (c.in.Definition.Parent.GVR.Resource != "" && gvr.GroupResource() == c.in.Definition.Parent.GVR.GroupResource() &&
 			obj.GetNamespace() == parentNS && name == parent.GetName()) {
 			problem("%s is the parent itself", desc)
 		}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
@@ -56,6 +57,7 @@ type Runner struct {
 	// reads and writes on their behalf.
 	authorizer authorizer.Authorizer
 	hooks      *hooks.ControllerCache
+	defs       definition.Cache
 	recorder   record.EventRecorder
 }
 
@@ -93,15 +95,20 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if req.Spec.ServerDryRun && r.cluster == nil {
 		return nil, apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
 	}
-	controllerHooks, err := r.hooks.Get(ctx, cc)
-	if err != nil {
-		return nil, hookFailed(err)
+	resolver := definition.GuessingResolver()
+	if r.cluster != nil {
+		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
 	}
-	rec, err := reconcile.NewController(cc, controllerHooks.Hooks)
+	def, err := r.defs.Get(cc, resolver)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	parent, err := r.parent(ctx, cc, rec.Resources.Parent, req)
+	controllerHooks, err := r.hooks.Get(ctx, def)
+	if err != nil {
+		return nil, hookFailed(err)
+	}
+	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
+	parent, err := r.parent(ctx, def, req)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +116,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env := reconcile.Env{Resolver: syncengine.GuessingResolver()}
+	env := reconcile.Env{Resolver: resolver}
 	var warnings []string
 	// children keeps what the sync lists of the child resources, where a
 	// preview finds the live child of a desired one the plan holds no
@@ -120,7 +127,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		env = reconcile.Env{
 			Client:    r.cluster.Dynamic,
 			Metadata:  r.cluster.Metadata,
-			Resolver:  syncengine.RESTMapperResolver(r.cluster.Discovery),
+			Resolver:  resolver,
 			Children:  children,
 			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
 			Recorder:  r.recorder,
@@ -131,14 +138,14 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)")
 	}
 	if !dryRun {
-		if err := authorize(ctx, r.authorizer, "update", rec.Resources.Parent, parent.GetNamespace(), parent.GetName()); err != nil {
+		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
 		}
 	}
 
 	if !dryRun {
 		opts.Allow = func(ctx context.Context, plan *syncengine.Plan) error {
-			return r.allowPlan(ctx, rec.Resources.Parent, parent, plan)
+			return r.allowPlan(ctx, def.Parent.GVR, parent, plan)
 		}
 	}
 	res, err := rec.Sync(ctx, env, parent, opts)
@@ -214,9 +221,9 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if dryRun {
 		var applyWarnings []string
 		if req.Spec.ServerDryRun {
-			stored, applyWarnings = r.serverDryRun(ctx, cc, res.Parent, plan)
+			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, plan)
 		} else {
-			stored, applyWarnings = r.wouldStore(cc, res.Parent, plan, children)
+			stored, applyWarnings = r.wouldStore(def, res.Parent, plan, children)
 		}
 		status.Warnings = append(status.Warnings, applyWarnings...)
 	}
@@ -286,15 +293,16 @@ func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionRes
 
 // parent returns the inline parent, or reads the live one as the caller
 // may.
-func (r *Runner) parent(ctx context.Context, cc *v1alpha1.CompositeController, gvr schema.GroupVersionResource, req *v1alpha1.SyncRequest) (*unstructured.Unstructured, error) {
+func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest) (*unstructured.Unstructured, error) {
+	gvr := def.Parent.GVR
 	if req.Spec.Parent != nil {
 		parent := &unstructured.Unstructured{}
 		if err := parent.UnmarshalJSON(req.Spec.Parent.Raw); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent is not a Kubernetes object: %v", err))
 		}
-		if parent.GetAPIVersion() != cc.Spec.ParentResource.APIVersion {
+		if parent.GetAPIVersion() != def.Parent.APIVersion() {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; CompositeController %q manages %s of %s",
-				parent.GetAPIVersion(), cc.Name, cc.Spec.ParentResource.Resource, cc.Spec.ParentResource.APIVersion))
+				parent.GetAPIVersion(), def.Name, gvr.Resource, def.Parent.APIVersion()))
 		}
 		if parent.GetName() == "" {
 			return nil, apierrors.NewBadRequest("spec.parent.metadata.name is required")
@@ -361,12 +369,12 @@ func previewed(plan *syncengine.Plan) []syncengine.Item {
 // (defaults, admission) is not there; spec.serverDryRun asks for it. A
 // child that can't be computed is shown as the hook returned it, with a
 // warning.
-func (r *Runner) wouldStore(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Unstructured, plan *syncengine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
 	schemas := deducedSchemas
 	if r.cluster != nil {
 		schemas = r.cluster.Schemas
 	}
-	manager := syncengine.FieldManager(cc.Name)
+	manager := def.FieldManager
 	// Every child gets the same ownerReferences, as the apply code sends
 	// them; an inline parent that does not exist has no uid to refer to.
 	// What WouldStore returns may share values with the plan's desired
@@ -481,7 +489,7 @@ func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{})
 // store them, by server-side applying each with dryRun=All: admission and
 // defaulting included, at one round trip per child. A child the cluster
 // would refuse is a warning: the answer still shows everything else.
-func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
 	items := previewed(plan)
 	// The dry-run applies are independent: send them at once, in order of
 	// the plan in the answer. A preview's latency is then one round trip,
@@ -501,7 +509,7 @@ func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeControl
 			if parent.GetUID() != "" {
 				child.SetOwnerReferences([]metav1.OwnerReference{ref})
 			}
-			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, cc.Name, true)
+			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, def.Name, true)
 		}()
 	}
 	wg.Wait()

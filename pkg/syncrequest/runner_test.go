@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/openapi/openapitest"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
@@ -40,7 +41,7 @@ func stored(t *testing.T, desired *unstructured.Unstructured, manager string, re
 
 func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	cc := &v1alpha1.CompositeController{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
-	manager := syncengine.FieldManager(cc.Name)
+	manager := definition.FieldManager(cc.Name)
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
@@ -72,7 +73,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	before := []*unstructured.Unstructured{created.DeepCopy(), updated.DeepCopy(), updatedLive.DeepCopy(), takenLive.DeepCopy()}
 
 	r := &Runner{}
-	out, warnings := r.wouldStore(cc, parent, plan, nil)
+	out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil)
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -122,7 +123,7 @@ func TestWouldStoreWithoutParentUID(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Hello", "metadata": map[string]interface{}{"name": "p", "namespace": "default"},
 	}}
 	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
-	out, warnings := (&Runner{}).wouldStore(cc, parent, plan, nil)
+	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
 	if len(out) != 1 || len(warnings) != 0 {
 		t.Fatalf("got %d children, warnings %q; want 1, none", len(out), warnings)
 	}
@@ -141,7 +142,7 @@ func TestWouldStoreFallsBackToTheHooksChild(t *testing.T) {
 	observed := configMap("p-a", nil)
 	observed.SetKind("Secret")
 	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
-	out, warnings := (&Runner{}).wouldStore(cc, parent, plan, nil)
+	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
 	if len(out) != 1 || out[0] != desired {
 		t.Errorf("got %v, want the hook's child", out)
 	}
@@ -164,7 +165,7 @@ func BenchmarkWouldStore(b *testing.B) {
 	r := &Runner{}
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(cc, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}
@@ -184,8 +185,16 @@ func BenchmarkWouldStoreSchema(b *testing.B) {
 	r := &Runner{cluster: &target.Cluster{Schemas: fieldowner.NewSchemas(openapitest.NewEmbeddedFileClient())}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(cc, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}
+}
+
+func mustCompile(cc *v1alpha1.CompositeController) *definition.Definition {
+	def, err := definition.Compile(cc, definition.GuessingResolver())
+	if err != nil {
+		panic(err)
+	}
+	return def
 }

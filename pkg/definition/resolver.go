@@ -1,4 +1,4 @@
-package sync
+package definition
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

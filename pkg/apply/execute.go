@@ -19,7 +19,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // Done is one thing a plan's execution did to a child.
@@ -56,9 +56,9 @@ const ActionTakeOver v1alpha1.SyncAction = "TakeOver"
 // and deletes. It goes on after a failure and returns every failure
 // aggregated, so that one bad child does not hold the others back. Items
 // that change nothing are not reported.
-func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
+func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interface, controller string, parent *unstructured.Unstructured, plan *engine.Plan) ([]Done, error) {
 	logger := klog.FromContext(ctx)
-	ref := syncengine.ControllerRef(parent)
+	ref := engine.ControllerRef(parent)
 	if err := Revisions(ctx, client, plan.Rollout); err != nil {
 		// The revisions say which child follows which state of the parent:
 		// without them stored, moving a child could lose track of it.
@@ -117,7 +117,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 // (adoptions included) and deletes, in that order, stopping at the first
 // failure. A revision already created (a retried sync) is fine; one
 // changed since it was read fails with a conflict and the sync is retried.
-func Revisions(ctx context.Context, client dynamic.Interface, r *syncengine.Rollout) error {
+func Revisions(ctx context.Context, client dynamic.Interface, r *engine.Rollout) error {
 	if r == nil {
 		return nil
 	}

@@ -29,13 +29,13 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -316,7 +316,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	return nil
 }
 
-func (m *Manager) ownership() syncengine.FieldOwnership {
+func (m *Manager) ownership() engine.FieldOwnership {
 	if m.unchanged == nil {
 		return nil
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // statusTracker keeps a CompositeController's status in memory as its
@@ -161,7 +161,7 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 		u := obj.(*unstructured.Unstructured)
 		if pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
-			if c := syncengine.StatusCondition(u, syncengine.UpdatedCondition); c != nil && c["status"] != "True" {
+			if c := engine.StatusCondition(u, engine.UpdatedCondition); c != nil && c["status"] != "True" {
 				rolling++
 			}
 		}

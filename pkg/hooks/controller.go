@@ -7,15 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // ControllerHooks are the webhook clients of one CompositeController's
 // sync, finalize and customize hooks and its patch pipeline, as the engine
 // takes them.
 type ControllerHooks struct {
-	syncengine.Hooks
+	engine.Hooks
 	webhooks []*Webhook
 }
 

@@ -111,7 +111,7 @@ type StepResult struct {
 // Change is what a patch changed in one child.
 type Change struct {
 	Ref hookapi.ObjectRef
-	// Diff lists the changed fields, one a line, as pkg/sync's plan items
+	// Diff lists the changed fields, one a line, as pkg/engine's plan items
 	// do: `path: old -> new`, `path: <none> -> new`, `- path: old`.
 	Diff []string
 }
@@ -232,7 +232,7 @@ func refOf(obj *unstructured.Unstructured) hookapi.ObjectRef {
 	return hookapi.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// describeRef names a child as pkg/sync does: Kind.apiVersion namespace/name.
+// describeRef names a child as pkg/engine does: Kind.apiVersion namespace/name.
 func describeRef(ref hookapi.ObjectRef) string {
 	name := ref.Name
 	if ref.Namespace != "" {

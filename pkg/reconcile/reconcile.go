@@ -25,8 +25,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // finalizingResync is how soon a parent whose finalize hook did not finalize
@@ -37,7 +37,7 @@ const finalizingResync = 5 * time.Second
 // its parents.
 type Controller struct {
 	Def   *definition.Definition
-	Hooks syncengine.Hooks
+	Hooks engine.Hooks
 }
 
 // Env is where a sync reads and writes.
@@ -50,12 +50,12 @@ type Env struct {
 	Resolver definition.KindResolver
 	// Children lists the objects of the child resources that may be the
 	// parent's children.
-	Children syncengine.ObjectLister
+	Children engine.ObjectLister
 	// Related lists the objects customize rules select.
-	Related syncengine.ObjectLister
+	Related engine.ObjectLister
 	// Ownership compares desired children with what the controller
 	// applied; nil uses schemas deduced from the objects.
-	Ownership syncengine.FieldOwnership
+	Ownership engine.FieldOwnership
 	// Recorder records Events on the parent; nil records none.
 	Recorder record.EventRecorder
 	// Revisions lists the ControllerRevisions of rolling updates; nil
@@ -70,11 +70,11 @@ type Options struct {
 	DryRun bool
 	// Claimed are the parent's children as given inline (a preview);
 	// nil claims them from Env.Children.
-	Claimed *syncengine.Claimed
+	Claimed *engine.Claimed
 	// Allow, when set, is asked before anything of the plan is carried
 	// out; an error stops the sync there. A live /sync checks the caller's
 	// own rights with it.
-	Allow func(ctx context.Context, plan *syncengine.Plan) error
+	Allow func(ctx context.Context, plan *engine.Plan) error
 }
 
 // Result is what one Sync found and did.
@@ -84,7 +84,7 @@ type Result struct {
 	// Skipped says why nothing was synced; empty when the hooks ran.
 	Skipped string
 	// Plan is the engine's plan; nil when skipped.
-	Plan *syncengine.Plan
+	Plan *engine.Plan
 	// Warnings are problems that did not stop the sync: the plan's and
 	// the claim's.
 	Warnings []string
@@ -145,7 +145,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if err != nil {
 		return res, err
 	}
-	plan, err := syncengine.Compute(ctx, syncengine.Input{
+	plan, err := engine.Compute(ctx, engine.Input{
 		Revisions:  revisions,
 		Definition: c.Def,
 		Parent:     parent,
@@ -172,7 +172,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncWarning", w)
 	}
 	for _, item := range plan.Items {
-		if item.Reason == syncengine.ReasonForeign {
+		if item.Reason == engine.ReasonForeign {
 			// The sample-controller's word for it.
 			c.event(env, opts, parent, corev1.EventTypeWarning, "ErrResourceExists",
 				fmt.Sprintf("%s %s exists and is not controlled by %s %s; it is left alone", item.Desired.GetKind(), item.Desired.GetName(), parent.GetKind(), parent.GetName()))
@@ -288,20 +288,20 @@ func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructure
 
 // rolloutEvent records a step of a rolling update, or the start of a stall
 // or of the end, once: when the parent's Updated condition changes.
-func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *syncengine.Rollout) {
+func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *engine.Rollout) {
 	if r == nil {
 		return
 	}
-	prev := syncengine.StatusCondition(parent, syncengine.UpdatedCondition)
+	prev := engine.StatusCondition(parent, engine.UpdatedCondition)
 	if prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
 		return
 	}
 	switch r.Reason {
-	case syncengine.ReasonRolloutProgressing:
+	case engine.ReasonRolloutProgressing:
 		c.event(env, opts, parent, corev1.EventTypeNormal, r.Reason, fmt.Sprintf("%s moves to ControllerRevision %s", r.Next, r.Latest))
-	case syncengine.ReasonRolloutWaiting:
+	case engine.ReasonRolloutWaiting:
 		c.event(env, opts, parent, corev1.EventTypeWarning, r.Reason, "rolling update halted: "+r.Message)
-	case syncengine.ReasonOnLatestRevision:
+	case engine.ReasonOnLatestRevision:
 		if prev != nil {
 			c.event(env, opts, parent, corev1.EventTypeNormal, "RolloutComplete", "every child is on ControllerRevision "+r.Latest)
 		}
@@ -310,11 +310,11 @@ func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Un
 
 // existing is the index for desired children's names when the children
 // came from one: Candidates then held only the parent's and the orphans.
-func (c *Controller) existing(env Env, opts Options) syncengine.ChildIndex {
+func (c *Controller) existing(env Env, opts Options) engine.ChildIndex {
 	if opts.Claimed != nil {
 		return nil
 	}
-	index, _ := env.Children.(syncengine.ChildIndex)
+	index, _ := env.Children.(engine.ChildIndex)
 	return index
 }
 
@@ -355,12 +355,12 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 // the ControllerRef way. Before adopting orphans it reads the parent again
 // from the cluster: a parent deleted or replaced since it was read must not
 // adopt anything.
-func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*syncengine.Claimed, error) {
-	selector, err := syncengine.ParentSelector(c.Def, parent)
+func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*engine.Claimed, error) {
+	selector, err := engine.ParentSelector(c.Def, parent)
 	if err != nil {
 		return nil, err
 	}
-	index, indexed := env.Children.(syncengine.ChildIndex)
+	index, indexed := env.Children.(engine.ChildIndex)
 	var candidates []*unstructured.Unstructured
 	for _, gvr := range c.Def.ChildGVRs() {
 		var objs []*unstructured.Unstructured
@@ -376,11 +376,11 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 		candidates = append(candidates, objs...)
 	}
 	canAdopt := parent.GetDeletionTimestamp() == nil
-	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
+	claimed := engine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {
 		fresh, err := env.Client.Resource(c.Def.Parent.GVR).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
 		if err != nil || fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil {
-			claimed = syncengine.Claim(parent, selector, candidates, false)
+			claimed = engine.Claim(parent, selector, candidates, false)
 		}
 	}
 	for _, foreign := range claimed.Foreign {
@@ -395,7 +395,7 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 // smaller of the hook's resyncAfterSeconds and the controller's
 // resyncPeriodSeconds (which Metacontroller raises to at least a second, so
 // 0 means every second).
-func (c *Controller) requeueAfter(plan *syncengine.Plan) time.Duration {
+func (c *Controller) requeueAfter(plan *engine.Plan) time.Duration {
 	var after time.Duration
 	if s := plan.Response.ResyncAfterSeconds; s > 0 {
 		after = time.Duration(s * float64(time.Second))

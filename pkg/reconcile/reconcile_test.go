@@ -16,8 +16,8 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 var things = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
@@ -35,7 +35,7 @@ func controller(t *testing.T, finalize bool, mods ...func(*v1alpha1.CompositeCon
 			Hooks:            &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{}},
 		},
 	}
-	h := syncengine.Hooks{Sync: hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+	h := engine.Hooks{Sync: hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 		return &hookapi.SyncHookResponse{Status: map[string]interface{}{"ok": true}}, nil
 	})}
 	if finalize {
@@ -213,7 +213,7 @@ func TestRequeueAfter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := controller(t, false, func(cc *v1alpha1.CompositeController) { cc.Spec.ResyncPeriodSeconds = tc.period })
-			plan := &syncengine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
+			plan := &engine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
 			if got := c.requeueAfter(plan); got != tc.want {
 				t.Errorf("requeueAfter %v, want %v", got, tc.want)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // RevisionLister lists the ControllerRevisions of a parent resource in a
@@ -31,8 +31,8 @@ type ClientRevisions struct {
 // Revisions implements RevisionLister.
 func (r ClientRevisions) Revisions(ctx context.Context, namespace string, parents schema.GroupVersionResource) ([]*v1alpha1.ControllerRevision, error) {
 	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: map[string]string{
-		syncengine.RevisionLabelAPIGroup: parents.Group,
-		syncengine.RevisionLabelResource: parents.Resource,
+		engine.RevisionLabelAPIGroup: parents.Group,
+		engine.RevisionLabelResource: parents.Resource,
 	}})
 	list, err := r.Client.Resource(definition.ControllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

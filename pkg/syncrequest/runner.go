@@ -33,12 +33,12 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -144,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	}
 
 	if !dryRun {
-		opts.Allow = func(ctx context.Context, plan *syncengine.Plan) error {
+		opts.Allow = func(ctx context.Context, plan *engine.Plan) error {
 			return r.allowPlan(ctx, def.Parent.GVR, parent, plan)
 		}
 	}
@@ -263,7 +263,7 @@ var planVerbs = map[v1alpha1.SyncAction][]string{
 // allowPlan refuses a live sync whose plan does what the caller may not do
 // themselves, naming every missing right: the server would otherwise lend
 // its identity to them.
-func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *syncengine.Plan) error {
+func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *engine.Plan) error {
 	var missing []string
 	check := func(verb string, gvr schema.GroupVersionResource, subresource, namespace, name string) {
 		if err := authorizeSubresource(ctx, r.authorizer, verb, gvr, subresource, namespace, name); err != nil {
@@ -321,7 +321,7 @@ func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1
 
 // inlineChildren returns the inline observed children, claimed as owned;
 // nil when the children are to be read from the cluster.
-func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1.SyncRequest) (*syncengine.Claimed, error) {
+func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1.SyncRequest) (*engine.Claimed, error) {
 	if req.Spec.Children != nil {
 		var children hookapi.RelativeObjectMap
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Spec.Children.Raw, &children); err != nil {
@@ -330,7 +330,7 @@ func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1
 		owned := children.List()
 		// Inline children stand for what the parent owns: make them so, as
 		// the cluster would show them.
-		ref := syncengine.ControllerRef(parent)
+		ref := engine.ControllerRef(parent)
 		for _, child := range owned {
 			if child.GetNamespace() == "" {
 				child.SetNamespace(parent.GetNamespace())
@@ -339,19 +339,19 @@ func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1
 				child.SetOwnerReferences(append(child.GetOwnerReferences(), ref))
 			}
 		}
-		return &syncengine.Claimed{Owned: owned}, nil
+		return &engine.Claimed{Owned: owned}, nil
 	}
 	if r.cluster == nil || (req.Spec.Parent != nil && parent.GetUID() == "") {
 		// No cluster to read, or a parent that does not exist yet: it
 		// owns nothing.
-		return &syncengine.Claimed{}, nil
+		return &engine.Claimed{}, nil
 	}
 	return nil, nil
 }
 
 // previewed are the plan's items whose desired child an apply would store.
-func previewed(plan *syncengine.Plan) []syncengine.Item {
-	items := make([]syncengine.Item, 0, len(plan.Items))
+func previewed(plan *engine.Plan) []engine.Item {
+	items := make([]engine.Item, 0, len(plan.Items))
 	for _, item := range plan.Items {
 		if item.Desired != nil && item.Action != v1alpha1.SyncActionDelete {
 			items = append(items, item)
@@ -369,7 +369,7 @@ func previewed(plan *syncengine.Plan) []syncengine.Item {
 // (defaults, admission) is not there; spec.serverDryRun asks for it. A
 // child that can't be computed is shown as the hook returned it, with a
 // warning.
-func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Unstructured, plan *syncengine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Unstructured, plan *engine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
 	schemas := deducedSchemas
 	if r.cluster != nil {
 		schemas = r.cluster.Schemas
@@ -381,7 +381,7 @@ func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Uns
 	// children: it is only encoded.
 	var ownerRefs []interface{}
 	if parent.GetUID() != "" {
-		ownerRefs = ownerReferences(syncengine.ControllerRef(parent))
+		ownerRefs = ownerReferences(engine.ControllerRef(parent))
 	}
 	items := previewed(plan)
 	out := make([]*unstructured.Unstructured, 0, len(items))
@@ -420,7 +420,7 @@ func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Uns
 // child is gone; the observed child, as the takeover from Metacontroller
 // before the apply leaves it; else the object of that name the sync
 // listed, if any (a released child, one someone else controls).
-func liveChild(item syncengine.Item, listed *callerLister) (*unstructured.Unstructured, error) {
+func liveChild(item engine.Item, listed *callerLister) (*unstructured.Unstructured, error) {
 	if item.Action == v1alpha1.SyncActionRecreate {
 		return nil, nil
 	}
@@ -489,14 +489,14 @@ func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{})
 // store them, by server-side applying each with dryRun=All: admission and
 // defaulting included, at one round trip per child. A child the cluster
 // would refuse is a warning: the answer still shows everything else.
-func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, parent *unstructured.Unstructured, plan *engine.Plan) ([]*unstructured.Unstructured, []string) {
 	items := previewed(plan)
 	// The dry-run applies are independent: send them at once, in order of
 	// the plan in the answer. A preview's latency is then one round trip,
 	// not one per child.
 	out := make([]*unstructured.Unstructured, len(items))
 	errs := make([]error, len(items))
-	ref := syncengine.ControllerRef(parent)
+	ref := engine.ControllerRef(parent)
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, maxConcurrentDryRunApplies)
 	for i, item := range items {
@@ -538,7 +538,7 @@ func hookFailed(err error) error {
 	}}
 }
 
-func planItem(item syncengine.Item) v1alpha1.SyncPlanItem {
+func planItem(item engine.Item) v1alpha1.SyncPlanItem {
 	obj := item.Desired
 	if obj == nil {
 		obj = item.Observed
@@ -557,7 +557,7 @@ func planItem(item syncengine.Item) v1alpha1.SyncPlanItem {
 
 // rollout is what a preview shows of a rolling update: the revisions, the
 // child that moves next and what the others wait for.
-func rollout(r *syncengine.Rollout) *v1alpha1.SyncRollout {
+func rollout(r *engine.Rollout) *v1alpha1.SyncRollout {
 	if r == nil {
 		return nil
 	}

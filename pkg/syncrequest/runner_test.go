@@ -12,8 +12,8 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -46,7 +46,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	refs := ownerReferences(syncengine.ControllerRef(parent))
+	refs := ownerReferences(engine.ControllerRef(parent))
 
 	created := configMap("p-new", map[string]interface{}{"color": "blue"})
 	updated := configMap("p-updated", map[string]interface{}{"color": "green"})
@@ -63,7 +63,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	}
 	gone := stored(t, configMap("p-gone", nil), manager, refs)
 
-	plan := &syncengine.Plan{Items: []syncengine.Item{
+	plan := &engine.Plan{Items: []engine.Item{
 		{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: created},
 		{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: updated, Observed: updatedLive},
 		{Action: v1alpha1.SyncActionRecreate, GVR: configMaps, Desired: recreated, Observed: recreatedLive},
@@ -122,7 +122,7 @@ func TestWouldStoreWithoutParentUID(t *testing.T) {
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1", "kind": "Hello", "metadata": map[string]interface{}{"name": "p", "namespace": "default"},
 	}}
-	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
+	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
 	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
 	if len(out) != 1 || len(warnings) != 0 {
 		t.Fatalf("got %d children, warnings %q; want 1, none", len(out), warnings)
@@ -141,7 +141,7 @@ func TestWouldStoreFallsBackToTheHooksChild(t *testing.T) {
 	// Observed as another kind: nothing to merge into.
 	observed := configMap("p-a", nil)
 	observed.SetKind("Secret")
-	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
+	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
 	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
 	if len(out) != 1 || out[0] != desired {
 		t.Errorf("got %v, want the hook's child", out)
@@ -157,9 +157,9 @@ func BenchmarkWouldStore(b *testing.B) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	plan := &syncengine.Plan{}
+	plan := &engine.Plan{}
 	for i := 0; i < 10; i++ {
-		plan.Items = append(plan.Items, syncengine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
+		plan.Items = append(plan.Items, engine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{}
@@ -177,9 +177,9 @@ func BenchmarkWouldStoreSchema(b *testing.B) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	plan := &syncengine.Plan{}
+	plan := &engine.Plan{}
 	for i := 0; i < 10; i++ {
-		plan.Items = append(plan.Items, syncengine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
+		plan.Items = append(plan.Items, engine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{cluster: &target.Cluster{Schemas: fieldowner.NewSchemas(openapitest.NewEmbeddedFileClient())}}

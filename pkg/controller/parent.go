@@ -381,6 +381,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 		Metadata:  pc.m.cfg.Metadata,
 		Resolver:  definition.RESTMapperResolver(pc.m.cfg.Discovery),
 		Children:  lister,
+		Index:     lister,
 		Related:   lister,
 		Recorder:  pc.m.recorder,
 		Revisions: reconcile.ClientRevisions{Client: pc.m.cfg.Dynamic},

@@ -24,8 +24,6 @@ const KindComposite = "CompositeController"
 // hook puts on its parents, as Metacontroller does.
 const FinalizerPrefix = "metacontroller.io/compositecontroller-"
 
-var errNoDiscovery = errors.New("no discovery to resolve it with")
-
 // Compile compiles cc, resolving its resources with resolver (nil, or one
 // that can't map resources to kinds, leaves kinds and scopes unknown). A
 // controller that can't compile gives one error naming the field at fault;

@@ -268,16 +268,15 @@ func FieldManager(controller string) string {
 	return "metacontroller.k8s.io/" + controller
 }
 
-// resolve asks resolver for the kind and scope of gvr. A resolver that
-// can't map resources to kinds (no cluster) leaves them unknown.
+// resolve asks resolver for the kind and scope of gvr; without a resolver
+// they are unknown.
 func resolve(gvr schema.GroupVersionResource, resolver KindResolver) Resource {
 	r := Resource{GVR: gvr}
-	kf, ok := resolver.(KindForResolver)
-	if !ok {
-		r.Err = errNoDiscovery
+	if resolver == nil {
+		r.Err = ErrNoKinds
 		return r
 	}
-	if r.Kind, r.Err = kf.KindFor(gvr); r.Err != nil {
+	if r.Kind, r.Err = resolver.KindFor(gvr); r.Err != nil {
 		return r
 	}
 	_, r.Namespaced, r.Err = resolver.ResourceFor(r.Kind)

@@ -28,10 +28,10 @@ const (
 // Hooks are the hooks Compute may call for a parent.
 type Hooks struct {
 	// Sync computes the parent's status and desired children. Required.
-	Sync hookapi.SyncHook
+	Sync SyncHook
 	// Finalize is called instead of Sync while the parent is being deleted.
 	// Optional; without it a parent being deleted is not synced at all.
-	Finalize hookapi.SyncHook
+	Finalize SyncHook
 	// Customize selects related objects; called only when the controller
 	// declares a customize hook. Optional.
 	Customize hookapi.CustomizeHook
@@ -106,10 +106,27 @@ type FieldOwnership interface {
 	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
 }
 
-// sentSyncHook is a sync hook that also returns the exact request body it
-// sent, as *hooks.Webhook does.
-type sentSyncHook interface {
+// SyncHook is a sync or finalize hook as the engine calls it: it answers
+// and says the exact request body it sent, which a preview shows as is
+// (*hooks.Webhook); nil when it sent none.
+type SyncHook interface {
 	SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error)
+}
+
+// InProcess makes a hook that runs in this process (Go code, tests), and so
+// sends no body, a SyncHook; nil stays nil.
+func InProcess(h hookapi.SyncHook) SyncHook {
+	if h == nil {
+		return nil
+	}
+	return inProcess{h}
+}
+
+type inProcess struct{ hookapi.SyncHook }
+
+func (h inProcess) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	resp, err := h.Sync(ctx, req)
+	return resp, nil, err
 }
 
 // Plan is the outcome of one sync of one parent: what the hooks were asked
@@ -273,15 +290,9 @@ func (c *computation) run(ctx context.Context) error {
 			c.plan.HookRequest = req
 		}
 		start := time.Now()
-		var resp *hookapi.SyncHookResponse
-		if sender, ok := hook.(sentSyncHook); ok {
-			var sent []byte
-			resp, sent, err = sender.SyncSent(ctx, req)
-			if c.plan.HookRequest == req {
-				c.plan.HookRequestJSON = sent
-			}
-		} else {
-			resp, err = hook.Sync(ctx, req)
+		resp, sent, err := hook.SyncSent(ctx, req)
+		if c.plan.HookRequest == req {
+			c.plan.HookRequestJSON = sent
 		}
 		c.plan.SyncDuration += time.Since(start)
 		if err != nil {
@@ -361,11 +372,9 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 	// tell "none of this kind" from "kind not watched". Only a resolver that
 	// maps resources to kinds can name the kind of a resource without
 	// objects; otherwise the kinds of the objects at hand have to do.
-	if kf, ok := c.in.Resolver.(definition.KindForResolver); ok {
-		for _, child := range c.in.Definition.Children {
-			if gvk, err := kf.KindFor(child.GVR); err == nil {
-				m.InitGroup(child.APIVersion(), gvk.Kind)
-			}
+	for _, child := range c.in.Definition.Children {
+		if gvk, err := c.in.Resolver.KindFor(child.GVR); err == nil {
+			m.InitGroup(child.APIVersion(), gvk.Kind)
 		}
 	}
 	ch := c.in.Children
@@ -417,14 +426,13 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
 		return m, nil
 	}
-	kf, ok := c.in.Resolver.(definition.KindForResolver)
-	if !ok {
-		return nil, errors.New("can't look up related objects: the resolver can't map resources to kinds")
-	}
 	for _, rule := range resp.RelatedResourceRules {
 		gv, _ := schema.ParseGroupVersion(rule.APIVersion)
 		gvr := gv.WithResource(rule.Resource)
-		gvk, err := kf.KindFor(gvr)
+		gvk, err := c.in.Resolver.KindFor(gvr)
+		if errors.Is(err, definition.ErrNoKinds) {
+			return nil, fmt.Errorf("can't look up related objects: %w", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("can't resolve related resource %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
 		}

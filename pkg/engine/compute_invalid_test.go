@@ -263,6 +263,10 @@ func (r failingResolver) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupV
 	return schema.GroupVersionResource{}, false, r.err
 }
 
+func (r failingResolver) KindFor(schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return schema.GroupVersionKind{}, definition.ErrNoKinds
+}
+
 func TestComputeFailuresYieldNoPlan(t *testing.T) {
 	configMapRule := []*hookapi.RelatedResourceRule{{APIVersion: "v1", Resource: "configmaps"}}
 	customizing := func(resp *hookapi.CustomizeHookResponse, err error) hookapi.CustomizeHook {
@@ -282,14 +286,14 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 	}{
 		{
 			name:    "sync hook error",
-			modify:  func(in *Input) { in.Hooks.Sync = failingSync },
+			modify:  func(in *Input) { in.Hooks.Sync = InProcess(failingSync) },
 			wantErr: "sync hook: database on fire",
 		},
 		{
 			name: "finalize hook error",
 			modify: func(in *Input) {
 				in.Parent = deleting(newParent())
-				in.Hooks.Finalize = failingSync
+				in.Hooks.Finalize = InProcess(failingSync)
 			},
 			wantErr: "finalize hook: database on fire",
 		},

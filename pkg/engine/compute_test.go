@@ -596,7 +596,7 @@ func TestComputeFinalizing(t *testing.T) {
 		parent := deleting(newParent())
 		parent.SetFinalizers([]string{definition.FinalizerPrefix + "things"})
 		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = finalize
+		in.Hooks.Finalize = InProcess(finalize)
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -616,7 +616,7 @@ func TestComputeFinalizing(t *testing.T) {
 		parent := deleting(newParent())
 		parent.SetFinalizers([]string{metav1.FinalizerDeleteDependents, definition.FinalizerPrefix + "things"})
 		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = returning()
+		in.Hooks.Finalize = InProcess(returning())
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -635,7 +635,7 @@ func TestComputeFinalizing(t *testing.T) {
 		parent := newParent()
 		parent.SetFinalizers([]string{definition.FinalizerPrefix + "things"})
 		in := newInput(cc, parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = returning()
+		in.Hooks.Finalize = InProcess(returning())
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)

@@ -210,7 +210,7 @@ func newInput(cc *v1alpha1.CompositeController, parent *unstructured.Unstructure
 		Definition: compile(cc),
 		Parent:     parent,
 		Children:   children,
-		Hooks:      Hooks{Sync: hook},
+		Hooks:      Hooks{Sync: InProcess(hook)},
 		Resolver:   definition.GuessingResolver(),
 	}
 }

@@ -51,6 +51,11 @@ type Env struct {
 	// Children lists the objects of the child resources that may be the
 	// parent's children.
 	Children engine.ObjectLister
+	// Index, when set, finds them instead without reading the parent's
+	// whole namespace (the loop's informers index objects by controller);
+	// it also tells the engine which objects that are not the parent's
+	// share a desired child's name.
+	Index engine.ChildIndex
 	// Related lists the objects customize rules select.
 	Related engine.ObjectLister
 	// Ownership compares desired children with what the controller
@@ -314,8 +319,7 @@ func (c *Controller) existing(env Env, opts Options) engine.ChildIndex {
 	if opts.Claimed != nil {
 		return nil
 	}
-	index, _ := env.Children.(engine.ChildIndex)
-	return index
+	return env.Index
 }
 
 // ours tells whether the controller syncs parent: it matches the label
@@ -360,13 +364,12 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 	if err != nil {
 		return nil, err
 	}
-	index, indexed := env.Children.(engine.ChildIndex)
 	var candidates []*unstructured.Unstructured
 	for _, gvr := range c.Def.ChildGVRs() {
 		var objs []*unstructured.Unstructured
 		var err error
-		if indexed {
-			objs, err = index.Candidates(ctx, gvr, parent.GetNamespace(), parent.GetUID())
+		if env.Index != nil {
+			objs, err = env.Index.Candidates(ctx, gvr, parent.GetNamespace(), parent.GetUID())
 		} else {
 			objs, err = env.Children.List(ctx, gvr, parent.GetNamespace(), labels.Everything())
 		}

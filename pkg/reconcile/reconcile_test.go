@@ -35,14 +35,14 @@ func controller(t *testing.T, finalize bool, mods ...func(*v1alpha1.CompositeCon
 			Hooks:            &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{}},
 		},
 	}
-	h := engine.Hooks{Sync: hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+	h := engine.Hooks{Sync: engine.InProcess(hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 		return &hookapi.SyncHookResponse{Status: map[string]interface{}{"ok": true}}, nil
-	})}
+	}))}
 	if finalize {
 		cc.Spec.Hooks.Finalize = &v1alpha1.Hook{}
-		h.Finalize = hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		h.Finalize = engine.InProcess(hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"finalizing": true}}, nil
-		})
+		}))
 	}
 	for _, m := range mods {
 		m(cc)

@@ -220,6 +220,15 @@ func (d *Definition) Child(gvr schema.GroupVersionResource) (Child, bool) {
 	return Child{}, false
 }
 
+// UpdateMethod is the update method of the child resource gvr, OnDelete
+// unless the controller says otherwise.
+func (d *Definition) UpdateMethod(gvr schema.GroupVersionResource) v1alpha1.ChildUpdateMethod {
+	if child, ok := d.Child(gvr); ok {
+		return child.Method
+	}
+	return v1alpha1.ChildUpdateOnDelete
+}
+
 // ChildOfGroupResource returns the first child resource of gr, whatever its
 // version: a ControllerRevision names children by group and kind only.
 func (d *Definition) ChildOfGroupResource(gr schema.GroupResource) (Child, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,14 +244,12 @@ func (c *computation) resolve(gvk schema.GroupVersionKind) (schema.GroupVersionR
 	return r.gvr, r.namespaced, r.err
 }
 
-func (c *computation) warn(format string, args ...interface{}) {
+// warn adds a warning to the plan, once.
+func (p *Plan) warn(format string, args ...interface{}) {
 	msg := fmt.Sprintf(format, args...)
-	for _, w := range c.plan.Warnings {
-		if w == msg {
-			return
-		}
+	if !slices.Contains(p.Warnings, msg) {
+		p.Warnings = append(p.Warnings, msg)
 	}
-	c.plan.Warnings = append(c.plan.Warnings, msg)
 }
 
 func (c *computation) run(ctx context.Context) error {
@@ -262,10 +261,10 @@ func (c *computation) run(ctx context.Context) error {
 	// (it still carries the finalizer, or it would not be synced), and the
 	// sync hook otherwise, deleting parents included.
 	deleting := c.in.Parent.GetDeletionTimestamp() != nil
-	leaving := deleting || !c.matchesParentLabels()
+	leaving := deleting || !c.in.Definition.ParentLabels.Matches(labels.Set(c.in.Parent.GetLabels()))
 	if leaving && spec.Finalize != nil {
 		if c.in.Hooks.Finalize == nil {
-			c.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
+			c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
 		} else {
 			c.plan.Finalizing = true
 			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, spec.Finalize.Version
@@ -282,7 +281,7 @@ func (c *computation) run(ctx context.Context) error {
 		req := &hookapi.SyncHookRequest{
 			Controller: c.in.Definition.Object.DeepCopy(),
 			Parent:     parent.DeepCopy(),
-			Children:   c.observedMap(version),
+			Children:   c.in.observedMap(version),
 			Related:    related,
 			Finalizing: c.plan.Finalizing,
 		}
@@ -323,7 +322,7 @@ func (c *computation) run(ctx context.Context) error {
 	case c.in.Parent.GetNamespace() == "":
 		// ControllerRevisions are namespaced, as Metacontroller's, and a
 		// cluster-scoped parent has no namespace to keep them in.
-		c.warn("rolling updates need a namespaced parent to keep its ControllerRevisions in; the children of this cluster-scoped parent are updated as with InPlace or Recreate")
+		c.plan.warn("rolling updates need a namespaced parent to keep its ControllerRevisions in; the children of this cluster-scoped parent are updated as with InPlace or Recreate")
 	default:
 		if desired, err = c.rollOut(ctx, call, desired); err != nil {
 			return err
@@ -338,17 +337,11 @@ func (c *computation) run(ctx context.Context) error {
 	return c.buildItems(desired)
 }
 
-// matchesParentLabels tells whether the parent matches the controller's
-// spec.parentResource.labelSelector.
-func (c *computation) matchesParentLabels() bool {
-	return c.in.Definition.ParentLabels.Matches(labels.Set(c.in.Parent.GetLabels()))
-}
-
 // leaveChildren plans nothing for the children of a parent that is being
 // deleted without the controller's finalize hook holding it: the garbage
 // collector removes them with the parent.
 func (c *computation) leaveChildren() error {
-	c.warn("parent is being deleted; its children are left to the garbage collector")
+	c.plan.warn("parent is being deleted; its children are left to the garbage collector")
 	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Release} {
 		for _, obj := range list {
 			gvr, err := c.observedGVR(obj)
@@ -366,18 +359,18 @@ func (c *computation) leaveChildren() error {
 // the orphans about to be adopted (Metacontroller sends those too), keyed as
 // the hook version wants. The objects are copies, so that an in-process hook
 // that modifies its request cannot corrupt an informer cache or the plan.
-func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
+func (in *Input) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
 	m := hookapi.RelativeObjectMap{}
 	// Send an empty group for each declared child resource, so a hook can
 	// tell "none of this kind" from "kind not watched". Only a resolver that
 	// maps resources to kinds can name the kind of a resource without
 	// objects; otherwise the kinds of the objects at hand have to do.
-	for _, child := range c.in.Definition.Children {
-		if gvk, err := c.in.Resolver.KindFor(child.GVR); err == nil {
+	for _, child := range in.Definition.Children {
+		if gvk, err := in.Resolver.KindFor(child.GVR); err == nil {
 			m.InitGroup(child.APIVersion(), gvk.Kind)
 		}
 	}
-	ch := c.in.Children
+	ch := in.Children
 	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt, ch.Release, ch.Foreign} {
 		for _, obj := range list {
 			if obj != nil {
@@ -388,7 +381,7 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt} {
 		for _, obj := range list {
 			if obj != nil {
-				m.InsertRelative(version, c.in.Parent, obj.DeepCopy())
+				m.InsertRelative(version, in.Parent, obj.DeepCopy())
 			}
 		}
 	}
@@ -404,7 +397,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		return m, nil
 	}
 	if c.in.Hooks.Customize == nil {
-		c.warn("the controller declares a customize hook but it is not available here; the sync hook gets no related objects")
+		c.plan.warn("the controller declares a customize hook but it is not available here; the sync hook gets no related objects")
 		return m, nil
 	}
 	start := time.Now()
@@ -416,14 +409,14 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	if err != nil {
 		return nil, fmt.Errorf("%s hook: %w", HookCustomize, err)
 	}
-	if err := c.validateRules(resp); err != nil {
+	if err := validateRules(c.in.Definition.Name, resp); err != nil {
 		return nil, err
 	}
 	if len(resp.RelatedResourceRules) == 0 {
 		return m, nil
 	}
 	if c.in.Related == nil {
-		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
+		c.plan.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
 		return m, nil
 	}
 	for _, rule := range resp.RelatedResourceRules {
@@ -464,7 +457,8 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	return m, nil
 }
 
-func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
+// validateRules checks the rules of a customize hook's answer.
+func validateRules(controller string, resp *hookapi.CustomizeHookResponse) error {
 	var problems []string
 	if resp == nil {
 		problems = append(problems, "the hook returned no response")
@@ -503,7 +497,7 @@ func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
 		}
 	}
 	if len(problems) > 0 {
-		return &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize, Problems: problems}
+		return &InvalidResponseError{Controller: controller, Hook: HookCustomize, Problems: problems}
 	}
 	return nil
 }
@@ -553,7 +547,7 @@ func (c *computation) observedGVR(obj *unstructured.Unstructured) (schema.GroupV
 func (c *computation) selector() labels.Selector {
 	sel, err := ParentSelector(c.in.Definition, c.in.Parent)
 	if err != nil {
-		c.warn("desired children are not checked against the parent's selector: %v", err)
+		c.plan.warn("desired children are not checked against the parent's selector: %v", err)
 		return nil
 	}
 	return sel

@@ -190,7 +190,7 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 
 	sel, err := RevisionSelector(c.in.Definition, c.in.Parent)
 	if err != nil {
-		c.warn("ControllerRevisions are not adopted: %v", err)
+		c.plan.warn("ControllerRevisions are not adopted: %v", err)
 		sel = nil
 	}
 	owned, adopt := claimRevisions(c.in.Parent, sel, c.in.Revisions)
@@ -206,7 +206,7 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 		observed[rev.Name] = rev
 		var patch map[string]interface{}
 		if err := json.Unmarshal(rev.ParentPatch.Raw, &patch); err != nil || patch == nil {
-			c.warn("ControllerRevision %s has no readable parentPatch; it is ignored: %v", rev.Name, err)
+			c.plan.warn("ControllerRevision %s has no readable parentPatch; it is ignored: %v", rev.Name, err)
 			continue
 		}
 		data, err := canonicalJSON(patch)
@@ -489,7 +489,7 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 func (c *computation) differs(d desiredChild, obs *unstructured.Unstructured) bool {
 	want := d.obj.DeepCopy()
 	want.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(c.in.Parent)})
-	res, err := c.ownership().Compare(obs, want, c.in.Definition.FieldManager)
+	res, err := c.in.ownership().Compare(obs, want, c.in.Definition.FieldManager)
 	return err != nil || res.Changed
 }
 

@@ -70,7 +70,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		problem("resyncAfterSeconds is %v", resp.ResyncAfterSeconds)
 	}
 	if resp.Finalized && hookName != HookFinalize {
-		c.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
+		c.plan.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
 	}
 
 	parent := c.in.Parent
@@ -235,7 +235,7 @@ func (c *computation) stripSystemMetadata(desc string, obj *unstructured.Unstruc
 	// parent's controller reference.
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.UID != c.in.Parent.GetUID() {
-			c.warn("%s: metadata.ownerReferences set by the hook are dropped; the controller sets its own controller reference", desc)
+			c.plan.warn("%s: metadata.ownerReferences set by the hook are dropped; the controller sets its own controller reference", desc)
 			break
 		}
 	}

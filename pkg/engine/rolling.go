@@ -178,6 +178,56 @@ func (c *computation) rollingKind(group, kind string) bool {
 // Updated condition, the smallest resync, finalized only if every revision
 // agrees.
 func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error), latestDesired []desiredChild) ([]desiredChild, error) {
+	set, err := c.readRevisions()
+	if err != nil {
+		return nil, err
+	}
+	latest, revisions := set.latest, set.all
+	latest.setAnswer(c.plan.Response, latestDesired)
+	for _, pr := range revisions[1:] {
+		resp, desired, err := call(ctx, pr.parent)
+		if err != nil {
+			return nil, fmt.Errorf("for ControllerRevision %s: %w", pr.rev.Name, err)
+		}
+		pr.setAnswer(resp, desired)
+	}
+	for _, pr := range revisions {
+		for _, d := range pr.desired {
+			c.kindResources[d.obj.GroupVersionKind().GroupKind()] = d.gvr
+		}
+	}
+
+	r := &Rollout{Latest: latest.rev.Name, revisionOf: map[string]string{}}
+	r.Reason, r.Message, r.Next = c.step(revisions)
+	desired := set.plan(r)
+	c.plan.Rollout = r
+	c.plan.Response = c.aggregate(latest, revisions, r)
+
+	out := make([]desiredChild, 0, len(desired))
+	for _, d := range desired {
+		out = append(out, d)
+	}
+	sortDesired(out)
+	return out, nil
+}
+
+// revisionSet is the parent's ControllerRevisions, read for one rollout.
+type revisionSet struct {
+	// latest is the parent as it is; all holds it first, then each older
+	// revision with the parent as it was then.
+	latest *parentRevision
+	all    []*parentRevision
+	// owned are the revisions the parent controls; observed all that were
+	// read, by name; adopted the names of the orphans it adopts.
+	owned    []*v1alpha1.ControllerRevision
+	observed map[string]*v1alpha1.ControllerRevision
+	adopted  map[string]bool
+}
+
+// readRevisions claims the parent's ControllerRevisions and makes, from
+// each, the parent as it was at that revision; the parent as it is gets
+// the revision whose patch it matches, or a new one.
+func (c *computation) readRevisions() (*revisionSet, error) {
 	fieldPaths := c.in.Definition.RevisionFieldPaths
 	latestPatch, err := revisionPatch(c.in.Parent.Object, fieldPaths)
 	if err != nil {
@@ -194,16 +244,15 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 		sel = nil
 	}
 	owned, adopt := claimRevisions(c.in.Parent, sel, c.in.Revisions)
-	observed := map[string]*v1alpha1.ControllerRevision{}
-	adopted := map[string]bool{}
+	set := &revisionSet{owned: owned, observed: map[string]*v1alpha1.ControllerRevision{}, adopted: map[string]bool{}}
 	for _, rev := range adopt {
-		adopted[rev.Name] = true
+		set.adopted[rev.Name] = true
 	}
 
 	latest := &parentRevision{parent: c.in.Parent}
-	revisions := []*parentRevision{latest}
+	set.latest, set.all = latest, []*parentRevision{latest}
 	for _, rev := range append(append([]*v1alpha1.ControllerRevision{}, owned...), adopt...) {
-		observed[rev.Name] = rev
+		set.observed[rev.Name] = rev
 		var patch map[string]interface{}
 		if err := json.Unmarshal(rev.ParentPatch.Raw, &patch); err != nil || patch == nil {
 			c.plan.warn("ControllerRevision %s has no readable parentPatch; it is ignored: %v", rev.Name, err)
@@ -221,40 +270,29 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 		if err := applyRevisionPatch(pr.parent.Object, patch, fieldPaths); err != nil {
 			return nil, fmt.Errorf("ControllerRevision %s: %w", rev.Name, err)
 		}
-		revisions = append(revisions, pr)
+		set.all = append(set.all, pr)
 	}
 	if latest.rev == nil {
 		if latest.rev, err = newRevision(c.in.Definition, c.in.Parent, latestData); err != nil {
 			return nil, err
 		}
 	}
-	for _, pr := range revisions {
-		if adopted[pr.rev.Name] {
+	for _, pr := range set.all {
+		if set.adopted[pr.rev.Name] {
 			pr.rev.OwnerReferences = append(pr.rev.OwnerReferences, ControllerRef(c.in.Parent))
 		}
 	}
+	return set, nil
+}
 
-	latest.setAnswer(c.plan.Response, latestDesired)
-	for _, pr := range revisions[1:] {
-		resp, desired, err := call(ctx, pr.parent)
-		if err != nil {
-			return nil, fmt.Errorf("for ControllerRevision %s: %w", pr.rev.Name, err)
-		}
-		pr.setAnswer(resp, desired)
-	}
-	for _, pr := range revisions {
-		for _, d := range pr.desired {
-			c.kindResources[d.obj.GroupVersionKind().GroupKind()] = d.gvr
-		}
-	}
-
-	r := &Rollout{Latest: latest.rev.Name, revisionOf: map[string]string{}}
-	r.Reason, r.Message, r.Next = c.step(revisions)
-
-	// Revisions no child follows any more go: the user keeps old
-	// configurations in source control, not here (Metacontroller's rule).
+// plan fills r with the revisions to keep, create, update and delete, and
+// returns the desired children by key, each as the revision it follows
+// wants it. Revisions no child follows any more go: the user keeps old
+// configurations in source control, not here (Metacontroller's rule).
+func (set *revisionSet) plan(r *Rollout) map[string]desiredChild {
+	latest := set.latest
 	live := []*parentRevision{latest}
-	for _, pr := range revisions[1:] {
+	for _, pr := range set.all[1:] {
 		if pr.count() > 0 {
 			live = append(live, pr)
 		}
@@ -283,28 +321,20 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 	liveNames := map[string]bool{}
 	for _, pr := range live {
 		liveNames[pr.rev.Name] = true
-		old, ok := observed[pr.rev.Name]
+		old, ok := set.observed[pr.rev.Name]
 		switch {
 		case !ok:
 			r.Create = append(r.Create, pr.rev)
-		case adopted[pr.rev.Name] || !revisionChildrenEqual(old.Children, pr.rev.Children):
+		case set.adopted[pr.rev.Name] || !revisionChildrenEqual(old.Children, pr.rev.Children):
 			r.Update = append(r.Update, pr.rev)
 		}
 	}
-	for _, rev := range owned {
+	for _, rev := range set.owned {
 		if !liveNames[rev.Name] {
 			r.Delete = append(r.Delete, rev)
 		}
 	}
-	c.plan.Rollout = r
-	c.plan.Response = c.aggregate(latest, revisions, r)
-
-	out := make([]desiredChild, 0, len(desired))
-	for _, d := range desired {
-		out = append(out, d)
-	}
-	sortDesired(out)
-	return out, nil
+	return desired
 }
 
 // step is Metacontroller's syncRollingUpdate: it settles which revision

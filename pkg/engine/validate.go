@@ -73,119 +73,144 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		c.plan.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
 	}
 
-	parent := c.in.Parent
-	parentNS := parent.GetNamespace()
-	parentKey := ChildKey(parent)
-	generate := c.in.Definition.GenerateSelector
 	var selector labels.Selector
 	if len(resp.Children) > 0 {
 		selector = c.selector()
 	}
-
 	var out []desiredChild
 	seen := map[string]int{}
 	for i, child := range resp.Children {
-		if child == nil {
-			problem("children[%d] is null", i)
-			continue
-		}
-		apiVersion, kind, name, idProblems := identity(child)
-		if len(idProblems) > 0 {
-			for _, p := range idProblems {
-				problem("children[%d] %s", i, p)
-			}
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(apiVersion)
+		d, err := c.validateChild(i, child, selector, seen, problem)
 		if err != nil {
-			problem("children[%d] has an invalid apiVersion %q: %v", i, apiVersion, err)
-			continue
+			return nil, err
 		}
-		obj, err := normalize(child)
-		if err != nil {
-			problem("children[%d] (%s.%s %s) is not a valid object: %v", i, kind, apiVersion, name, err)
-			continue
+		if d != nil {
+			out = append(out, *d)
 		}
-		// Name the child as the hook wrote it; the namespace may be
-		// defaulted below.
-		desc := "child " + describe(obj)
-		for _, field := range []string{"labels", "annotations"} {
-			if _, _, err := unstructured.NestedStringMap(obj.Object, "metadata", field); err != nil {
-				problem("%s: metadata.%s must map strings to strings: %v", desc, field, err)
-			}
-		}
-
-		gvr, namespaced, err := c.resolve(gv.WithKind(kind))
-		if err != nil {
-			if !meta.IsNoMatchError(err) {
-				// Discovery failing says nothing about the answer, but we
-				// can't plan without knowing where the child lives.
-				return nil, fmt.Errorf("can't resolve the resource of %s: %w", desc, err)
-			}
-			problem("%s: %v", desc, err)
-			continue
-		}
-		if _, declared := c.in.Definition.Child(gvr); !declared {
-			problem("%s: %s (%s) is not one of the controller's childResources", desc, gvr.GroupResource(), gv)
-		}
-
-		ns := obj.GetNamespace()
-		switch {
-		case parentNS != "" && !namespaced:
-			problem("%s: %s is cluster-scoped; a namespaced parent can only have children in its own namespace", desc, gvr.GroupResource())
-		case parentNS != "" && ns == "":
-			obj.SetNamespace(parentNS)
-		case parentNS != "" && ns != parentNS:
-			problem("%s is in namespace %s, not the parent's namespace %s", desc, ns, parentNS)
-		case parentNS == "" && namespaced && ns == "":
-			problem("%s: %s is namespaced and the parent is cluster-scoped, so the child must set metadata.namespace", desc, gvr.GroupResource())
-		case parentNS == "" && !namespaced && ns != "":
-			problem("%s: %s is cluster-scoped but the child sets metadata.namespace %s", desc, gvr.GroupResource(), ns)
-		}
-
-		key := ChildKey(obj)
-		if key == parentKey || (c.in.Definition.Parent.GVR.Resource != "" && gvr.GroupResource() == c.in.Definition.Parent.GVR.GroupResource() &&
-			obj.GetNamespace() == parentNS && name == parent.GetName()) {
-			problem("%s is the parent itself", desc)
-		}
-		seen[key]++
-		if seen[key] == 2 {
-			// Named after namespace defaulting: that is why they collide.
-			problem("child %s is returned more than once", describe(obj))
-		}
-
-		c.stripSystemMetadata(desc, obj)
-		// What is applied, and so compared: no status (never a parent's to
-		// write, as in Metacontroller), numbers as the wire has them.
-		fieldowner.SanitizeInPlace(obj) // obj is normalize's copy
-		// The labels are read once: GetLabels copies them every time.
-		var l map[string]string
-		if generate || selector != nil {
-			l = obj.GetLabels()
-		}
-		if generate {
-			// As Metacontroller: add the label when the hook did not set
-			// it; a different value fails the selector check below.
-			if _, ok := l[ControllerUIDLabel]; !ok {
-				if l == nil {
-					l = map[string]string{}
-				}
-				l[ControllerUIDLabel] = string(parent.GetUID())
-				obj.SetLabels(l)
-			}
-		}
-		if selector != nil && !selector.Matches(labels.Set(l)) {
-			// Such a child would be released right after it is created and
-			// recreated on every sync.
-			problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(l), selector)
-		}
-		out = append(out, desiredChild{obj: obj, gvr: gvr})
 	}
 	if len(problems) > 0 {
 		return nil, invalid(problems)
 	}
 	sortDesired(out)
 	return out, nil
+}
+
+// validateChild checks the i-th child of the hook's answer, reporting each
+// problem, and returns it normalized; nil when it is invalid. seen counts
+// the children by key, to report duplicates. An error is a failure to
+// check (discovery), not a problem of the answer.
+func (c *computation) validateChild(i int, child *unstructured.Unstructured, selector labels.Selector, seen map[string]int, problem func(format string, args ...interface{})) (*desiredChild, error) {
+	parent := c.in.Parent
+	parentNS := parent.GetNamespace()
+	parentKey := ChildKey(parent)
+	if child == nil {
+		problem("children[%d] is null", i)
+		return nil, nil
+	}
+	apiVersion, kind, name, idProblems := identity(child)
+	if len(idProblems) > 0 {
+		for _, p := range idProblems {
+			problem("children[%d] %s", i, p)
+		}
+		return nil, nil
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		problem("children[%d] has an invalid apiVersion %q: %v", i, apiVersion, err)
+		return nil, nil
+	}
+	obj, err := normalize(child)
+	if err != nil {
+		problem("children[%d] (%s.%s %s) is not a valid object: %v", i, kind, apiVersion, name, err)
+		return nil, nil
+	}
+	// Name the child as the hook wrote it; the namespace may be
+	// defaulted below.
+	desc := "child " + describe(obj)
+	for _, field := range []string{"labels", "annotations"} {
+		if _, _, err := unstructured.NestedStringMap(obj.Object, "metadata", field); err != nil {
+			problem("%s: metadata.%s must map strings to strings: %v", desc, field, err)
+		}
+	}
+
+	gvr, namespaced, err := c.resolve(gv.WithKind(kind))
+	if err != nil {
+		if !meta.IsNoMatchError(err) {
+			// Discovery failing says nothing about the answer, but we
+			// can't plan without knowing where the child lives.
+			return nil, fmt.Errorf("can't resolve the resource of %s: %w", desc, err)
+		}
+		problem("%s: %v", desc, err)
+		return nil, nil
+	}
+	if _, declared := c.in.Definition.Child(gvr); !declared {
+		problem("%s: %s (%s) is not one of the controller's childResources", desc, gvr.GroupResource(), gv)
+	}
+
+	placeChild(desc, obj, gvr, namespaced, parentNS, problem)
+
+	key := ChildKey(obj)
+	if key == parentKey || (c.in.Definition.Parent.GVR.Resource != "" && gvr.GroupResource() == c.in.Definition.Parent.GVR.GroupResource() &&
+		obj.GetNamespace() == parentNS && name == parent.GetName()) {
+		problem("%s is the parent itself", desc)
+	}
+	seen[key]++
+	if seen[key] == 2 {
+		// Named after namespace defaulting: that is why they collide.
+		problem("child %s is returned more than once", describe(obj))
+	}
+
+	c.stripSystemMetadata(desc, obj)
+	// What is applied, and so compared: no status (never a parent's to
+	// write, as in Metacontroller), numbers as the wire has them.
+	fieldowner.SanitizeInPlace(obj) // obj is normalize's copy
+	c.labelChild(desc, obj, selector, problem)
+	return &desiredChild{obj: obj, gvr: gvr}, nil
+}
+
+// placeChild defaults the namespace of a namespaced parent's child and
+// reports a child that is not where its parent's scope allows.
+func placeChild(desc string, obj *unstructured.Unstructured, gvr schema.GroupVersionResource, namespaced bool, parentNS string, problem func(format string, args ...interface{})) {
+	ns := obj.GetNamespace()
+	switch {
+	case parentNS != "" && !namespaced:
+		problem("%s: %s is cluster-scoped; a namespaced parent can only have children in its own namespace", desc, gvr.GroupResource())
+	case parentNS != "" && ns == "":
+		obj.SetNamespace(parentNS)
+	case parentNS != "" && ns != parentNS:
+		problem("%s is in namespace %s, not the parent's namespace %s", desc, ns, parentNS)
+	case parentNS == "" && namespaced && ns == "":
+		problem("%s: %s is namespaced and the parent is cluster-scoped, so the child must set metadata.namespace", desc, gvr.GroupResource())
+	case parentNS == "" && !namespaced && ns != "":
+		problem("%s: %s is cluster-scoped but the child sets metadata.namespace %s", desc, gvr.GroupResource(), ns)
+	}
+}
+
+// labelChild adds the controller-uid label with generateSelector and
+// reports a child the parent's selector would not select.
+func (c *computation) labelChild(desc string, obj *unstructured.Unstructured, selector labels.Selector, problem func(format string, args ...interface{})) {
+	generate := c.in.Definition.GenerateSelector
+	// The labels are read once: GetLabels copies them every time.
+	var l map[string]string
+	if generate || selector != nil {
+		l = obj.GetLabels()
+	}
+	if generate {
+		// As Metacontroller: add the label when the hook did not set
+		// it; a different value fails the selector check below.
+		if _, ok := l[ControllerUIDLabel]; !ok {
+			if l == nil {
+				l = map[string]string{}
+			}
+			l[ControllerUIDLabel] = string(c.in.Parent.GetUID())
+			obj.SetLabels(l)
+		}
+	}
+	if selector != nil && !selector.Matches(labels.Set(l)) {
+		// Such a child would be released right after it is created and
+		// recreated on every sync.
+		problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(l), selector)
+	}
 }
 
 // identity reads apiVersion, kind and metadata.name, reporting what is

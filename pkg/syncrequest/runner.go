@@ -83,17 +83,8 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 // Events) and the answer says what was done.
 func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
 	start := time.Now()
-	if !dryRun && r.cluster == nil {
-		return nil, apierrors.NewBadRequest("applying a sync needs a target cluster, and this server runs standalone: preview it with ?dryRun=All")
-	}
-	if !dryRun && req.Spec.Parent != nil {
-		return nil, apierrors.NewBadRequest("an inline parent can only be previewed (?dryRun=All); name a live parent with spec.parentRef to sync it")
-	}
-	if req.Spec.ServerDryRun && !dryRun {
-		return nil, apierrors.NewBadRequest("spec.serverDryRun is for previews (?dryRun=All): a sync without dryRun applies its children for real")
-	}
-	if req.Spec.ServerDryRun && r.cluster == nil {
-		return nil, apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
+	if err := r.checkRequest(req, dryRun); err != nil {
+		return nil, err
 	}
 	resolver := definition.GuessingResolver()
 	if r.cluster != nil {
@@ -116,34 +107,11 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env := reconcile.Env{Resolver: resolver}
-	var warnings []string
-	// children keeps what the sync lists of the child resources, where a
-	// preview finds the live child of a desired one the plan holds no
-	// observed object for (released, or someone else's).
-	var children *callerLister
-	if r.cluster != nil {
-		children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
-		env = reconcile.Env{
-			Client:    r.cluster.Dynamic,
-			Metadata:  r.cluster.Metadata,
-			Resolver:  resolver,
-			Children:  children,
-			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
-			Recorder:  r.recorder,
-			Ownership: r.cluster.Schemas,
-			Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
-		}
-	} else {
-		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)")
-	}
+	env, children, warnings := r.env(resolver, dryRun)
 	if !dryRun {
 		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
 		}
-	}
-
-	if !dryRun {
 		opts.Allow = func(ctx context.Context, plan *engine.Plan) error {
 			return r.allowPlan(ctx, def.Parent.GVR, parent, plan)
 		}
@@ -170,27 +138,92 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
 	}
-	plan := res.Plan
 	if err != nil {
 		// Written children that failed are marked on their plan items;
 		// this says the rest (e.g. the parent's status).
 		status.Warnings = append(status.Warnings, err.Error())
 	}
+	if err := planStatus(status, res); err != nil {
+		return nil, err
+	}
+	stored := res.Plan.Desired
+	if dryRun {
+		var applyWarnings []string
+		if req.Spec.ServerDryRun {
+			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, res.Plan)
+		} else {
+			stored, applyWarnings = r.wouldStore(def, res.Parent, res.Plan, children)
+		}
+		status.Warnings = append(status.Warnings, applyWarnings...)
+	}
+	if status.Children, err = encodeChildren(stored); err != nil {
+		return nil, err
+	}
+	status.Timings.TotalMillis = time.Since(start).Milliseconds()
+	return status, nil
+}
+
+// checkRequest refuses what a request can't ask of this server: a live
+// sync without a target cluster or of an inline parent, and
+// spec.serverDryRun outside a preview or without a cluster.
+func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
+	switch {
+	case !dryRun && r.cluster == nil:
+		return apierrors.NewBadRequest("applying a sync needs a target cluster, and this server runs standalone: preview it with ?dryRun=All")
+	case !dryRun && req.Spec.Parent != nil:
+		return apierrors.NewBadRequest("an inline parent can only be previewed (?dryRun=All); name a live parent with spec.parentRef to sync it")
+	case req.Spec.ServerDryRun && !dryRun:
+		return apierrors.NewBadRequest("spec.serverDryRun is for previews (?dryRun=All): a sync without dryRun applies its children for real")
+	case req.Spec.ServerDryRun && r.cluster == nil:
+		return apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
+	}
+	return nil
+}
+
+// env is where a sync of this request reads and writes: the target
+// cluster, with the caller's rights for what it reads, or nothing at all
+// (with a warning that says so) when the server runs standalone. children
+// keeps what the sync lists of the child resources, where a preview finds
+// the live child of a desired one the plan holds no observed object for
+// (released, or someone else's); nil without a cluster.
+func (r *Runner) env(resolver definition.KindResolver, dryRun bool) (env reconcile.Env, children *callerLister, warnings []string) {
+	if r.cluster == nil {
+		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
+	}
+	children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
+	return reconcile.Env{
+		Client:    r.cluster.Dynamic,
+		Metadata:  r.cluster.Metadata,
+		Resolver:  resolver,
+		Children:  children,
+		Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
+		Recorder:  r.recorder,
+		Ownership: r.cluster.Schemas,
+		Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
+	}, children, nil
+}
+
+// planStatus fills status with what the sync res planned and did: the hook
+// request and answer, the patches, each plan item (with its error, when
+// carrying it out failed), the rollout and the hooks' timings.
+func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error {
+	plan := res.Plan
+	var err error
 	status.Finalized = plan.Response != nil && plan.Response.Finalized
 	if plan.HookRequestJSON != nil {
 		// What the webhook was sent, which is json.Marshal of
 		// plan.HookRequest: encoding it again would cost as much.
 		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
 	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
-		return nil, err
+		return err
 	}
 	if status.Patches, err = patchSteps(plan.Patches); err != nil {
-		return nil, err
+		return err
 	}
 	if plan.Response != nil {
 		if plan.Response.Status != nil {
 			if status.ParentStatus, err = rawJSON(plan.Response.Status); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if plan.Response.ResyncAfterSeconds > 0 {
@@ -217,19 +250,20 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		status.Plan = append(status.Plan, pi)
 	}
 	status.Rollout = rollout(plan.Rollout)
-	stored := plan.Desired
-	if dryRun {
-		var applyWarnings []string
-		if req.Spec.ServerDryRun {
-			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, plan)
-		} else {
-			stored, applyWarnings = r.wouldStore(def, res.Parent, plan, children)
-		}
-		status.Warnings = append(status.Warnings, applyWarnings...)
+	status.Timings = v1alpha1.SyncTimings{
+		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
+		SyncHookMillis:      plan.SyncDuration.Milliseconds(),
+		PatchesMillis:       plan.PatchesDuration.Milliseconds(),
 	}
-	if len(stored) > 0 {
-		status.Children = make([]runtime.RawExtension, 0, len(stored))
+	return nil
+}
+
+// encodeChildren encodes the children a sync would store, or stored.
+func encodeChildren(stored []*unstructured.Unstructured) ([]runtime.RawExtension, error) {
+	if len(stored) == 0 {
+		return nil, nil
 	}
+	out := make([]runtime.RawExtension, 0, len(stored))
 	for _, child := range stored {
 		// The object's own encoder: json.Marshal would call it and then
 		// compact what it wrote, a second pass over every child.
@@ -237,15 +271,9 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		if err != nil {
 			return nil, fmt.Errorf("can't encode the sync result: %w", err)
 		}
-		status.Children = append(status.Children, runtime.RawExtension{Raw: data})
+		out = append(out, runtime.RawExtension{Raw: data})
 	}
-	status.Timings = v1alpha1.SyncTimings{
-		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
-		SyncHookMillis:      plan.SyncDuration.Milliseconds(),
-		PatchesMillis:       plan.PatchesDuration.Milliseconds(),
-		TotalMillis:         time.Since(start).Milliseconds(),
-	}
-	return status, nil
+	return out, nil
 }
 
 // planVerbs are the verbs a caller needs for what a plan item does: a

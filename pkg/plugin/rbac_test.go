@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
@@ -74,7 +74,7 @@ func TestRBACGroupsChildResourcesOfOneGroup(t *testing.T) {
 		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"},
 		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "services"})
 	cc.Spec.Hooks = &v1alpha1.CompositeControllerHooks{Customize: &v1alpha1.Hook{}}
-	role := ControllerRole(compiled(t, cc))
+	role := ControllerRole(definitiontest.Compile(t, cc))
 	if len(role.Rules) != 4 || !reflect.DeepEqual(role.Rules[2].Resources, []string{"configmaps", "services"}) {
 		t.Errorf("rules %+v: want the core group's children in one rule", role.Rules)
 	}
@@ -112,7 +112,7 @@ func TestRBACIsWhatTheLoopChecks(t *testing.T) {
 			if cc.Name == "core-parent" {
 				cc.Spec.ParentResource.ResourceRule = v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}
 			}
-			def := compiled(t, cc)
+			def := definitiontest.Compile(t, cc)
 			var printed []string
 			for _, rule := range ControllerRole(def).Rules {
 				for _, group := range rule.APIGroups {
@@ -148,13 +148,4 @@ func TestRBACIsWhatTheLoopChecks(t *testing.T) {
 			}
 		})
 	}
-}
-
-func compiled(t *testing.T, cc *v1alpha1.CompositeController) *definition.Definition {
-	t.Helper()
-	def, err := definition.Compile(cc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return def
 }

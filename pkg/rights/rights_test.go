@@ -11,7 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 )
 
 func controller() *v1alpha1.CompositeController {
@@ -66,7 +66,7 @@ func TestNothingMissingSaysNothing(t *testing.T) {
 }
 
 func TestNeededCoversWhatTheLoopDoes(t *testing.T) {
-	needed := Needed(compiled(t, controller()))
+	needed := Needed(definitiontest.Compile(t, controller()))
 	have := map[string]bool{}
 	for _, r := range needed {
 		have[r.String()] = true
@@ -76,13 +76,4 @@ func TestNeededCoversWhatTheLoopDoes(t *testing.T) {
 			t.Errorf("needed rights lack %q: %v", want, needed)
 		}
 	}
-}
-
-func compiled(t *testing.T, cc *v1alpha1.CompositeController) *definition.Definition {
-	t.Helper()
-	def, err := definition.Compile(cc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return def
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
@@ -73,7 +74,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	before := []*unstructured.Unstructured{created.DeepCopy(), updated.DeepCopy(), updatedLive.DeepCopy(), takenLive.DeepCopy()}
 
 	r := &Runner{}
-	out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil)
+	out, warnings := r.wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -123,7 +124,7 @@ func TestWouldStoreWithoutParentUID(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Hello", "metadata": map[string]interface{}{"name": "p", "namespace": "default"},
 	}}
 	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
-	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
+	out, warnings := (&Runner{}).wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(out) != 1 || len(warnings) != 0 {
 		t.Fatalf("got %d children, warnings %q; want 1, none", len(out), warnings)
 	}
@@ -142,7 +143,7 @@ func TestWouldStoreFallsBackToTheHooksChild(t *testing.T) {
 	observed := configMap("p-a", nil)
 	observed.SetKind("Secret")
 	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
-	out, warnings := (&Runner{}).wouldStore(mustCompile(cc), parent, plan, nil)
+	out, warnings := (&Runner{}).wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(out) != 1 || out[0] != desired {
 		t.Errorf("got %v, want the hook's child", out)
 	}
@@ -163,9 +164,10 @@ func BenchmarkWouldStore(b *testing.B) {
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{}
+	def := definitiontest.Compile(b, cc)
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(def, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}
@@ -183,18 +185,11 @@ func BenchmarkWouldStoreSchema(b *testing.B) {
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{cluster: &target.Cluster{Schemas: fieldowner.NewSchemas(openapitest.NewEmbeddedFileClient())}}
+	def := definitiontest.Compile(b, cc)
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(mustCompile(cc), parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(def, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}
-}
-
-func mustCompile(cc *v1alpha1.CompositeController) *definition.Definition {
-	def, err := definition.Compile(cc, definition.GuessingResolver())
-	if err != nil {
-		panic(err)
-	}
-	return def
 }

@@ -1,7 +1,9 @@
 // Package controller is the loop that makes every CompositeController real:
-// for each one, informers on its parent and child resources, a rate-limited
-// workqueue of parents, and workers that run the sync engine and apply its
-// plan (the sample-controller pattern).
+// for each one, compiled once per generation (pkg/definition, compiled again
+// when discovery resolves one of its resources otherwise), informers on its
+// parent and child resources, a rate-limited workqueue of parents, and
+// workers that run the one reconcile step (pkg/reconcile) for each (the
+// sample-controller pattern).
 package controller
 
 import (

@@ -3,6 +3,7 @@
 // re-checked against the live parent), the hooks, the plan, its execution,
 // the parent's status and Events. The controller loop and a live /sync call
 // the same Sync, so they cannot drift apart; a dry run stops after the plan.
+// It reads the controller only through its compiled definition.
 package reconcile
 
 import (

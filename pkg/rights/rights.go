@@ -1,9 +1,12 @@
-// Package rights tells which of the rights a CompositeController needs the
-// server itself lacks in the target cluster. The server acts with its own
-// identity and is granted rights per controller (the aggregated ClusterRole
-// of artifacts/deploy), so a missing grant must be said where the user
-// looks — the controller's status, an Event, a warning on apply — and not
-// only in the server's log.
+// Package rights checks rights around a controller: which of the rights its
+// loop uses (the list pkg/definition compiles with it, Needed) the server
+// itself lacks in the target cluster, and whether a controller's author may
+// do what its loop would (AuthorRights, derived from Needed).
+//
+// The server acts with its own identity and is granted rights per
+// controller (the aggregated ClusterRole of artifacts/deploy), so a missing
+// grant must be said where the user looks — the controller's status, an
+// Event, a warning on apply — and not only in the server's log.
 package rights
 
 import (

@@ -266,7 +266,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		return nil
 	}
 	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation &&
-		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery)) {
+		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
 		return nil
 	}
 	if current != nil {

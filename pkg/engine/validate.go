@@ -78,14 +78,16 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 		selector = c.selector()
 	}
 	var out []desiredChild
+	// The parent's key is computed once: it is compared with every child.
+	parentKey := ChildKey(c.in.Parent)
 	seen := map[string]int{}
 	for i, child := range resp.Children {
-		d, err := c.validateChild(i, child, selector, seen, problem)
+		d, ok, err := c.validateChild(i, child, parentKey, selector, seen, problem)
 		if err != nil {
 			return nil, err
 		}
-		if d != nil {
-			out = append(out, *d)
+		if ok {
+			out = append(out, d)
 		}
 	}
 	if len(problems) > 0 {
@@ -96,33 +98,33 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 }
 
 // validateChild checks the i-th child of the hook's answer, reporting each
-// problem, and returns it normalized; nil when it is invalid. seen counts
+// problem, and returns it normalized; false when it is invalid. parentKey
+// is the parent's ChildKey, to report the parent itself. seen counts
 // the children by key, to report duplicates. An error is a failure to
 // check (discovery), not a problem of the answer.
-func (c *computation) validateChild(i int, child *unstructured.Unstructured, selector labels.Selector, seen map[string]int, problem func(format string, args ...interface{})) (*desiredChild, error) {
+func (c *computation) validateChild(i int, child *unstructured.Unstructured, parentKey string, selector labels.Selector, seen map[string]int, problem func(format string, args ...interface{})) (desiredChild, bool, error) {
 	parent := c.in.Parent
 	parentNS := parent.GetNamespace()
-	parentKey := ChildKey(parent)
 	if child == nil {
 		problem("children[%d] is null", i)
-		return nil, nil
+		return desiredChild{}, false, nil
 	}
 	apiVersion, kind, name, idProblems := identity(child)
 	if len(idProblems) > 0 {
 		for _, p := range idProblems {
 			problem("children[%d] %s", i, p)
 		}
-		return nil, nil
+		return desiredChild{}, false, nil
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		problem("children[%d] has an invalid apiVersion %q: %v", i, apiVersion, err)
-		return nil, nil
+		return desiredChild{}, false, nil
 	}
 	obj, err := normalize(child)
 	if err != nil {
 		problem("children[%d] (%s.%s %s) is not a valid object: %v", i, kind, apiVersion, name, err)
-		return nil, nil
+		return desiredChild{}, false, nil
 	}
 	// Name the child as the hook wrote it; the namespace may be
 	// defaulted below.
@@ -138,10 +140,10 @@ func (c *computation) validateChild(i int, child *unstructured.Unstructured, sel
 		if !meta.IsNoMatchError(err) {
 			// Discovery failing says nothing about the answer, but we
 			// can't plan without knowing where the child lives.
-			return nil, fmt.Errorf("can't resolve the resource of %s: %w", desc, err)
+			return desiredChild{}, false, fmt.Errorf("can't resolve the resource of %s: %w", desc, err)
 		}
 		problem("%s: %v", desc, err)
-		return nil, nil
+		return desiredChild{}, false, nil
 	}
 	if _, declared := c.in.Definition.Child(gvr); !declared {
 		problem("%s: %s (%s) is not one of the controller's childResources", desc, gvr.GroupResource(), gv)
@@ -165,7 +167,7 @@ func (c *computation) validateChild(i int, child *unstructured.Unstructured, sel
 	// write, as in Metacontroller), numbers as the wire has them.
 	fieldowner.SanitizeInPlace(obj) // obj is normalize's copy
 	c.labelChild(desc, obj, selector, problem)
-	return &desiredChild{obj: obj, gvr: gvr}, nil
+	return desiredChild{obj: obj, gvr: gvr}, true, nil
 }
 
 // placeChild defaults the namespace of a namespaced parent's child and

@@ -40,7 +40,9 @@ type Config struct {
 	// Version is the hook's contract version; empty means v1.
 	Version v1alpha1.HookVersion
 	// Resolved is the hook as a compiled definition resolved it; when set,
-	// Webhook and Version are not resolved again.
+	// Version is not read and Webhook not resolved again. Without it, New
+	// resolves Webhook and Version with definition.ResolveHook, the one
+	// place a hook is defaulted.
 	Resolved *definition.Hook
 	// EndpointConfigs are the controller's per-host connection settings.
 	EndpointConfigs []v1alpha1.EndpointConfig

@@ -37,7 +37,7 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 			return nil, nil
 		}
 		w, err := New(ctx, Config{
-			Controller: def.Name, Hook: h.Name, Webhook: h.Webhook, Version: h.Version, Resolved: h,
+			Controller: def.Name, Hook: h.Name, Webhook: h.Webhook, Resolved: h,
 			EndpointConfigs: def.EndpointConfigs, Secrets: secrets,
 		})
 		if err != nil {

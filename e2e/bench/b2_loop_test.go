@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // widgetCRD is the baseline's parent resource: like hellos, in a group of
@@ -113,12 +113,12 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 		}); err != nil {
 			return err
 		}
-		ref := syncengine.ControllerRef(created)
+		ref := engine.ControllerRef(created)
 		for c := 0; c < children; c++ {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: fmt.Sprintf("%s-%d", created.GetName(), c), Namespace: ns,
-					Labels:          map[string]string{syncengine.ControllerUIDLabel: string(created.GetUID())},
+					Labels:          map[string]string{engine.ControllerUIDLabel: string(created.GetUID())},
 					OwnerReferences: []metav1.OwnerReference{ref},
 				},
 				Data: map[string]string{"parent": created.GetName(), "index": strconv.Itoa(c)},

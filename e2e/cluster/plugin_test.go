@@ -263,12 +263,14 @@ func TestPluginRBACAppliesAndGrantsTheController(t *testing.T) {
 			rules[rule.APIGroups[0]+"/"+res] = strings.Join(rule.Verbs, ",")
 		}
 	}
-	children := "get,list,watch,create,update,patch,delete"
+	// Exactly the rights the loop checks (rights.Needed), no more.
+	children := "list,watch,create,patch,delete"
 	want := map[string]string{
-		"example.com/hellos":        "get,list,watch,update,patch",
-		"example.com/hellos/status": "get,update,patch",
+		"example.com/hellos":        "get,list,watch,patch",
+		"example.com/hellos/status": "update",
 		"/configmaps":               children,
 		"/services":                 children,
+		"/events":                   "create",
 	}
 	if fmt.Sprint(rules) != fmt.Sprint(want) {
 		t.Errorf("rules %v, want %v", rules, want)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress: when the new
@@ -87,7 +87,7 @@ spec:
 		}
 		return false, nil
 	})
-	if reason, msg := updated(t, ns, "p"); reason == syncengine.ReasonRolloutProgressing {
+	if reason, msg := updated(t, ns, "p"); reason == engine.ReasonRolloutProgressing {
 		t.Fatalf("Updated claims %s %q while no revision could be stored", reason, msg)
 	}
 	for n, w := range widgetsOf(t, ns, parent) {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -117,7 +117,7 @@ func widgetsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[s
 		}
 		color, _, _ := unstructured.NestedString(w.Object, "spec", "color")
 		og, _, _ := unstructured.NestedInt64(w.Object, "status", "observedGeneration")
-		ready := syncengine.StatusCondition(&w, "Ready")["status"] == "True"
+		ready := engine.StatusCondition(&w, "Ready")["status"] == "True"
 		out[strings.TrimPrefix(w.GetName(), parent.GetName()+"-")] = widget{
 			Color: color, UID: string(w.GetUID()), Generation: w.GetGeneration(), Healthy: ready && og == w.GetGeneration(),
 		}
@@ -149,7 +149,7 @@ func setWidgetStatus(t *testing.T, ns, name, ready string) {
 // updated is the parent's Updated condition: reason and message.
 func updated(t *testing.T, ns, name string) (reason, message string) {
 	t.Helper()
-	c := syncengine.StatusCondition(getParent(t, ns, name), syncengine.UpdatedCondition)
+	c := engine.StatusCondition(getParent(t, ns, name), engine.UpdatedCondition)
 	reason, _ = c["reason"].(string)
 	message, _ = c["message"].(string)
 	return reason, message
@@ -202,7 +202,7 @@ func startRollout(t *testing.T, ns, name, ctrl string, names []string) *unstruct
 	}
 	eventually(t, name+" on its first revision", func() (bool, error) {
 		reason, msg := updated(t, ns, name)
-		return unless(reason == syncengine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
+		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 	if revs := revisionsOf(t, ns, parent); len(revs) != 1 {
 		t.Fatalf("revisions %v, want one", revs)
@@ -262,14 +262,14 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 
 	// a and b move, one at a time.
 	for i, n := range names[:2] {
-		waitEventReason(t, ns, "p", syncengine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision")
+		waitEventReason(t, ns, "p", engine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision")
 		eventually(t, "Widget p-"+n+" red", func() (bool, error) {
 			ws := widgetsOf(t, ns, parent)
 			return ws[n].Color == "red", nil
 		})
 		// It has moved and its controller has not observed it yet: the
 		// rollout waits for it, and nothing else moves.
-		waitEventReason(t, ns, "p", syncengine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2")
+		waitEventReason(t, ns, "p", engine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2")
 		ws := widgetsOf(t, ns, parent)
 		for j, m := range names {
 			want := "blue"
@@ -288,10 +288,10 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	eventually(t, "Widget p-c red", func() (bool, error) { return widgetsOf(t, ns, parent)["c"].Color == "red", nil })
 	setWidgetStatus(t, ns, "p-c", "False")
 	stall := `Widget p-c: condition "Ready" has status "False", want "True"`
-	waitEventReason(t, ns, "p", syncengine.ReasonRolloutWaiting, stall)
+	waitEventReason(t, ns, "p", engine.ReasonRolloutWaiting, stall)
 	eventually(t, "the parent's Updated condition to say why it waits", func() (bool, error) {
 		reason, msg := updated(t, ns, "p")
-		return unless(reason == syncengine.ReasonRolloutWaiting && strings.Contains(msg, stall), fmt.Errorf("Updated: %s %s", reason, msg))
+		return unless(reason == engine.ReasonRolloutWaiting && strings.Contains(msg, stall), fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 	if ws := widgetsOf(t, ns, parent); ws["d"].Color != "blue" || ws["e"].Color != "blue" {
 		t.Fatalf("the rollout went on past a child that is not Ready: %v", ws)
@@ -310,7 +310,7 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 		t.Fatal(err)
 	}
 	r := preview.Status.Rollout
-	if r == nil || r.Reason != syncengine.ReasonRolloutWaiting || !strings.Contains(r.Message, stall) || len(r.Revisions) != 2 || r.Next != "" {
+	if r == nil || r.Reason != engine.ReasonRolloutWaiting || !strings.Contains(r.Message, stall) || len(r.Revisions) != 2 || r.Next != "" {
 		t.Fatalf("preview rollout %+v", r)
 	}
 	for _, item := range preview.Status.Plan {
@@ -330,7 +330,7 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	}
 	eventually(t, "the parent on its latest revision", func() (bool, error) {
 		reason, msg := updated(t, ns, "p")
-		return unless(reason == syncengine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
+		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 	waitEventReason(t, ns, "p", "RolloutComplete", "every child is on ControllerRevision")
 	// The old revision goes once no child follows it.
@@ -384,7 +384,7 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 			waitEventReason(t, ns, "q", "RolloutComplete", "every child is on ControllerRevision")
 			break
 		}
-		waitEventReason(t, ns, "q", syncengine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`)
+		waitEventReason(t, ns, "q", engine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`)
 		ws := widgetsOf(t, ns, parent)
 		for _, m := range names[i+1:] {
 			if ws[m].UID != uids[m] || ws[m].Color != "blue" {
@@ -395,7 +395,7 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 	}
 	eventually(t, "the parent on its latest revision", func() (bool, error) {
 		reason, msg := updated(t, ns, "q")
-		return unless(reason == syncengine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
+		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 }
 
@@ -427,7 +427,7 @@ func TestRollingParentChangedTwiceMidRolloutEndsOnTheLatest(t *testing.T) {
 	eventually(t, "the parent on its latest revision, alone", func() (bool, error) {
 		reason, msg := updated(t, ns, "r")
 		revs := revisionsOf(t, ns, parent)
-		return unless(reason == syncengine.ReasonOnLatestRevision && len(revs) == 1, fmt.Errorf("Updated: %s %s; revisions %v", reason, msg, revs))
+		return unless(reason == engine.ReasonOnLatestRevision && len(revs) == 1, fmt.Errorf("Updated: %s %s; revisions %v", reason, msg, revs))
 	})
 	after := widgetsOf(t, ns, parent)
 	if len(after) != len(names) {

@@ -8,18 +8,17 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
-
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // FieldManager is the server-side apply manager of one CompositeController.
-func FieldManager(controller string) string { return syncengine.FieldManager(controller) }
+func FieldManager(controller string) string { return definition.FieldManager(controller) }
 
 // Child server-side-applies one desired child. With dryRun the target
 // cluster runs admission and defaulting and answers with what it would

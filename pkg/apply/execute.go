@@ -19,7 +19,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // Done is one thing a plan's execution did to a child.
@@ -56,9 +57,9 @@ const ActionTakeOver v1alpha1.SyncAction = "TakeOver"
 // and deletes. It goes on after a failure and returns every failure
 // aggregated, so that one bad child does not hold the others back. Items
 // that change nothing are not reported.
-func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interface, controller string, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]Done, error) {
+func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interface, controller string, parent *unstructured.Unstructured, plan *engine.Plan) ([]Done, error) {
 	logger := klog.FromContext(ctx)
-	ref := syncengine.ControllerRef(parent)
+	ref := engine.ControllerRef(parent)
 	if err := Revisions(ctx, client, plan.Rollout); err != nil {
 		// The revisions say which child follows which state of the parent:
 		// without them stored, moving a child could lose track of it.
@@ -93,7 +94,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 			d.Err = setControllerRef(ctx, client, item.GVR, item.Observed, nil)
 		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
 			child := item.Desired.DeepCopy()
-			child.SetOwnerReferences(syncengine.ChildOwnerReferences(parent, item.Desired))
+			child.SetOwnerReferences(engine.ChildOwnerReferences(parent, item.Desired))
 			d.Stored, d.Err = ChildMetadata(ctx, meta, item.GVR, child, controller)
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
 			// Recreate deletes now; the next sync, once the child is gone,
@@ -127,12 +128,12 @@ func (e *RevisionsError) Unwrap() error { return e.Err }
 // (adoptions included) and deletes, in that order, stopping at the first
 // failure. A revision already created (a retried sync) is fine; one
 // changed since it was read fails with a conflict and the sync is retried.
-func Revisions(ctx context.Context, client dynamic.Interface, r *syncengine.Rollout) error {
+func Revisions(ctx context.Context, client dynamic.Interface, r *engine.Rollout) error {
 	if r == nil {
 		return nil
 	}
 	revisions := func(rev *v1alpha1.ControllerRevision) dynamic.ResourceInterface {
-		return client.Resource(syncengine.ControllerRevisions).Namespace(rev.Namespace)
+		return client.Resource(definition.ControllerRevisions).Namespace(rev.Namespace)
 	}
 	for _, rev := range r.Create {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)

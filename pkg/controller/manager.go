@@ -1,7 +1,9 @@
 // Package controller is the loop that makes every CompositeController real:
-// for each one, informers on its parent and child resources, a rate-limited
-// workqueue of parents, and workers that run the sync engine and apply its
-// plan (the sample-controller pattern).
+// for each one, compiled once per generation (pkg/definition, compiled again
+// when discovery resolves one of its resources otherwise), informers on its
+// parent and child resources, a rate-limited workqueue of parents, and
+// workers that run the one reconcile step (pkg/reconcile) for each (the
+// sample-controller pattern).
 package controller
 
 import (
@@ -28,13 +30,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -105,6 +108,8 @@ type Manager struct {
 	// inside reconcile (a lookup that missed), under mu.
 	waitingMu sync.Mutex
 	waiting   map[string]bool
+	// started are the names of the running controllers, for retryWaiting.
+	started map[string]bool
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -124,10 +129,11 @@ func NewManager(cfg Config) *Manager {
 			// discovery refresh requeues it too.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
-		running:    map[string]*parentController{},
-		waiting:    map[string]bool{},
-		unchanged:  newUnchanged(cfg.Schemas),
-		informers:  map[schema.GroupVersionResource]*sharedInformer{},
+		running:   map[string]*parentController{},
+		waiting:   map[string]bool{},
+		started:   map[string]bool{},
+		unchanged: newUnchanged(cfg.Schemas),
+		informers: map[schema.GroupVersionResource]*sharedInformer{},
 	}
 }
 
@@ -189,6 +195,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	for name, pc := range m.running {
 		pc.stop()
 		delete(m.running, name)
+		m.setStarted(name, false)
 	}
 	return nil
 }
@@ -198,11 +205,18 @@ func (m *Manager) Run(ctx context.Context) error {
 const forbiddenRetry = 5 * time.Second
 
 // retryWaiting requeues every controller that could not start: discovery
-// changed, and its resources may be served now.
+// changed, and its resources may be served now. It requeues the running
+// ones too, which reconcile restarts only when discovery now resolves their
+// resources otherwise (definition.Stale). It runs inside reconcile (a lookup
+// that missed refreshes discovery), under mu: running is read through the
+// names kept in started, under waitingMu, not under mu.
 func (m *Manager) retryWaiting() {
 	m.waitingMu.Lock()
 	defer m.waitingMu.Unlock()
 	for name := range m.waiting {
+		m.queue.Add(name)
+	}
+	for name := range m.started {
 		m.queue.Add(name)
 	}
 }
@@ -210,10 +224,20 @@ func (m *Manager) retryWaiting() {
 func (m *Manager) setWaiting(name string, waiting bool) {
 	m.waitingMu.Lock()
 	defer m.waitingMu.Unlock()
-	if waiting {
-		m.waiting[name] = true
+	setMember(m.waiting, name, waiting)
+}
+
+func (m *Manager) setStarted(name string, started bool) {
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
+	setMember(m.started, name, started)
+}
+
+func setMember(set map[string]bool, name string, member bool) {
+	if member {
+		set[name] = true
 	} else {
-		delete(m.waiting, name)
+		delete(set, name)
 	}
 }
 
@@ -248,17 +272,20 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 			logger.Info("CompositeController is gone: stopping its loop")
 			current.stop()
 			delete(m.running, name)
+			m.setStarted(name, false)
 			m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 		}
 		return nil
 	}
-	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation {
+	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation &&
+		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
 		return nil
 	}
 	if current != nil {
-		logger.Info("CompositeController changed: restarting its loop", "generation", cc.Generation)
+		logger.Info("CompositeController changed, or what discovery says of its resources: restarting its loop", "generation", cc.Generation)
 		current.stop()
 		delete(m.running, name)
+		m.setStarted(name, false)
 		m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 	}
 	pc, err := newParentController(ctx, m, cc.DeepCopy())
@@ -297,12 +324,13 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	}
 	m.setWaiting(name, false)
 	m.running[name] = pc
+	m.setStarted(name, true)
 	pc.start(ctx)
 	m.event(cc, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil
 }
 
-func (m *Manager) ownership() syncengine.FieldOwnership {
+func (m *Manager) ownership() engine.FieldOwnership {
 	if m.unchanged == nil {
 		return nil
 	}

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,10 +21,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // parentController runs one CompositeController: it syncs each of its
@@ -70,64 +69,54 @@ type handlerRegistration struct {
 var errNotServed = errors.New("not served by the target cluster")
 
 func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) (*parentController, error) {
-	res, err := syncengine.ResourcesOf(cc)
+	mapper := m.cfg.Discovery
+	def, err := definition.Compile(cc, definition.RESTMapperResolver(mapper))
 	if err != nil {
 		return nil, err
 	}
 	pc := &parentController{
-		m:        m,
-		cc:       cc,
-		children: map[schema.GroupVersionResource]informers.GenericInformer{},
-		related:  map[schema.GroupVersionResource]informers.GenericInformer{},
-		unlisted: map[schema.GroupVersionResource]bool{},
-		workers:  m.cfg.Workers,
+		m:          m,
+		cc:         cc,
+		parentGVK:  def.Parent.Kind,
+		namespaced: def.Parent.Namespaced,
+		children:   map[schema.GroupVersionResource]informers.GenericInformer{},
+		related:    map[schema.GroupVersionResource]informers.GenericInformer{},
+		unlisted:   map[schema.GroupVersionResource]bool{},
+		workers:    m.cfg.Workers,
 	}
-	if cc.Spec.Workers != nil {
-		pc.workers = int(*cc.Spec.Workers)
+	if def.Workers != 0 {
+		pc.workers = def.Workers
 	}
-	mapper := m.cfg.Discovery
-	if pc.parentGVK, err = mapper.KindFor(res.Parent); err != nil {
-		return nil, fmt.Errorf("parent resource %s (%s) is %w: %v", res.Parent.GroupResource(), res.Parent.Version, errNotServed, err)
+	if err := def.Parent.Err; err != nil {
+		return nil, fmt.Errorf("parent resource %s (%s) is %w: %v", def.Parent.GVR.GroupResource(), def.Parent.GVR.Version, errNotServed, err)
 	}
-	mapping, err := mapper.RESTMapping(pc.parentGVK.GroupKind(), pc.parentGVK.Version)
-	if err != nil {
-		return nil, fmt.Errorf("parent resource %s (%s) is %w: %v", res.Parent.GroupResource(), res.Parent.Version, errNotServed, err)
-	}
-	pc.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	for _, gvr := range res.Children {
-		if _, err := mapper.KindFor(gvr); err != nil {
-			return nil, fmt.Errorf("child resource %s (%s) is %w: %v", gvr.GroupResource(), gvr.Version, errNotServed, err)
+	for _, child := range def.Children {
+		if err := child.Err; err != nil {
+			return nil, fmt.Errorf("child resource %s (%s) is %w: %v", child.GVR.GroupResource(), child.GVR.Version, errNotServed, err)
 		}
 	}
-	hasStatus, err := mapper.HasSubresource(res.Parent, "status")
+	hasStatus, err := mapper.HasSubresource(def.Parent.GVR, "status")
 	if err != nil {
 		return nil, err
 	}
 	if !hasStatus {
-		return nil, &noStatusError{gvr: res.Parent}
+		return nil, &noStatusError{gvr: def.Parent.GVR}
 	}
 	checker := rights.Checker{Kube: m.cfg.Kube}
-	if missing, err := checker.Missing(ctx, cc); err != nil {
+	if missing, err := checker.Missing(ctx, def); err != nil {
 		return nil, err
 	} else if len(missing) > 0 {
-		return nil, &forbiddenError{message: rights.Describe(cc, missing)}
+		return nil, &forbiddenError{message: rights.Describe(def.Name, missing)}
 	}
-	if pc.hooks, err = hooks.Build(ctx, cc, m.secrets); err != nil {
+	if pc.hooks, err = hooks.Build(ctx, def, m.secrets); err != nil {
 		return nil, err
 	}
 	h := pc.hooks.Hooks
 	if h.Customize != nil {
-		version := v1alpha1.HookVersionV1
-		if v := cc.Spec.Hooks.Customize.Version; v != nil && *v != "" {
-			version = *v
-		}
-		pc.customize = newCustomizeCache(h.Customize, version)
+		pc.customize = newCustomizeCache(h.Customize, def.Hooks.Customize.Version)
 		h.Customize = pc.customize
 	}
-	if pc.rec, err = reconcile.NewController(cc, h); err != nil {
-		pc.hooks.Close()
-		return nil, err
-	}
+	pc.rec = &reconcile.Controller{Def: def, Hooks: h}
 	name := "compositecontroller-" + cc.Name
 	pc.queue = newParentQueue(name, pc.unsynced)
 	pc.status = newStatusTracker(m, cc)
@@ -174,13 +163,13 @@ func (pc *parentController) start(parent context.Context) {
 	logger := klog.FromContext(ctx).WithValues("compositecontroller", pc.cc.Name)
 	ctx = klog.NewContext(ctx, logger)
 
-	pc.parents = pc.acquire(pc.rec.Resources.Parent)
+	pc.parents = pc.acquire(pc.rec.Def.Parent.GVR)
 	pc.addHandler(pc.parents.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    pc.enqueueParent,
 		UpdateFunc: pc.updateParent,
 		DeleteFunc: pc.deleteParent,
 	})
-	for _, gvr := range pc.rec.Resources.Children {
+	for _, gvr := range pc.rec.Def.ChildGVRs() {
 		inf := pc.acquire(gvr)
 		pc.children[gvr] = inf
 		pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
@@ -195,7 +184,7 @@ func (pc *parentController) start(parent context.Context) {
 	go func() {
 		defer pc.done.Done()
 		defer utilruntime.HandleCrash()
-		logger.Info("Starting controller", "parent", pc.rec.Resources.Parent.String(), "children", len(pc.rec.Resources.Children), "workers", pc.workers)
+		logger.Info("Starting controller", "parent", pc.rec.Def.Parent.GVR.String(), "children", len(pc.rec.Def.Children), "workers", pc.workers)
 		synced := []cache.InformerSynced{pc.parents.Informer().HasSynced}
 		for _, inf := range pc.children {
 			synced = append(synced, inf.Informer().HasSynced)
@@ -279,15 +268,15 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) &&
-		!syncengine.HasFinalizer(u, pc.rec.Finalizer) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) &&
+		!definition.HasFinalizer(u, pc.rec.Def.Finalizer) {
 		return
 	}
 	pc.queue.Add(key)
 }
 
 func (pc *parentController) updateParent(old, cur interface{}) {
-	if ignoreStatusChanges(pc.cc) {
+	if pc.rec.Def.IgnoreStatusChanges {
 		o, c := old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)
 		if onlyStatusChanged(o, c) {
 			return
@@ -414,8 +403,9 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	res, err := pc.rec.Sync(ctx, reconcile.Env{
 		Client:    pc.m.cfg.Dynamic,
 		Metadata:  pc.m.cfg.Metadata,
-		Resolver:  syncengine.RESTMapperResolver(pc.m.cfg.Discovery),
+		Resolver:  definition.RESTMapperResolver(pc.m.cfg.Discovery),
 		Children:  lister,
+		Index:     lister,
 		Related:   lister,
 		Recorder:  pc.m.recorder,
 		Revisions: reconcile.ClientRevisions{Client: pc.m.cfg.Dynamic},
@@ -428,7 +418,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	if pc.m.unchanged != nil {
 		for _, d := range res.Done {
 			if d.Err == nil {
-				pc.m.unchanged.Applied(d.Stored.Body, d.Stored.UID, d.Stored.ResourceVersion, syncengine.FieldManager(pc.cc.Name))
+				pc.m.unchanged.Applied(d.Stored.Body, d.Stored.UID, d.Stored.ResourceVersion, pc.rec.Def.FieldManager)
 			}
 		}
 	}
@@ -436,11 +426,6 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 		return 0, err
 	}
 	return res.RequeueAfter, nil
-}
-
-func ignoreStatusChanges(cc *v1alpha1.CompositeController) bool {
-	p := cc.Spec.ParentResource.IgnoreStatusChanges
-	return p != nil && *p
 }
 
 // onlyStatusChanged tells whether two versions of a parent differ in

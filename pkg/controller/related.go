@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // customizeTTL is how long a customize answer is kept, Metacontroller's
@@ -36,8 +36,8 @@ type informerLister struct {
 }
 
 var (
-	_ syncengine.ObjectLister = &informerLister{}
-	_ syncengine.ChildIndex   = &informerLister{}
+	_ engine.ObjectLister = &informerLister{}
+	_ engine.ChildIndex   = &informerLister{}
 )
 
 func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
@@ -414,7 +414,7 @@ func (c *customizeCache) selecting(gvr schema.GroupVersionResource, obj *unstruc
 			if err != nil || gv.WithResource(rule.Resource) != gvr {
 				continue
 			}
-			q, err := syncengine.NewRelatedQuery(rule, c.version, e.parent, gvr, namespaced)
+			q, err := engine.NewRelatedQuery(rule, c.version, e.parent, gvr, namespaced)
 			if err == nil && q.Matches(obj, nsLabels) {
 				out = append(out, parentRef{Namespace: e.parent.GetNamespace(), Name: e.parent.GetName()})
 				break

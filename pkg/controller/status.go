@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // statusTracker keeps a CompositeController's status in memory as its
@@ -159,9 +159,9 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
-		if pc.rec.ParentLabels.Matches(labels.Set(u.GetLabels())) {
+		if pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) {
 			uids[string(u.GetUID())] = true
-			if c := syncengine.StatusCondition(u, syncengine.UpdatedCondition); c != nil && c["status"] != "True" {
+			if c := engine.StatusCondition(u, engine.UpdatedCondition); c != nil && c["status"] != "True" {
 				rolling++
 			}
 		}

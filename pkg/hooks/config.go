@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 const (
 	// DefaultTimeout is a call's timeout when the webhook sets none,
 	// Metacontroller's default.
-	DefaultTimeout = 10 * time.Second
+	DefaultTimeout = definition.DefaultHookTimeout
 	// DefaultMaxResponseBytes bounds a hook's answer when Config sets no
 	// limit. Answers are held in memory whole, and a hook that streams
 	// forever must not take the server down.
@@ -41,6 +42,11 @@ type Config struct {
 	Webhook *v1alpha1.Webhook
 	// Version is the hook's contract version; empty means v1.
 	Version v1alpha1.HookVersion
+	// Resolved is the hook as a compiled definition resolved it; when set,
+	// Version is not read and Webhook not resolved again. Without it, New
+	// resolves Webhook and Version with definition.ResolveHook, the one
+	// place a hook is defaulted.
+	Resolved *definition.Hook
 	// EndpointConfigs are the controller's per-host connection settings.
 	EndpointConfigs []v1alpha1.EndpointConfig
 	// Secrets resolves secretRef and configMapRef; nil means there is no
@@ -79,35 +85,16 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 	if cfg.Controller == "" || cfg.Hook == "" {
 		return nil, errors.New("controller and hook names are required")
 	}
-	version := cfg.Version
-	switch version {
-	case "":
-		version = v1alpha1.HookVersionV1
-	case v1alpha1.HookVersionV1, v1alpha1.HookVersionV2:
-	default:
-		return nil, fmt.Errorf("unsupported hook version %q: must be v1 or v2", version)
+	hook := cfg.Resolved
+	if hook == nil {
+		var err error
+		if hook, err = definition.ResolveHook(cfg.Hook, &cfg.Version, cfg.Webhook); err != nil {
+			return nil, err
+		}
 	}
-
-	u, err := webhookURL(cfg.Webhook)
+	u, err := webhookURL(hook.Webhook)
 	if err != nil {
 		return nil, err
-	}
-
-	timeout := DefaultTimeout
-	if t := cfg.Webhook.Timeout; t != nil && t.Duration > 0 {
-		timeout = t.Duration
-	}
-
-	strict := version == v1alpha1.HookVersionV2
-	if m := cfg.Webhook.ResponseUnMarshallMode; m != nil {
-		switch *m {
-		case v1alpha1.ResponseUnmarshallModeStrict:
-			strict = true
-		case v1alpha1.ResponseUnmarshallModeLoose:
-			strict = false
-		default:
-			return nil, fmt.Errorf("unsupported responseUnMarshallMode %q: must be loose or strict", *m)
-		}
 	}
 
 	maxBytes := cfg.MaxResponseBytes
@@ -134,9 +121,9 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		hook:             cfg.Hook,
 		url:              u.String(),
 		displayURL:       u.Redacted(),
-		version:          version,
-		strict:           strict,
-		timeout:          timeout,
+		version:          hook.Version,
+		strict:           hook.Strict,
+		timeout:          hook.Timeout,
 		maxResponseBytes: maxBytes,
 		authHeader:       conn.authHeader,
 		client:           newHTTPClient(conn),

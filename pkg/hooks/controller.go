@@ -6,17 +6,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // ControllerHooks are the webhook clients of one CompositeController's
 // sync, finalize and customize hooks and its patch pipeline, as the engine
 // takes them.
 type ControllerHooks struct {
-	syncengine.Hooks
+	engine.Hooks
 	webhooks []*Webhook
 }
 
@@ -28,24 +27,18 @@ func (h *ControllerHooks) Close() {
 	}
 }
 
-// Build makes the webhook clients of a controller's hooks. The loop builds
-// them once per definition; /sync takes them from a ControllerCache.
-func Build(ctx context.Context, cc *v1alpha1.CompositeController, secrets SecretSource) (*ControllerHooks, error) {
+// Build makes the webhook clients of a controller's hooks, as def resolved
+// them. The loop builds them once per definition; /sync takes them from a
+// ControllerCache.
+func Build(ctx context.Context, def *definition.Definition, secrets SecretSource) (*ControllerHooks, error) {
 	out := &ControllerHooks{}
-	if cc.Spec.Hooks == nil {
-		return out, nil
-	}
-	build := func(name string, h *v1alpha1.Hook) (*Webhook, error) {
+	build := func(h *definition.Hook) (*Webhook, error) {
 		if h == nil || h.Webhook == nil {
 			return nil, nil
 		}
-		version := v1alpha1.HookVersionV1
-		if h.Version != nil {
-			version = *h.Version
-		}
 		w, err := New(ctx, Config{
-			Controller: cc.Name, Hook: name, Webhook: h.Webhook, Version: version,
-			EndpointConfigs: cc.Spec.EndpointConfigs, Secrets: secrets,
+			Controller: def.Name, Hook: h.Name, Webhook: h.Webhook, Resolved: h,
+			EndpointConfigs: def.EndpointConfigs, Secrets: secrets,
 		})
 		if err != nil {
 			return nil, err
@@ -53,53 +46,52 @@ func Build(ctx context.Context, cc *v1alpha1.CompositeController, secrets Secret
 		out.webhooks = append(out.webhooks, w)
 		return w, nil
 	}
-	// Interfaces are set only for hooks that exist: a nil *Webhook in an
-	// interface would not compare equal to nil.
-	if w, err := build(syncengine.HookSync, cc.Spec.Hooks.Sync); err != nil {
+	fail := func(err error) (*ControllerHooks, error) {
 		out.Close()
 		return nil, err
+	}
+	// Interfaces are set only for hooks that exist: a nil *Webhook in an
+	// interface would not compare equal to nil.
+	if w, err := build(def.Hooks.Sync); err != nil {
+		return fail(err)
 	} else if w != nil {
 		out.Sync = w
 	}
-	if w, err := build(syncengine.HookFinalize, cc.Spec.Hooks.Finalize); err != nil {
-		out.Close()
-		return nil, err
+	if w, err := build(def.Hooks.Finalize); err != nil {
+		return fail(err)
 	} else if w != nil {
 		out.Finalize = w
 	}
-	if w, err := build(syncengine.HookCustomize, cc.Spec.Hooks.Customize); err != nil {
-		out.Close()
-		return nil, err
+	if w, err := build(def.Hooks.Customize); err != nil {
+		return fail(err)
 	} else if w != nil {
 		out.Customize = w
 	}
 	// A patch hook is called as every other hook (url or service, TLS,
 	// credentials, endpointConfigs, timeout, metrics), under the hook name
-	// patch:<name>, but without ETags: its answer depends on the children
-	// the sync hook returned, not only on the parent an ETag is kept for.
-	pipeline, err := patches.Build(cc, func(name string, wh *v1alpha1.Webhook) (hookapi.Generator, error) {
-		wh = wh.DeepCopy()
-		wh.Etag = nil
-		if wh.ResponseUnMarshallMode == nil {
-			// The default of patch hooks (SetDefaults_PatchHook).
-			strict := v1alpha1.ResponseUnmarshallModeStrict
-			wh.ResponseUnMarshallMode = &strict
-		}
-		return build(PatchHookName(name), &v1alpha1.Hook{Webhook: wh})
-	})
-	if err != nil {
-		out.Close()
-		return nil, err
+	// patch:<name>.
+	if len(def.Hooks.Patches) == 0 {
+		return out, nil
 	}
-	out.Patches = pipeline
+	steps := make([]patches.Step, 0, len(def.Hooks.Patches))
+	for _, p := range def.Hooks.Patches {
+		step := patches.Step{Name: p.Name, EnabledIf: p.EnabledIf, Generator: p.Inline}
+		if p.Webhook != nil {
+			w, err := build(p.Webhook)
+			if err != nil {
+				return fail(err)
+			}
+			step.Generator = w
+		}
+		steps = append(steps, step)
+	}
+	out.Patches = patches.New(steps...)
 	return out, nil
 }
 
 // PatchHookName is how the patch hook name is named as a hook: in errors,
 // and in the hook label of the composite_hook_* metrics.
-func PatchHookName(patch string) string {
-	return "patch:" + patch
-}
+func PatchHookName(patch string) string { return definition.PatchHookName(patch) }
 
 // ControllerCache keeps each controller's hooks while its spec is
 // unchanged: resolving credentials and TLS for every request would cost
@@ -122,26 +114,27 @@ func NewControllerCache(secrets SecretSource) *ControllerCache {
 	return &ControllerCache{secrets: secrets, byUID: map[types.UID]cachedHooks{}}
 }
 
-// Get returns cc's hooks, building them when cc is new or its spec changed.
-func (c *ControllerCache) Get(ctx context.Context, cc *v1alpha1.CompositeController) (*ControllerHooks, error) {
+// Get returns def's hooks, building them when the controller is new or its
+// spec changed.
+func (c *ControllerCache) Get(ctx context.Context, def *definition.Definition) (*ControllerHooks, error) {
 	c.mu.Lock()
-	cached, ok := c.byUID[cc.UID]
+	cached, ok := c.byUID[def.UID]
 	c.mu.Unlock()
-	if ok && cached.generation == cc.Generation && cc.UID != "" {
+	if ok && cached.generation == def.Generation && def.UID != "" {
 		return cached.hooks, nil
 	}
-	built, err := Build(ctx, cc, c.secrets)
+	built, err := Build(ctx, def, c.secrets)
 	if err != nil {
 		return nil, err
 	}
-	if cc.UID == "" {
+	if def.UID == "" {
 		return built, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.byUID[cc.UID]; ok {
+	if old, ok := c.byUID[def.UID]; ok {
 		old.hooks.Close()
 	}
-	c.byUID[cc.UID] = cachedHooks{generation: cc.Generation, hooks: built}
+	c.byUID[def.UID] = cachedHooks{generation: def.Generation, hooks: built}
 	return built, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
@@ -84,7 +85,7 @@ func TestBuildCallsPatchHooksLikeOtherHooks(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	h, err := Build(context.Background(), patchController(srv.URL+"/sync", srv.URL+"/patch"), tokenSecrets)
+	h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestPatchHookFailuresNameThePatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			h, err := Build(context.Background(), patchController(srv.URL+"/sync", srv.URL+"/patch"), tokenSecrets)
+			h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +175,7 @@ func TestPatchHookFailuresNameThePatch(t *testing.T) {
 func TestBuildFailsOnAPatchItCanNotConfigure(t *testing.T) {
 	cc := patchController("http://127.0.0.1:1/sync", "http://127.0.0.1:1/patch")
 	// The token's Secret does not exist.
-	_, err := Build(context.Background(), cc, &fakeSecrets{})
+	_, err := Build(context.Background(), definitiontest.Compile(t, cc), &fakeSecrets{})
 	if err == nil || !strings.Contains(err.Error(), "patch:stamp") {
 		t.Errorf("Build = %v, want an error naming patch:stamp", err)
 	}

@@ -15,7 +15,7 @@ import (
 // "x"`. Maps are compared field by field, lists of the same length element
 // by element (`spec.ports[0].port: 80 -> 8080`), other lists whole. It is
 // for people reading what a patch did; what is applied is decided by
-// pkg/sync with structured-merge-diff.
+// pkg/engine with structured-merge-diff.
 func Diff(before, after map[string]interface{}) []string {
 	d := differ{}
 	d.value(before, after)

@@ -28,7 +28,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
@@ -45,8 +44,8 @@ type Step struct {
 }
 
 // Pipeline is the patches of one controller, ready to run. It is built
-// once per definition of the controller (enabledIf compiled, templates
-// parsed) and safe for concurrent use.
+// once per definition of the controller from what pkg/definition compiled
+// (enabledIf, templates) and is safe for concurrent use.
 type Pipeline struct {
 	steps []Step
 }
@@ -62,52 +61,6 @@ func (p *Pipeline) Steps() []Step {
 		return nil
 	}
 	return p.steps
-}
-
-// WebhookFunc makes the generator of a patch that has a webhook; pkg/hooks
-// gives its HTTP client, so that a patch hook is called as every other hook.
-type WebhookFunc func(name string, webhook *v1alpha1.Webhook) (hookapi.Generator, error)
-
-// Build builds the pipeline of cc's spec.hooks.patches: it compiles each
-// enabledIf, parses each template and makes each webhook's generator with
-// webhook. It returns nil when cc has no patches.
-func Build(cc *v1alpha1.CompositeController, webhook WebhookFunc) (*Pipeline, error) {
-	if cc.Spec.Hooks == nil || len(cc.Spec.Hooks.Patches) == 0 {
-		return nil, nil
-	}
-	p := &Pipeline{}
-	for i := range cc.Spec.Hooks.Patches {
-		spec := &cc.Spec.Hooks.Patches[i]
-		step := Step{Name: spec.Name}
-		fail := func(err error) error {
-			return fmt.Errorf("can't configure CompositeController %q patch %q: %w", cc.Name, spec.Name, err)
-		}
-		if spec.EnabledIf != nil {
-			cond, err := variables.CompileCondition(*spec.EnabledIf)
-			if err != nil {
-				return nil, fail(fmt.Errorf("enabledIf %w", err))
-			}
-			step.EnabledIf = cond
-		}
-		var err error
-		switch {
-		case spec.Webhook != nil && len(spec.Definitions) > 0:
-			return nil, fail(fmt.Errorf("sets both webhook and definitions"))
-		case spec.Webhook != nil:
-			// The webhook's errors name the controller and the hook.
-			if step.Generator, err = webhook(spec.Name, spec.Webhook); err != nil {
-				return nil, err
-			}
-		case len(spec.Definitions) > 0:
-			if step.Generator, err = NewInline(spec.Definitions); err != nil {
-				return nil, fail(err)
-			}
-		default:
-			return nil, fail(fmt.Errorf("sets neither webhook nor definitions"))
-		}
-		p.steps = append(p.steps, step)
-	}
-	return p, nil
 }
 
 // Input is what one run patches.
@@ -158,7 +111,7 @@ type StepResult struct {
 // Change is what a patch changed in one child.
 type Change struct {
 	Ref hookapi.ObjectRef
-	// Diff lists the changed fields, one a line, as pkg/sync's plan items
+	// Diff lists the changed fields, one a line, as pkg/engine's plan items
 	// do: `path: old -> new`, `path: <none> -> new`, `- path: old`.
 	Diff []string
 }
@@ -279,7 +232,7 @@ func refOf(obj *unstructured.Unstructured) hookapi.ObjectRef {
 	return hookapi.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// describeRef names a child as pkg/sync does: Kind.apiVersion namespace/name.
+// describeRef names a child as pkg/engine does: Kind.apiVersion namespace/name.
 func describeRef(ref hookapi.ObjectRef) string {
 	name := ref.Name
 	if ref.Namespace != "" {

@@ -357,43 +357,6 @@ func TestInlinePatchWithAnUnsetVariableFails(t *testing.T) {
 	}
 }
 
-func TestBuild(t *testing.T) {
-	str := func(s string) *string { return &s }
-	cc := &v1alpha1.CompositeController{Spec: v1alpha1.CompositeControllerSpec{Hooks: &v1alpha1.CompositeControllerHooks{
-		Patches: []v1alpha1.PatchHook{
-			{Name: "hook", EnabledIf: str("builtin.parent.spec.replicas > 1"), Webhook: &v1alpha1.Webhook{URL: str("http://x")}},
-			{Name: "inline", Definitions: []v1alpha1.PatchDefinition{{
-				Selector:    v1alpha1.PatchSelector{APIVersion: "v1", Kind: "ConfigMap"},
-				JSONPatches: []v1alpha1.JSONPatch{{Op: v1alpha1.JSONPatchOpRemove, Path: "/data"}},
-			}}},
-		},
-	}}}
-	var webhooks []string
-	webhook := func(name string, wh *v1alpha1.Webhook) (hookapi.Generator, error) {
-		webhooks = append(webhooks, name+" "+*wh.URL)
-		return answering(&hookapi.GenerateResponse{}), nil
-	}
-	p, err := Build(cc, webhook)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := p.Steps()
-	if len(steps) != 2 || steps[0].Name != "hook" || steps[0].EnabledIf == nil || steps[1].Name != "inline" || steps[1].EnabledIf != nil {
-		t.Errorf("steps %+v", steps)
-	}
-	if !reflect.DeepEqual(webhooks, []string{"hook http://x"}) {
-		t.Errorf("webhooks built: %q", webhooks)
-	}
-
-	cc.Spec.Hooks.Patches[1].EnabledIf = str("builtin.parent.nope")
-	if _, err := Build(cc, webhook); err == nil || !strings.Contains(err.Error(), `patch "inline": enabledIf does not compile`) {
-		t.Errorf("Build with a bad enabledIf: %v", err)
-	}
-	if p, err := Build(&v1alpha1.CompositeController{}, webhook); p != nil || err != nil {
-		t.Errorf("Build without patches = %v, %v; want nil, nil", p, err)
-	}
-}
-
 func TestDiff(t *testing.T) {
 	before := map[string]interface{}{
 		"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": "1"}},

@@ -3,16 +3,17 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/spf13/cobra"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
-
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
 
 // AggregationLabel is the label of the ClusterRoles that
@@ -20,23 +21,17 @@ import (
 // on parents and children.
 const AggregationLabel = "metacontroller.k8s.io/aggregate-to-composite-apiserver"
 
-// Verbs the controller needs: it watches and updates parents (finalizers)
-// and their status, and manages children entirely.
-var (
-	parentVerbs       = []string{"get", "list", "watch", "update", "patch"}
-	parentStatusVerbs = []string{"get", "update", "patch"}
-	childVerbs        = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-)
-
 func newRBACCommand(streams genericiooptions.IOStreams, client ClientFunc) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rbac CONTROLLER",
 		Short: "Print the ClusterRole that lets composite-apiserver run a controller",
 		Long: `Read CONTROLLER and print a ClusterRole named
 composite-apiserver-CONTROLLER that gives composite-apiserver exactly the
-rights that controller needs: get, list, watch, update and patch on its
-parent resource, get, update and patch on the parent's status, and get, list,
-watch, create, update, patch and delete on each child resource.
+rights that controller's loop checks it has, and no more: get, list, watch
+and patch on its parent resource, update on the parent's status, list,
+watch, create, patch and delete on each child resource, create on Events,
+and, with a rolling update strategy, list, create, update and delete on
+ControllerRevisions.
 
 The ClusterRole carries the label
 metacontroller.k8s.io/aggregate-to-composite-apiserver: "true", so the
@@ -64,81 +59,80 @@ are not known before it runs: grant get, list and watch on them yourself.`,
 	}
 }
 
-// writeClusterRole prints ControllerRole(cc) as YAML for kubectl apply.
+// writeClusterRole prints ControllerRole of cc, compiled, as YAML for
+// kubectl apply.
 func writeClusterRole(w io.Writer, cc *v1alpha1.CompositeController) error {
-	role, err := ControllerRole(cc)
+	def, err := definition.Compile(cc, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("can't read CompositeController %q: %w", cc.Name, err)
 	}
-	data, err := yaml.Marshal(role)
+	data, err := yaml.Marshal(ControllerRole(def))
 	if err != nil {
 		return fmt.Errorf("can't encode the ClusterRole: %w", err)
 	}
-	header := fmt.Sprintf("# What composite-apiserver needs to run CompositeController %q.\n", cc.Name)
-	if cc.Spec.Hooks != nil && cc.Spec.Hooks.Customize != nil {
+	header := fmt.Sprintf("# What composite-apiserver needs to run %s %q.\n", def.Kind, def.Name)
+	if def.Hooks.Customize != nil {
 		header += "# Its customize hook's related resources also need get, list and watch.\n"
 	}
 	_, err = io.WriteString(w, header+string(data))
 	return err
 }
 
-// ControllerRole is the aggregated ClusterRole of cc's rights: one rule
-// for the parent resource, one for its status, and one per API group of
-// child resources.
-func ControllerRole(cc *v1alpha1.CompositeController) (*rbacv1.ClusterRole, error) {
-	parent := cc.Spec.ParentResource.ResourceRule
-	parentGroup, err := apiGroup(parent)
-	if err != nil {
-		return nil, fmt.Errorf("can't read the parent resource of CompositeController %q: %w", cc.Name, err)
-	}
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{parentGroup}, Resources: []string{parent.Resource}, Verbs: parentVerbs},
-		{APIGroups: []string{parentGroup}, Resources: []string{parent.Resource + "/status"}, Verbs: parentStatusVerbs},
-	}
-	children := map[string]map[string]bool{}
-	for i, child := range cc.Spec.ChildResources {
-		group, err := apiGroup(child.ResourceRule)
-		if err != nil {
-			return nil, fmt.Errorf("can't read child resource %d of CompositeController %q: %w", i, cc.Name, err)
+// ControllerRole is the aggregated ClusterRole of exactly the rights the
+// loop checks for def (rights.Needed): the parent's rules first, as the
+// definition lists them, then one rule per API group and set of verbs,
+// sorted, so that the output of an unchanged controller is the same every
+// time and re-applying it changes nothing.
+func ControllerRole(def *definition.Definition) *rbacv1.ClusterRole {
+	type resource struct{ group, name string }
+	var order []resource
+	verbs := map[resource][]string{}
+	for _, r := range rights.Needed(def) {
+		res := resource{r.Group, r.Resource}
+		if r.Subresource != "" {
+			res.name += "/" + r.Subresource
 		}
-		if children[group] == nil {
-			children[group] = map[string]bool{}
+		if _, ok := verbs[res]; !ok {
+			order = append(order, res)
 		}
-		children[group][child.Resource] = true
+		verbs[res] = append(verbs[res], r.Verb)
 	}
-	groups := make([]string, 0, len(children))
-	for group := range children {
-		groups = append(groups, group)
-	}
-	// Sorted, so that the output of an unchanged controller is the same
-	// every time and re-applying it changes nothing.
-	sort.Strings(groups)
-	for _, group := range groups {
-		resources := make([]string, 0, len(children[group]))
-		for resource := range children[group] {
-			resources = append(resources, resource)
+	parent := resource{def.Parent.GVR.Group, def.Parent.GVR.Resource}
+	var rules, rest []rbacv1.PolicyRule
+	for _, res := range order {
+		rule := rbacv1.PolicyRule{APIGroups: []string{res.group}, Resources: []string{res.name}, Verbs: verbs[res]}
+		if res.group == parent.group && (res.name == parent.name || res.name == parent.name+"/status") {
+			rules = append(rules, rule)
+			continue
 		}
-		sort.Strings(resources)
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: childVerbs})
+		// Resources of one group with the same verbs share a rule.
+		merged := false
+		for i := range rest {
+			if rest[i].APIGroups[0] == res.group && slices.Equal(rest[i].Verbs, rule.Verbs) {
+				rest[i].Resources = append(rest[i].Resources, res.name)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			rest = append(rest, rule)
+		}
 	}
+	for i := range rest {
+		sort.Strings(rest[i].Resources)
+	}
+	sort.SliceStable(rest, func(i, j int) bool {
+		if rest[i].APIGroups[0] != rest[j].APIGroups[0] {
+			return rest[i].APIGroups[0] < rest[j].APIGroups[0]
+		}
+		return rest[i].Resources[0] < rest[j].Resources[0]
+	})
 	return &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "composite-apiserver-" + cc.Name,
+			Name:   "composite-apiserver-" + def.Name,
 			Labels: map[string]string{AggregationLabel: "true"},
 		},
-		Rules: rules,
-	}, nil
-}
-
-// apiGroup is the API group of a rule's apiVersion ("" for the core group).
-func apiGroup(rule v1alpha1.ResourceRule) (string, error) {
-	if rule.Resource == "" {
-		return "", fmt.Errorf("no resource")
+		Rules: append(rules, rest...),
 	}
-	gv, err := schema.ParseGroupVersion(rule.APIVersion)
-	if err != nil {
-		return "", err
-	}
-	return gv.Group, nil
 }

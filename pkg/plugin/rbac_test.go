@@ -2,15 +2,25 @@ package plugin
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"reflect"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
 func controllerWithChildren(name string, children ...v1alpha1.ResourceRule) *v1alpha1.CompositeController {
@@ -40,11 +50,14 @@ func TestRBACOfAControllerWithTwoChildResources(t *testing.T) {
 	if role.Labels[AggregationLabel] != "true" || len(role.Labels) != 1 {
 		t.Errorf("labels %v, want only %s: \"true\"", role.Labels, AggregationLabel)
 	}
-	children := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	// Exactly what the loop checks (rights.Needed), no more: see
+	// TestRBACIsWhatTheLoopChecks.
+	children := []string{"list", "watch", "create", "patch", "delete"}
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: children},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: children},
 	}
 	if !reflect.DeepEqual(role.Rules, want) {
@@ -61,11 +74,8 @@ func TestRBACGroupsChildResourcesOfOneGroup(t *testing.T) {
 		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"},
 		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "services"})
 	cc.Spec.Hooks = &v1alpha1.CompositeControllerHooks{Customize: &v1alpha1.Hook{}}
-	role, err := ControllerRole(cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(role.Rules) != 3 || !reflect.DeepEqual(role.Rules[2].Resources, []string{"configmaps", "services"}) {
+	role := ControllerRole(definitiontest.Compile(t, cc))
+	if len(role.Rules) != 4 || !reflect.DeepEqual(role.Rules[2].Resources, []string{"configmaps", "services"}) {
 		t.Errorf("rules %+v: want the core group's children in one rule", role.Rules)
 	}
 	var out bytes.Buffer
@@ -79,7 +89,63 @@ func TestRBACGroupsChildResourcesOfOneGroup(t *testing.T) {
 
 func TestRBACOfABadController(t *testing.T) {
 	cc := controllerWithChildren("bad", v1alpha1.ResourceRule{APIVersion: "a/b/c", Resource: "things"})
-	if _, err := ControllerRole(cc); err == nil || !strings.Contains(err.Error(), "child resource 0") {
-		t.Errorf("error %v, want one naming child resource 0", err)
+	if err := writeClusterRole(io.Discard, cc); err == nil || !strings.Contains(err.Error(), "spec.childResources[0].apiVersion") {
+		t.Errorf("error %v, want one naming spec.childResources[0].apiVersion", err)
+	}
+}
+
+// The rights `kubectl composite rbac` prints are exactly the rights the loop
+// checks before it starts a controller: one list, rights.Needed.
+func TestRBACIsWhatTheLoopChecks(t *testing.T) {
+	rolling := controllerWithChildren("rolling",
+		v1alpha1.ResourceRule{APIVersion: "apps/v1", Resource: "deployments"},
+		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"},
+		v1alpha1.ResourceRule{APIVersion: "v1", Resource: "services"})
+	rolling.Spec.ChildResources[0].UpdateStrategy = &v1alpha1.CompositeControllerChildUpdateStrategy{Method: v1alpha1.ChildUpdateRollingRecreate}
+	for _, cc := range []*v1alpha1.CompositeController{
+		controllerWithChildren("plain", v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}),
+		controllerWithChildren("childless"),
+		controllerWithChildren("core-parent", v1alpha1.ResourceRule{APIVersion: "v1", Resource: "secrets"}),
+		rolling,
+	} {
+		t.Run(cc.Name, func(t *testing.T) {
+			if cc.Name == "core-parent" {
+				cc.Spec.ParentResource.ResourceRule = v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}
+			}
+			def := definitiontest.Compile(t, cc)
+			var printed []string
+			for _, rule := range ControllerRole(def).Rules {
+				for _, group := range rule.APIGroups {
+					for _, res := range rule.Resources {
+						for _, verb := range rule.Verbs {
+							printed = append(printed, rights.Right{Verb: verb, Group: group, Resource: strings.Split(res, "/")[0],
+								Subresource: strings.TrimPrefix(strings.TrimPrefix(res, strings.Split(res, "/")[0]), "/")}.String())
+						}
+					}
+				}
+			}
+			// What the loop asks the target cluster about before it
+			// starts the controller, every right denied.
+			var mu sync.Mutex
+			var checked []string
+			kube := kubefake.NewClientset()
+			kube.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				review := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+				attrs := review.Spec.ResourceAttributes
+				mu.Lock()
+				defer mu.Unlock()
+				checked = append(checked, rights.Right{Verb: attrs.Verb, Group: attrs.Group, Resource: attrs.Resource, Subresource: attrs.Subresource}.String())
+				return true, review, nil
+			})
+			missing, err := (&rights.Checker{Kube: kube}).Missing(context.Background(), def)
+			if err != nil || len(missing) != len(checked) {
+				t.Fatalf("missing %v, %v; want every right asked about", missing, err)
+			}
+			sort.Strings(printed)
+			sort.Strings(checked)
+			if !reflect.DeepEqual(printed, checked) {
+				t.Errorf("kubectl composite rbac prints\n%q\nthe loop checks\n%q", printed, checked)
+			}
+		})
 	}
 }

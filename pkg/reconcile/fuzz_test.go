@@ -15,8 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // answerServer is a hook that answers whatever body the fuzzer set.
@@ -82,14 +83,15 @@ func FuzzHookAnswers(f *testing.F) {
 			},
 		},
 	}
-	built, err := hooks.Build(context.Background(), cc, nil)
+	def, err := definition.Compile(cc, definition.GuessingResolver())
 	if err != nil {
 		f.Fatal(err)
 	}
-	c, err := NewController(cc, built.Hooks)
+	built, err := hooks.Build(context.Background(), def, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
+	c := &Controller{Def: def, Hooks: built.Hooks}
 	f.Fuzz(func(t *testing.T, answer []byte, finalizing bool) {
 		srv.mu.Lock()
 		srv.body = answer
@@ -101,13 +103,13 @@ func FuzzHookAnswers(f *testing.F) {
 		owned := func(name string) *unstructured.Unstructured {
 			o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]interface{}{"name": name, "namespace": "ns", "uid": "uid-" + name,
-					"labels": map[string]interface{}{syncengine.ControllerUIDLabel: "uid-p"}}}}
-			o.SetOwnerReferences([]metav1.OwnerReference{syncengine.ControllerRef(p)})
+					"labels": map[string]interface{}{engine.ControllerUIDLabel: "uid-p"}}}}
+			o.SetOwnerReferences([]metav1.OwnerReference{engine.ControllerRef(p)})
 			return o
 		}
 		e, _ := env(t)
 		res, err := c.Sync(context.Background(), e, p, Options{DryRun: true,
-			Claimed: &syncengine.Claimed{Owned: []*unstructured.Unstructured{owned("a"), owned("b")}}})
+			Claimed: &engine.Claimed{Owned: []*unstructured.Unstructured{owned("a"), owned("b")}}})
 		if err == nil && (!utf8.Valid(answer) || string(bytes.TrimSpace(answer)) == "null") {
 			// Decoded, they would be what the hook did not say: U+FFFD
 			// for the bytes, and "delete every child" for null.

@@ -3,6 +3,7 @@
 // re-checked against the live parent), the hooks, the plan, its execution,
 // the parent's status and Events. The controller loop and a live /sync call
 // the same Sync, so they cannot drift apart; a dry run stops after the plan.
+// It reads the controller only through its compiled definition.
 package reconcile
 
 import (
@@ -24,36 +25,20 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 // finalizingResync is how soon a parent whose finalize hook did not finalize
 // it yet is synced again when the hook does not say.
 const finalizingResync = 5 * time.Second
 
-// Controller is one CompositeController, ready to sync its parents.
+// Controller is one controller, compiled, with its hooks: ready to sync
+// its parents.
 type Controller struct {
-	CC        *v1alpha1.CompositeController
-	Resources syncengine.Resources
-	Hooks     syncengine.Hooks
-	// ParentLabels is spec.parentResource.labelSelector.
-	ParentLabels labels.Selector
-	// Finalizer is the finalizer the finalize hook keeps on parents.
-	Finalizer string
-}
-
-// NewController reads what a sync needs from cc once.
-func NewController(cc *v1alpha1.CompositeController, h syncengine.Hooks) (*Controller, error) {
-	res, err := syncengine.ResourcesOf(cc)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := syncengine.ParentLabelSelector(cc)
-	if err != nil {
-		return nil, err
-	}
-	return &Controller{CC: cc, Resources: res, Hooks: h, ParentLabels: sel, Finalizer: syncengine.Finalizer(cc)}, nil
+	Def   *definition.Definition
+	Hooks engine.Hooks
 }
 
 // Env is where a sync reads and writes.
@@ -63,15 +48,20 @@ type Env struct {
 	// Metadata applies children and reads back only their metadata.
 	Metadata metadata.Interface
 	// Resolver maps kinds to resources.
-	Resolver syncengine.KindResolver
+	Resolver definition.KindResolver
 	// Children lists the objects of the child resources that may be the
 	// parent's children.
-	Children syncengine.ObjectLister
+	Children engine.ObjectLister
+	// Index, when set, finds them instead without reading the parent's
+	// whole namespace (the loop's informers index objects by controller);
+	// it also tells the engine which objects that are not the parent's
+	// share a desired child's name.
+	Index engine.ChildIndex
 	// Related lists the objects customize rules select.
-	Related syncengine.ObjectLister
+	Related engine.ObjectLister
 	// Ownership compares desired children with what the controller
 	// applied; nil uses schemas deduced from the objects.
-	Ownership syncengine.FieldOwnership
+	Ownership engine.FieldOwnership
 	// Recorder records Events on the parent; nil records none.
 	Recorder record.EventRecorder
 	// Revisions lists the ControllerRevisions of rolling updates; nil
@@ -86,11 +76,11 @@ type Options struct {
 	DryRun bool
 	// Claimed are the parent's children as given inline (a preview);
 	// nil claims them from Env.Children.
-	Claimed *syncengine.Claimed
+	Claimed *engine.Claimed
 	// Allow, when set, is asked before anything of the plan is carried
 	// out; an error stops the sync there. A live /sync checks the caller's
 	// own rights with it.
-	Allow func(ctx context.Context, plan *syncengine.Plan) error
+	Allow func(ctx context.Context, plan *engine.Plan) error
 }
 
 // Result is what one Sync found and did.
@@ -100,7 +90,7 @@ type Result struct {
 	// Skipped says why nothing was synced; empty when the hooks ran.
 	Skipped string
 	// Plan is the engine's plan; nil when skipped.
-	Plan *syncengine.Plan
+	Plan *engine.Plan
 	// Warnings are problems that did not stop the sync: the plan's and
 	// the claim's.
 	Warnings []string
@@ -146,8 +136,8 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			res.Skipped = "the parent does not match spec.parentResource.labelSelector"
 			return res, nil
 		}
-	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !syncengine.HasFinalizer(parent, c.Finalizer) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Finalizer))
+	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Def.Finalizer))
 	}
 
 	claimed := opts.Claimed
@@ -161,11 +151,10 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if err != nil {
 		return res, err
 	}
-	plan, err := syncengine.Compute(ctx, syncengine.Input{
+	plan, err := engine.Compute(ctx, engine.Input{
 		Revisions:  revisions,
-		Controller: c.CC,
+		Definition: c.Def,
 		Parent:     parent,
-		Parents:    c.Resources.Parent,
 		Children:   *claimed,
 		Hooks:      c.Hooks,
 		Related:    env.Related,
@@ -189,7 +178,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncWarning", w)
 	}
 	for _, item := range plan.Items {
-		if item.Reason == syncengine.ReasonForeign {
+		if item.Reason == engine.ReasonForeign {
 			// The sample-controller's word for it.
 			c.event(env, opts, parent, corev1.EventTypeWarning, "ErrResourceExists",
 				fmt.Sprintf("%s %s exists and is not controlled by %s %s; it is left alone", item.Desired.GetKind(), item.Desired.GetName(), parent.GetKind(), parent.GetName()))
@@ -205,7 +194,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		}
 	}
 
-	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.CC.Name, parent, plan)
+	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.Def.Name, parent, plan)
 	res.Done = done
 	for _, d := range done {
 		if d.Err != nil {
@@ -230,8 +219,8 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
 	}
-	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && syncengine.HasFinalizer(parent, c.Finalizer) {
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && definition.HasFinalizer(parent, c.Def.Finalizer) {
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
 		if err != nil {
 			return res, err
 		}
@@ -246,7 +235,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	// As Metacontroller: the hook's status, finalize hook's included, is
 	// written whenever it differs; a parent gone or changed since it was
 	// read is synced again by its own event.
-	written, err := apply.ParentStatus(ctx, env.Client, c.Resources.Parent, parent, plan.Response.Status)
+	written, err := apply.ParentStatus(ctx, env.Client, c.Def.Parent.GVR, parent, plan.Response.Status)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		logger.V(4).Info("Parent changed or went away before its status was written", "err", err)
@@ -309,28 +298,28 @@ func groupDone(done []apply.Done) []doneGroup {
 // revisions are the ControllerRevisions a rolling update decides from: a
 // live parent's, when the controller has a rolling update strategy.
 func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) ([]*v1alpha1.ControllerRevision, error) {
-	if env.Revisions == nil || opts.Claimed != nil || parent.GetUID() == "" || !syncengine.Rolling(c.CC) {
+	if env.Revisions == nil || opts.Claimed != nil || parent.GetUID() == "" || !c.Def.Rolling {
 		return nil, nil
 	}
-	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Resources.Parent)
+	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Def.Parent.GVR)
 }
 
 // rolloutEvent records a step of a rolling update, or the start of a stall
 // or of the end, once: when the parent's Updated condition changes.
-func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *syncengine.Rollout) {
+func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *engine.Rollout) {
 	if r == nil {
 		return
 	}
-	prev := syncengine.StatusCondition(parent, syncengine.UpdatedCondition)
+	prev := engine.StatusCondition(parent, engine.UpdatedCondition)
 	if prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
 		return
 	}
 	switch r.Reason {
-	case syncengine.ReasonRolloutProgressing:
+	case engine.ReasonRolloutProgressing:
 		c.event(env, opts, parent, corev1.EventTypeNormal, r.Reason, fmt.Sprintf("%s moves to ControllerRevision %s", r.Next, r.Latest))
-	case syncengine.ReasonRolloutWaiting:
+	case engine.ReasonRolloutWaiting:
 		c.event(env, opts, parent, corev1.EventTypeWarning, r.Reason, "rolling update halted: "+r.Message)
-	case syncengine.ReasonOnLatestRevision:
+	case engine.ReasonOnLatestRevision:
 		if prev != nil {
 			c.event(env, opts, parent, corev1.EventTypeNormal, "RolloutComplete", "every child is on ControllerRevision "+r.Latest)
 		}
@@ -339,19 +328,18 @@ func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Un
 
 // existing is the index for desired children's names when the children
 // came from one: Candidates then held only the parent's and the orphans.
-func (c *Controller) existing(env Env, opts Options) syncengine.ChildIndex {
+func (c *Controller) existing(env Env, opts Options) engine.ChildIndex {
 	if opts.Claimed != nil {
 		return nil
 	}
-	index, _ := env.Children.(syncengine.ChildIndex)
-	return index
+	return env.Index
 }
 
 // ours tells whether the controller syncs parent: it matches the label
 // selector, or it carries the finalizer, which only the finalize hook may
 // take off.
 func (c *Controller) ours(parent *unstructured.Unstructured) bool {
-	return c.ParentLabels.Matches(labels.Set(parent.GetLabels())) || syncengine.HasFinalizer(parent, c.Finalizer)
+	return c.Def.ParentLabels.Matches(labels.Set(parent.GetLabels())) || definition.HasFinalizer(parent, c.Def.Finalizer)
 }
 
 // syncFinalizer puts the finalizer on a live parent when the controller has
@@ -359,18 +347,18 @@ func (c *Controller) ours(parent *unstructured.Unstructured) bool {
 // even from a parent being deleted: otherwise that parent would hang in
 // Terminating. It returns nil when the parent is gone.
 func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstructured.Unstructured, res *Result) (*unstructured.Unstructured, error) {
-	has := syncengine.HasFinalizer(parent, c.Finalizer)
+	has := definition.HasFinalizer(parent, c.Def.Finalizer)
 	want := c.Hooks.Finalize != nil
 	switch {
 	case want && !has && parent.GetDeletionTimestamp() == nil:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, true)
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, true)
 		if err != nil {
 			return nil, err
 		}
 		res.FinalizerAdded = updated != nil
 		return updated, nil
 	case !want && has:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Resources.Parent, parent, c.Finalizer, false)
+		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
 		if err != nil {
 			return nil, err
 		}
@@ -384,18 +372,17 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 // the ControllerRef way. Before adopting orphans it reads the parent again
 // from the cluster: a parent deleted or replaced since it was read must not
 // adopt anything.
-func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*syncengine.Claimed, error) {
-	selector, err := syncengine.ParentSelector(c.CC, parent)
+func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Unstructured, dryRun bool, res *Result) (*engine.Claimed, error) {
+	selector, err := engine.ParentSelector(c.Def, parent)
 	if err != nil {
 		return nil, err
 	}
-	index, indexed := env.Children.(syncengine.ChildIndex)
 	var candidates []*unstructured.Unstructured
-	for _, gvr := range c.Resources.Children {
+	for _, gvr := range c.Def.ChildGVRs() {
 		var objs []*unstructured.Unstructured
 		var err error
-		if indexed {
-			objs, err = index.Candidates(ctx, gvr, parent.GetNamespace(), parent.GetUID())
+		if env.Index != nil {
+			objs, err = env.Index.Candidates(ctx, gvr, parent.GetNamespace(), parent.GetUID())
 		} else {
 			objs, err = env.Children.List(ctx, gvr, parent.GetNamespace(), labels.Everything())
 		}
@@ -405,20 +392,20 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 		candidates = append(candidates, objs...)
 	}
 	canAdopt := parent.GetDeletionTimestamp() == nil
-	claimed := syncengine.Claim(parent, selector, candidates, canAdopt)
+	claimed := engine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {
 		// Adopt only for the parent as it is now, as Kubernetes'
 		// controllers recheck before adopting: a parent deleted or
 		// recreated meanwhile adopts nothing. A read that fails says
 		// nothing either way: the sync fails and is retried with backoff.
-		fresh, err := env.Client.Resource(c.Resources.Parent).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
+		fresh, err := env.Client.Resource(c.Def.Parent.GVR).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			claimed = syncengine.Claim(parent, selector, candidates, false)
+			claimed = engine.Claim(parent, selector, candidates, false)
 		case err != nil:
 			return nil, fmt.Errorf("can't read %s %s again before adopting its children: %w", parent.GetKind(), parent.GetName(), err)
 		case fresh.GetUID() != parent.GetUID() || fresh.GetDeletionTimestamp() != nil:
-			claimed = syncengine.Claim(parent, selector, candidates, false)
+			claimed = engine.Claim(parent, selector, candidates, false)
 		}
 	}
 	for _, foreign := range claimed.Foreign {
@@ -433,13 +420,12 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 // smaller of the hook's resyncAfterSeconds and the controller's
 // resyncPeriodSeconds (which Metacontroller raises to at least a second, so
 // 0 means every second).
-func (c *Controller) requeueAfter(plan *syncengine.Plan) time.Duration {
+func (c *Controller) requeueAfter(plan *engine.Plan) time.Duration {
 	var after time.Duration
 	if s := plan.Response.ResyncAfterSeconds; s > 0 {
 		after = time.Duration(s * float64(time.Second))
 	}
-	if p := c.CC.Spec.ResyncPeriodSeconds; p != nil {
-		period := max(time.Duration(*p)*time.Second, time.Second)
+	if period := c.Def.ResyncPeriod; period > 0 {
 		if after == 0 || period < after {
 			after = period
 		}

@@ -18,8 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 )
 
 var things = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
@@ -37,23 +38,23 @@ func controller(t *testing.T, finalize bool, mods ...func(*v1alpha1.CompositeCon
 			Hooks:            &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{}},
 		},
 	}
-	h := syncengine.Hooks{Sync: hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+	h := engine.Hooks{Sync: engine.InProcess(hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 		return &hookapi.SyncHookResponse{Status: map[string]interface{}{"ok": true}}, nil
-	})}
+	}))}
 	if finalize {
 		cc.Spec.Hooks.Finalize = &v1alpha1.Hook{}
-		h.Finalize = hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		h.Finalize = engine.InProcess(hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"finalizing": true}}, nil
-		})
+		}))
 	}
 	for _, m := range mods {
 		m(cc)
 	}
-	c, err := NewController(cc, h)
+	def, err := definition.Compile(cc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return &Controller{Def: def, Hooks: h}
 }
 
 func parent(finalizers ...string) *unstructured.Unstructured {
@@ -81,7 +82,7 @@ func env(t *testing.T, objs ...runtime.Object) (Env, *dynamicfake.FakeDynamicCli
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	return Env{Client: client, Resolver: syncengine.RESTMapperResolver(mapper), Children: noObjects{}, Related: noObjects{}}, client
+	return Env{Client: client, Resolver: definition.RESTMapperResolver(mapper), Children: noObjects{}, Related: noObjects{}}, client
 }
 
 // verbs lists the writes the client saw, as "verb resource[/subresource]".
@@ -215,7 +216,7 @@ func TestRequeueAfter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := controller(t, false, func(cc *v1alpha1.CompositeController) { cc.Spec.ResyncPeriodSeconds = tc.period })
-			plan := &syncengine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
+			plan := &engine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
 			if got := c.requeueAfter(plan); got != tc.want {
 				t.Errorf("requeueAfter %v, want %v", got, tc.want)
 			}

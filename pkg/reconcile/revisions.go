@@ -10,7 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
 // RevisionLister lists the ControllerRevisions of a parent resource in a
@@ -30,10 +31,10 @@ type ClientRevisions struct {
 // Revisions implements RevisionLister.
 func (r ClientRevisions) Revisions(ctx context.Context, namespace string, parents schema.GroupVersionResource) ([]*v1alpha1.ControllerRevision, error) {
 	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: map[string]string{
-		syncengine.RevisionLabelAPIGroup: parents.Group,
-		syncengine.RevisionLabelResource: parents.Resource,
+		engine.RevisionLabelAPIGroup: parents.Group,
+		engine.RevisionLabelResource: parents.Resource,
 	}})
-	list, err := r.Client.Resource(syncengine.ControllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	list, err := r.Client.Resource(definition.ControllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("can't list ControllerRevisions: %w", err)
 	}

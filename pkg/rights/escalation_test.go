@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -50,11 +51,11 @@ func TestServerRightsAreAskedOnceInTheirLifetime(t *testing.T) {
 	client := allowing()
 	c := &Checker{Kube: client}
 	for i := 0; i < 3; i++ {
-		if _, err := c.Missing(context.Background(), controller()); err != nil {
+		if _, err := c.Missing(context.Background(), definitiontest.Compile(t, controller())); err != nil {
 			t.Fatal(err)
 		}
 	}
-	needed, _ := Needed(controller())
+	needed := Needed(definitiontest.Compile(t, controller()))
 	if got := len(client.Actions()); got != len(needed) {
 		t.Errorf("%d access reviews for 3 checks of %d rights: want each asked once while fresh", got, len(needed))
 	}

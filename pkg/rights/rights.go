@@ -1,9 +1,12 @@
-// Package rights tells which of the rights a CompositeController needs the
-// server itself lacks in the target cluster. The server acts with its own
-// identity and is granted rights per controller (the aggregated ClusterRole
-// of artifacts/deploy), so a missing grant must be said where the user
-// looks — the controller's status, an Event, a warning on apply — and not
-// only in the server's log.
+// Package rights checks rights around a controller: which of the rights its
+// loop uses (the list pkg/definition compiles with it, Needed) the server
+// itself lacks in the target cluster, and whether a controller's author may
+// do what its loop would (AuthorRights, derived from Needed).
+//
+// The server acts with its own identity and is granted rights per
+// controller (the aggregated ClusterRole of artifacts/deploy), so a missing
+// grant must be said where the user looks — the controller's status, an
+// Event, a warning on apply — and not only in the server's log.
 package rights
 
 import (
@@ -16,60 +19,20 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 // Right is one verb on one resource, cluster-wide: the loop watches and
 // writes in every namespace.
-type Right struct {
-	Verb        string
-	Group       string
-	Resource    string
-	Subresource string
-}
+type Right = definition.Right
 
-func (r Right) String() string {
-	res := r.Resource
-	if r.Group != "" {
-		res += "." + r.Group
-	}
-	if r.Subresource != "" {
-		res += "/" + r.Subresource
-	}
-	return r.Verb + " " + res
-}
-
-// Needed are the rights the loop uses for cc: what the informers read,
-// what apply, adoption, deletion, the finalizer and the status write do,
-// and the Events it records.
-func Needed(cc *v1alpha1.CompositeController) ([]Right, error) {
-	res, err := syncengine.ResourcesOf(cc)
-	if err != nil {
-		return nil, err
-	}
-	var out []Right
-	add := func(gvr schema.GroupVersionResource, sub string, verbs ...string) {
-		for _, v := range verbs {
-			out = append(out, Right{Verb: v, Group: gvr.Group, Resource: gvr.Resource, Subresource: sub})
-		}
-	}
-	// get: adoption reads the parent again; patch: the finalizer.
-	add(res.Parent, "", "get", "list", "watch", "patch")
-	add(res.Parent, "status", "update")
-	for _, child := range res.Children {
-		// A server-side apply that creates needs create as well as patch.
-		add(child, "", "list", "watch", "create", "patch", "delete")
-	}
-	add(schema.GroupVersionResource{Version: "v1", Resource: "events"}, "", "create")
-	if syncengine.Rolling(cc) {
-		add(syncengine.ControllerRevisions, "", "list", "create", "update", "delete")
-	}
-	return out, nil
-}
+// Needed are the rights the loop uses for def: the one list, compiled with
+// the definition, from which AuthorRights and `kubectl composite rbac`
+// are derived.
+func Needed(def *definition.Definition) []Right { return def.Rights }
 
 // Checker asks the target cluster about the server's own rights. Answers
 // are kept for cacheTTL, as kube-apiserver's delegating authorizer keeps
@@ -90,13 +53,10 @@ type cached struct {
 
 const cacheTTL = 10 * time.Second
 
-// Missing returns the rights cc needs that the server lacks, asking about
+// Missing returns the rights def needs that the server lacks, asking about
 // the ones not known now all at once.
-func (c *Checker) Missing(ctx context.Context, cc *v1alpha1.CompositeController) ([]Right, error) {
-	needed, err := Needed(cc)
-	if err != nil {
-		return nil, err
-	}
+func (c *Checker) Missing(ctx context.Context, def *definition.Definition) ([]Right, error) {
+	needed := Needed(def)
 	allowed := c.lookup(needed)
 	var unknown []Right
 	for _, r := range needed {
@@ -181,17 +141,23 @@ func (c *Checker) store(rights []Right, allowed []bool) {
 }
 
 // MissingRights says what cc needs and the server lacks, with the fix; ""
-// when nothing is missing.
+// when nothing is missing. It is asked when cc is applied, before the loop
+// compiled it.
 func (c *Checker) MissingRights(ctx context.Context, cc *v1alpha1.CompositeController) (string, error) {
-	missing, err := c.Missing(ctx, cc)
+	def, err := definition.Compile(cc, nil)
+	if err != nil {
+		return "", err
+	}
+	missing, err := c.Missing(ctx, def)
 	if err != nil || len(missing) == 0 {
 		return "", err
 	}
-	return Describe(cc, missing), nil
+	return Describe(def.Name, missing), nil
 }
 
-// Describe says in one line what is missing, per resource, and the fix.
-func Describe(cc *v1alpha1.CompositeController, missing []Right) string {
+// Describe says in one line what the controller named controller lacks,
+// per resource, and the fix.
+func Describe(controller string, missing []Right) string {
 	byResource := map[string][]string{}
 	var order []string
 	for _, r := range missing {
@@ -207,5 +173,5 @@ func Describe(cc *v1alpha1.CompositeController, missing []Right) string {
 		parts = append(parts, strings.Join(byResource[k], ", ")+" "+k)
 	}
 	return fmt.Sprintf("composite-apiserver may not %s in the target cluster; grant it with `kubectl composite rbac %s | kubectl apply -f -`",
-		strings.Join(parts, "; "), cc.Name)
+		strings.Join(parts, "; "), controller)
 }

@@ -11,6 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 )
 
 func controller() *v1alpha1.CompositeController {
@@ -65,10 +66,7 @@ func TestNothingMissingSaysNothing(t *testing.T) {
 }
 
 func TestNeededCoversWhatTheLoopDoes(t *testing.T) {
-	needed, err := Needed(controller())
-	if err != nil {
-		t.Fatal(err)
-	}
+	needed := Needed(definitiontest.Compile(t, controller()))
 	have := map[string]bool{}
 	for _, r := range needed {
 		have[r.String()] = true

@@ -32,12 +32,13 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -56,6 +57,7 @@ type Runner struct {
 	// reads and writes on their behalf.
 	authorizer authorizer.Authorizer
 	hooks      *hooks.ControllerCache
+	defs       definition.Cache
 	recorder   record.EventRecorder
 }
 
@@ -81,27 +83,23 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 // Events) and the answer says what was done.
 func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
 	start := time.Now()
-	if !dryRun && r.cluster == nil {
-		return nil, apierrors.NewBadRequest("applying a sync needs a target cluster, and this server runs standalone: preview it with ?dryRun=All")
+	if err := r.checkRequest(req, dryRun); err != nil {
+		return nil, err
 	}
-	if !dryRun && req.Spec.Parent != nil {
-		return nil, apierrors.NewBadRequest("an inline parent can only be previewed (?dryRun=All); name a live parent with spec.parentRef to sync it")
+	resolver := definition.GuessingResolver()
+	if r.cluster != nil {
+		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
 	}
-	if req.Spec.ServerDryRun && !dryRun {
-		return nil, apierrors.NewBadRequest("spec.serverDryRun is for previews (?dryRun=All): a sync without dryRun applies its children for real")
-	}
-	if req.Spec.ServerDryRun && r.cluster == nil {
-		return nil, apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
-	}
-	controllerHooks, err := r.hooks.Get(ctx, cc)
-	if err != nil {
-		return nil, hookFailed(err)
-	}
-	rec, err := reconcile.NewController(cc, controllerHooks.Hooks)
+	def, err := r.defs.Get(cc, resolver)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	parent, err := r.parent(ctx, cc, rec.Resources.Parent, req)
+	controllerHooks, err := r.hooks.Get(ctx, def)
+	if err != nil {
+		return nil, hookFailed(err)
+	}
+	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
+	parent, err := r.parent(ctx, def, req)
 	if err != nil {
 		return nil, err
 	}
@@ -109,36 +107,13 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env := reconcile.Env{Resolver: syncengine.GuessingResolver()}
-	var warnings []string
-	// children keeps what the sync lists of the child resources, where a
-	// preview finds the live child of a desired one the plan holds no
-	// observed object for (released, or someone else's).
-	var children *callerLister
-	if r.cluster != nil {
-		children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
-		env = reconcile.Env{
-			Client:    r.cluster.Dynamic,
-			Metadata:  r.cluster.Metadata,
-			Resolver:  syncengine.RESTMapperResolver(r.cluster.Discovery),
-			Children:  children,
-			Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
-			Recorder:  r.recorder,
-			Ownership: r.cluster.Schemas,
-			Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
-		}
-	} else {
-		warnings = append(warnings, "no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)")
-	}
+	env, children, warnings := r.env(resolver, dryRun)
 	if !dryRun {
-		if err := authorize(ctx, r.authorizer, "update", rec.Resources.Parent, parent.GetNamespace(), parent.GetName()); err != nil {
+		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
 		}
-	}
-
-	if !dryRun {
-		opts.Allow = func(ctx context.Context, plan *syncengine.Plan) error {
-			return r.allowPlan(ctx, rec.Resources.Parent, parent, plan)
+		opts.Allow = func(ctx context.Context, plan *engine.Plan) error {
+			return r.allowPlan(ctx, def.Parent.GVR, parent, plan)
 		}
 	}
 	res, err := rec.Sync(ctx, env, parent, opts)
@@ -163,27 +138,92 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
 	}
-	plan := res.Plan
 	if err != nil {
 		// Written children that failed are marked on their plan items;
 		// this says the rest (e.g. the parent's status).
 		status.Warnings = append(status.Warnings, err.Error())
 	}
+	if err := planStatus(status, res); err != nil {
+		return nil, err
+	}
+	stored := res.Plan.Desired
+	if dryRun {
+		var applyWarnings []string
+		if req.Spec.ServerDryRun {
+			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, res.Plan)
+		} else {
+			stored, applyWarnings = r.wouldStore(def, res.Parent, res.Plan, children)
+		}
+		status.Warnings = append(status.Warnings, applyWarnings...)
+	}
+	if status.Children, err = encodeChildren(stored); err != nil {
+		return nil, err
+	}
+	status.Timings.TotalMillis = time.Since(start).Milliseconds()
+	return status, nil
+}
+
+// checkRequest refuses what a request can't ask of this server: a live
+// sync without a target cluster or of an inline parent, and
+// spec.serverDryRun outside a preview or without a cluster.
+func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
+	switch {
+	case !dryRun && r.cluster == nil:
+		return apierrors.NewBadRequest("applying a sync needs a target cluster, and this server runs standalone: preview it with ?dryRun=All")
+	case !dryRun && req.Spec.Parent != nil:
+		return apierrors.NewBadRequest("an inline parent can only be previewed (?dryRun=All); name a live parent with spec.parentRef to sync it")
+	case req.Spec.ServerDryRun && !dryRun:
+		return apierrors.NewBadRequest("spec.serverDryRun is for previews (?dryRun=All): a sync without dryRun applies its children for real")
+	case req.Spec.ServerDryRun && r.cluster == nil:
+		return apierrors.NewBadRequest("spec.serverDryRun needs a target cluster to dry-run-apply the children, and this server runs standalone")
+	}
+	return nil
+}
+
+// env is where a sync of this request reads and writes: the target
+// cluster, with the caller's rights for what it reads, or nothing at all
+// (with a warning that says so) when the server runs standalone. children
+// keeps what the sync lists of the child resources, where a preview finds
+// the live child of a desired one the plan holds no observed object for
+// (released, or someone else's); nil without a cluster.
+func (r *Runner) env(resolver definition.KindResolver, dryRun bool) (env reconcile.Env, children *callerLister, warnings []string) {
+	if r.cluster == nil {
+		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
+	}
+	children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
+	return reconcile.Env{
+		Client:    r.cluster.Dynamic,
+		Metadata:  r.cluster.Metadata,
+		Resolver:  resolver,
+		Children:  children,
+		Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
+		Recorder:  r.recorder,
+		Ownership: r.cluster.Schemas,
+		Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
+	}, children, nil
+}
+
+// planStatus fills status with what the sync res planned and did: the hook
+// request and answer, the patches, each plan item (with its error, when
+// carrying it out failed), the rollout and the hooks' timings.
+func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error {
+	plan := res.Plan
+	var err error
 	status.Finalized = plan.Response != nil && plan.Response.Finalized
 	if plan.HookRequestJSON != nil {
 		// What the webhook was sent, which is json.Marshal of
 		// plan.HookRequest: encoding it again would cost as much.
 		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
 	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
-		return nil, err
+		return err
 	}
 	if status.Patches, err = patchSteps(plan.Patches); err != nil {
-		return nil, err
+		return err
 	}
 	if plan.Response != nil {
 		if plan.Response.Status != nil {
 			if status.ParentStatus, err = rawJSON(plan.Response.Status); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if plan.Response.ResyncAfterSeconds > 0 {
@@ -210,19 +250,20 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		status.Plan = append(status.Plan, pi)
 	}
 	status.Rollout = rollout(plan.Rollout)
-	stored := plan.Desired
-	if dryRun {
-		var applyWarnings []string
-		if req.Spec.ServerDryRun {
-			stored, applyWarnings = r.serverDryRun(ctx, cc, res.Parent, plan)
-		} else {
-			stored, applyWarnings = r.wouldStore(cc, res.Parent, plan, children)
-		}
-		status.Warnings = append(status.Warnings, applyWarnings...)
+	status.Timings = v1alpha1.SyncTimings{
+		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
+		SyncHookMillis:      plan.SyncDuration.Milliseconds(),
+		PatchesMillis:       plan.PatchesDuration.Milliseconds(),
 	}
-	if len(stored) > 0 {
-		status.Children = make([]runtime.RawExtension, 0, len(stored))
+	return nil
+}
+
+// encodeChildren encodes the children a sync would store, or stored.
+func encodeChildren(stored []*unstructured.Unstructured) ([]runtime.RawExtension, error) {
+	if len(stored) == 0 {
+		return nil, nil
 	}
+	out := make([]runtime.RawExtension, 0, len(stored))
 	for _, child := range stored {
 		// The object's own encoder: json.Marshal would call it and then
 		// compact what it wrote, a second pass over every child.
@@ -230,15 +271,9 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		if err != nil {
 			return nil, fmt.Errorf("can't encode the sync result: %w", err)
 		}
-		status.Children = append(status.Children, runtime.RawExtension{Raw: data})
+		out = append(out, runtime.RawExtension{Raw: data})
 	}
-	status.Timings = v1alpha1.SyncTimings{
-		CustomizeHookMillis: plan.CustomizeDuration.Milliseconds(),
-		SyncHookMillis:      plan.SyncDuration.Milliseconds(),
-		PatchesMillis:       plan.PatchesDuration.Milliseconds(),
-		TotalMillis:         time.Since(start).Milliseconds(),
-	}
-	return status, nil
+	return out, nil
 }
 
 // planVerbs are the verbs a caller needs for what a plan item does: a
@@ -256,7 +291,7 @@ var planVerbs = map[v1alpha1.SyncAction][]string{
 // allowPlan refuses a live sync whose plan does what the caller may not do
 // themselves, naming every missing right: the server would otherwise lend
 // its identity to them.
-func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *syncengine.Plan) error {
+func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionResource, parent *unstructured.Unstructured, plan *engine.Plan) error {
 	var missing []string
 	check := func(verb string, gvr schema.GroupVersionResource, subresource, namespace, name string) {
 		if err := authorizeSubresource(ctx, r.authorizer, verb, gvr, subresource, namespace, name); err != nil {
@@ -286,15 +321,16 @@ func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionRes
 
 // parent returns the inline parent, or reads the live one as the caller
 // may.
-func (r *Runner) parent(ctx context.Context, cc *v1alpha1.CompositeController, gvr schema.GroupVersionResource, req *v1alpha1.SyncRequest) (*unstructured.Unstructured, error) {
+func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest) (*unstructured.Unstructured, error) {
+	gvr := def.Parent.GVR
 	if req.Spec.Parent != nil {
 		parent := &unstructured.Unstructured{}
 		if err := parent.UnmarshalJSON(req.Spec.Parent.Raw); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent is not a Kubernetes object: %v", err))
 		}
-		if parent.GetAPIVersion() != cc.Spec.ParentResource.APIVersion {
+		if parent.GetAPIVersion() != def.Parent.APIVersion() {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; CompositeController %q manages %s of %s",
-				parent.GetAPIVersion(), cc.Name, cc.Spec.ParentResource.Resource, cc.Spec.ParentResource.APIVersion))
+				parent.GetAPIVersion(), def.Name, gvr.Resource, def.Parent.APIVersion()))
 		}
 		if parent.GetName() == "" {
 			return nil, apierrors.NewBadRequest("spec.parent.metadata.name is required")
@@ -313,7 +349,7 @@ func (r *Runner) parent(ctx context.Context, cc *v1alpha1.CompositeController, g
 
 // inlineChildren returns the inline observed children, claimed as owned;
 // nil when the children are to be read from the cluster.
-func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1.SyncRequest) (*syncengine.Claimed, error) {
+func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1.SyncRequest) (*engine.Claimed, error) {
 	if req.Spec.Children != nil {
 		var children hookapi.RelativeObjectMap
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Spec.Children.Raw, &children); err != nil {
@@ -322,7 +358,7 @@ func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1
 		owned := children.List()
 		// Inline children stand for what the parent owns: make them so, as
 		// the cluster would show them.
-		ref := syncengine.ControllerRef(parent)
+		ref := engine.ControllerRef(parent)
 		for _, child := range owned {
 			if child.GetNamespace() == "" {
 				child.SetNamespace(parent.GetNamespace())
@@ -331,19 +367,19 @@ func (r *Runner) inlineChildren(parent *unstructured.Unstructured, req *v1alpha1
 				child.SetOwnerReferences(append(child.GetOwnerReferences(), ref))
 			}
 		}
-		return &syncengine.Claimed{Owned: owned}, nil
+		return &engine.Claimed{Owned: owned}, nil
 	}
 	if r.cluster == nil || (req.Spec.Parent != nil && parent.GetUID() == "") {
 		// No cluster to read, or a parent that does not exist yet: it
 		// owns nothing.
-		return &syncengine.Claimed{}, nil
+		return &engine.Claimed{}, nil
 	}
 	return nil, nil
 }
 
 // previewed are the plan's items whose desired child an apply would store.
-func previewed(plan *syncengine.Plan) []syncengine.Item {
-	items := make([]syncengine.Item, 0, len(plan.Items))
+func previewed(plan *engine.Plan) []engine.Item {
+	items := make([]engine.Item, 0, len(plan.Items))
 	for _, item := range plan.Items {
 		if item.Desired != nil && item.Action != v1alpha1.SyncActionDelete {
 			items = append(items, item)
@@ -361,19 +397,19 @@ func previewed(plan *syncengine.Plan) []syncengine.Item {
 // (defaults, admission) is not there; spec.serverDryRun asks for it. A
 // child that can't be computed is shown as the hook returned it, with a
 // warning.
-func (r *Runner) wouldStore(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Unstructured, plan *engine.Plan, listed *callerLister) ([]*unstructured.Unstructured, []string) {
 	schemas := deducedSchemas
 	if r.cluster != nil {
 		schemas = r.cluster.Schemas
 	}
-	manager := syncengine.FieldManager(cc.Name)
+	manager := def.FieldManager
 	// Every child gets the same ownerReferences, as the apply code sends
 	// them; an inline parent that does not exist has no uid to refer to.
 	// What WouldStore returns may share values with the plan's desired
 	// children: it is only encoded.
 	var ownerRefs []interface{}
 	if parent.GetUID() != "" {
-		ownerRefs = ownerReferences(syncengine.ControllerRef(parent))
+		ownerRefs = ownerReferences(engine.ControllerRef(parent))
 	}
 	items := previewed(plan)
 	out := make([]*unstructured.Unstructured, 0, len(items))
@@ -412,7 +448,7 @@ func (r *Runner) wouldStore(cc *v1alpha1.CompositeController, parent *unstructur
 // child is gone; the observed child, as the takeover from Metacontroller
 // before the apply leaves it; else the object of that name the sync
 // listed, if any (a released child, one someone else controls).
-func liveChild(item syncengine.Item, listed *callerLister) (*unstructured.Unstructured, error) {
+func liveChild(item engine.Item, listed *callerLister) (*unstructured.Unstructured, error) {
 	if item.Action == v1alpha1.SyncActionRecreate {
 		return nil, nil
 	}
@@ -481,7 +517,7 @@ func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{})
 // store them, by server-side applying each with dryRun=All: admission and
 // defaulting included, at one round trip per child. A child the cluster
 // would refuse is a warning: the answer still shows everything else.
-func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, plan *syncengine.Plan) ([]*unstructured.Unstructured, []string) {
+func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, parent *unstructured.Unstructured, plan *engine.Plan) ([]*unstructured.Unstructured, []string) {
 	items := previewed(plan)
 	// The dry-run applies are independent: send them at once, in order of
 	// the plan in the answer. A preview's latency is then one round trip,
@@ -498,9 +534,9 @@ func (r *Runner) serverDryRun(ctx context.Context, cc *v1alpha1.CompositeControl
 			defer func() { <-limit }()
 			child := item.Desired.DeepCopy()
 			if parent.GetUID() != "" {
-				child.SetOwnerReferences(syncengine.ChildOwnerReferences(parent, item.Desired))
+				child.SetOwnerReferences(engine.ChildOwnerReferences(parent, item.Desired))
 			}
-			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, cc.Name, true)
+			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, def.Name, true)
 		}()
 	}
 	wg.Wait()
@@ -529,7 +565,7 @@ func hookFailed(err error) error {
 	}}
 }
 
-func planItem(item syncengine.Item) v1alpha1.SyncPlanItem {
+func planItem(item engine.Item) v1alpha1.SyncPlanItem {
 	obj := item.Desired
 	if obj == nil {
 		obj = item.Observed
@@ -548,7 +584,7 @@ func planItem(item syncengine.Item) v1alpha1.SyncPlanItem {
 
 // rollout is what a preview shows of a rolling update: the revisions, the
 // child that moves next and what the others wait for.
-func rollout(r *syncengine.Rollout) *v1alpha1.SyncRollout {
+func rollout(r *engine.Rollout) *v1alpha1.SyncRollout {
 	if r == nil {
 		return nil
 	}

@@ -11,8 +11,10 @@ import (
 	"k8s.io/client-go/openapi/openapitest"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	syncengine "github.com/composite-apiserver/composite-apiserver/pkg/sync"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -40,12 +42,12 @@ func stored(t *testing.T, desired *unstructured.Unstructured, manager string, re
 
 func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	cc := &v1alpha1.CompositeController{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
-	manager := syncengine.FieldManager(cc.Name)
+	manager := definition.FieldManager(cc.Name)
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	refs := ownerReferences(syncengine.ControllerRef(parent))
+	refs := ownerReferences(engine.ControllerRef(parent))
 
 	created := configMap("p-new", map[string]interface{}{"color": "blue"})
 	updated := configMap("p-updated", map[string]interface{}{"color": "green"})
@@ -62,7 +64,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	}
 	gone := stored(t, configMap("p-gone", nil), manager, refs)
 
-	plan := &syncengine.Plan{Items: []syncengine.Item{
+	plan := &engine.Plan{Items: []engine.Item{
 		{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: created},
 		{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: updated, Observed: updatedLive},
 		{Action: v1alpha1.SyncActionRecreate, GVR: configMaps, Desired: recreated, Observed: recreatedLive},
@@ -72,7 +74,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 	before := []*unstructured.Unstructured{created.DeepCopy(), updated.DeepCopy(), updatedLive.DeepCopy(), takenLive.DeepCopy()}
 
 	r := &Runner{}
-	out, warnings := r.wouldStore(cc, parent, plan, nil)
+	out, warnings := r.wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -121,8 +123,8 @@ func TestWouldStoreWithoutParentUID(t *testing.T) {
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1", "kind": "Hello", "metadata": map[string]interface{}{"name": "p", "namespace": "default"},
 	}}
-	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
-	out, warnings := (&Runner{}).wouldStore(cc, parent, plan, nil)
+	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionCreate, GVR: configMaps, Desired: configMap("p-a", map[string]interface{}{"a": "1"})}}}
+	out, warnings := (&Runner{}).wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(out) != 1 || len(warnings) != 0 {
 		t.Fatalf("got %d children, warnings %q; want 1, none", len(out), warnings)
 	}
@@ -140,8 +142,8 @@ func TestWouldStoreFallsBackToTheHooksChild(t *testing.T) {
 	// Observed as another kind: nothing to merge into.
 	observed := configMap("p-a", nil)
 	observed.SetKind("Secret")
-	plan := &syncengine.Plan{Items: []syncengine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
-	out, warnings := (&Runner{}).wouldStore(cc, parent, plan, nil)
+	plan := &engine.Plan{Items: []engine.Item{{Action: v1alpha1.SyncActionUpdate, GVR: configMaps, Desired: desired, Observed: observed}}}
+	out, warnings := (&Runner{}).wouldStore(definitiontest.Compile(t, cc), parent, plan, nil)
 	if len(out) != 1 || out[0] != desired {
 		t.Errorf("got %v, want the hook's child", out)
 	}
@@ -156,15 +158,16 @@ func BenchmarkWouldStore(b *testing.B) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	plan := &syncengine.Plan{}
+	plan := &engine.Plan{}
 	for i := 0; i < 10; i++ {
-		plan.Items = append(plan.Items, syncengine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
+		plan.Items = append(plan.Items, engine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{}
+	def := definitiontest.Compile(b, cc)
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(cc, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(def, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}
@@ -176,15 +179,16 @@ func BenchmarkWouldStoreSchema(b *testing.B) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	plan := &syncengine.Plan{}
+	plan := &engine.Plan{}
 	for i := 0; i < 10; i++ {
-		plan.Items = append(plan.Items, syncengine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
+		plan.Items = append(plan.Items, engine.Item{Action: v1alpha1.SyncActionCreate, GVR: configMaps,
 			Desired: configMap("p-"+string(rune('a'+i)), map[string]interface{}{"color": "blue", "item": "x"})})
 	}
 	r := &Runner{cluster: &target.Cluster{Schemas: fieldowner.NewSchemas(openapitest.NewEmbeddedFileClient())}}
+	def := definitiontest.Compile(b, cc)
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, warnings := r.wouldStore(cc, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
+		if out, warnings := r.wouldStore(def, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
 	}

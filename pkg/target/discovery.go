@@ -80,6 +80,11 @@ func (d *Discovery) Reset() {
 	}
 }
 
+// Known is what discovery knows now, without reading the cluster again on
+// a miss: for a check that runs after every refresh (is a running
+// controller's definition stale?) and must not itself cause one.
+func (d *Discovery) Known() meta.RESTMapper { return d.mapper }
+
 // refreshOnMiss resets discovery after a lookup found nothing, unless that
 // was done less than minRefreshOnMiss ago. It says whether a retry may find
 // more.

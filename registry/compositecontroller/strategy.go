@@ -19,6 +19,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // strategy is how the main resource is created and updated: users own the
@@ -30,6 +31,10 @@ type strategy struct {
 	// the server lacks to run the controller; nil without a target cluster.
 	rightsWarnings func(ctx context.Context, cc *metacontroller.CompositeController) []string
 }
+
+// expressions compiles the CEL and templates of patches with the patch
+// engine's own compiler, so that what validation accepts is what runs.
+var expressions validation.Expressions = variables.Expressions{}
 
 var _ rest.RESTCreateUpdateStrategy = strategy{}
 var _ rest.ResetFieldsStrategy = strategy{}
@@ -72,12 +77,12 @@ func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 }
 
 func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateCompositeController(obj.(*metacontroller.CompositeController))
+	return validation.ValidateCompositeController(obj.(*metacontroller.CompositeController), expressions)
 }
 
 func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc)
+	warnings := validation.Warnings(cc, expressions)
 	if s.rightsWarnings != nil {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}
@@ -85,12 +90,12 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 }
 
 func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateCompositeControllerUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController))
+	return validation.ValidateCompositeControllerUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController), expressions)
 }
 
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc)
+	warnings := validation.Warnings(cc, expressions)
 	if s.rightsWarnings != nil && !apiequality.Semantic.DeepEqual(cc.Spec, old.(*metacontroller.CompositeController).Spec) {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}

@@ -8,12 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/util/dryrun"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 )
 
 // Syncer runs one sync of a parent with a controller's hooks.
@@ -59,7 +59,7 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SyncRequest: %T", obj))
 	}
-	if errs := validateSyncRequest(name, req); len(errs) > 0 {
+	if errs := validation.ValidateSyncRequest(name, req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(metacontroller.Kind("SyncRequest"), name, errs)
 	}
 	if createValidation != nil {
@@ -98,25 +98,4 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	}
 	out.Name = name
 	return out, nil
-}
-
-// validateSyncRequest checks what the request itself must get right; what
-// depends on the controller or the cluster is checked when running it.
-func validateSyncRequest(name string, req *metacontroller.SyncRequest) field.ErrorList {
-	var errs field.ErrorList
-	if req.Name != "" && req.Name != name {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), req.Name, "must be empty or the CompositeController's name in the URL"))
-	}
-	spec := field.NewPath("spec")
-	switch {
-	case req.Spec.ParentRef == nil && req.Spec.Parent == nil:
-		errs = append(errs, field.Required(spec.Child("parentRef"), "name a live parent with parentRef, or send one inline in parent"))
-	case req.Spec.ParentRef != nil && req.Spec.Parent != nil:
-		errs = append(errs, field.Invalid(spec, "parentRef and parent", "exactly one of parentRef and parent may be set"))
-	case req.Spec.ParentRef != nil && req.Spec.ParentRef.Name == "":
-		errs = append(errs, field.Required(spec.Child("parentRef", "name"), ""))
-	case req.Spec.Parent != nil && len(req.Spec.Parent.Raw) == 0:
-		errs = append(errs, field.Required(spec.Child("parent"), "an inline parent object"))
-	}
-	return errs
 }

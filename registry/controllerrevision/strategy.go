@@ -6,10 +6,8 @@ package controllerrevision
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 )
 
 // REST is the controllerrevisions resource, stored in etcd.
@@ -66,41 +65,9 @@ func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object
 }
 
 func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return validate(obj.(*metacontroller.ControllerRevision))
+	return validation.ValidateControllerRevision(obj.(*metacontroller.ControllerRevision))
 }
 
 func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	rev, oldRev := obj.(*metacontroller.ControllerRevision), old.(*metacontroller.ControllerRevision)
-	errs := apivalidation.ValidateObjectMetaUpdate(&rev.ObjectMeta, &oldRev.ObjectMeta, field.NewPath("metadata"))
-	return append(errs, validate(rev)...)
-}
-
-func validate(rev *metacontroller.ControllerRevision) field.ErrorList {
-	errs := apivalidation.ValidateObjectMeta(&rev.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	patchPath := field.NewPath("parentPatch")
-	var patch map[string]interface{}
-	switch {
-	case len(rev.ParentPatch.Raw) == 0:
-		errs = append(errs, field.Required(patchPath, "the parent's revisionHistory fields, as a JSON object"))
-	case json.Unmarshal(rev.ParentPatch.Raw, &patch) != nil || patch == nil:
-		errs = append(errs, field.Invalid(patchPath, string(rev.ParentPatch.Raw), "must be a JSON object"))
-	}
-	seen := map[string]bool{}
-	for i, ch := range rev.Children {
-		p := field.NewPath("children").Index(i)
-		if ch.Kind == "" {
-			errs = append(errs, field.Required(p.Child("kind"), ""))
-		}
-		key := ch.Kind + "." + ch.APIGroup
-		if seen[key] {
-			errs = append(errs, field.Duplicate(p, key))
-		}
-		seen[key] = true
-		for j, name := range ch.Names {
-			if name == "" {
-				errs = append(errs, field.Required(p.Child("names").Index(j), ""))
-			}
-		}
-	}
-	return errs
+	return validation.ValidateControllerRevisionUpdate(obj.(*metacontroller.ControllerRevision), old.(*metacontroller.ControllerRevision))
 }

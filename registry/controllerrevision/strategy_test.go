@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 )
 
 func TestValidate(t *testing.T) {
@@ -34,7 +35,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := valid()
 			tc.modify(r)
-			errs := validate(r)
+			errs := validation.ValidateControllerRevision(r)
 			if tc.want == "" {
 				if len(errs) > 0 {
 					t.Fatalf("errors %v", errs)

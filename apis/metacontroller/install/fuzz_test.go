@@ -9,6 +9,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // FuzzCompositeControllerBody decodes any bytes as a request body the way
@@ -39,9 +40,9 @@ func FuzzCompositeControllerBody(f *testing.F) {
 		if !ok {
 			return
 		}
-		_ = validation.ValidateCompositeController(cc)
-		_ = validation.Warnings(cc)
-		_ = validation.ValidateCompositeControllerUpdate(cc, cc.DeepCopy())
+		_ = validation.ValidateCompositeController(cc, variables.Expressions{})
+		_ = validation.Warnings(cc, variables.Expressions{})
+		_ = validation.ValidateCompositeControllerUpdate(cc, cc.DeepCopy(), variables.Expressions{})
 		// And back out, as a response would be.
 		out := &v1alpha1.CompositeController{}
 		if err := scheme.Convert(cc, out, nil); err != nil {

@@ -11,8 +11,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
+
+// Expressions compiles what patches carry: enabledIf in CEL, variable paths
+// and Go templates. The patch engine's own compiler implements it
+// (pkg/patches/variables.Expressions), so that validation accepts exactly
+// what the engine runs, while apis/ imports nothing from pkg/.
+type Expressions interface {
+	// CheckCondition compiles an enabledIf expression as a new one.
+	CheckCondition(expr string) error
+	// CheckChildVariable checks that path names a variable a child's
+	// patch can read.
+	CheckChildVariable(path string) error
+	// CheckTemplate parses a valueFrom.template.
+	CheckTemplate(text string) error
+}
 
 var supportedJSONPatchOps = []metacontroller.JSONPatchOp{
 	metacontroller.JSONPatchOpAdd,
@@ -53,7 +66,7 @@ func (c *checker) checkPatches(patches []metacontroller.PatchHook, endpoints []m
 			enabledPath := idxPath.Child("enabledIf")
 			if strings.TrimSpace(*p.EnabledIf) == "" {
 				c.err(field.Invalid(enabledPath, *p.EnabledIf, "must be a CEL expression; leave enabledIf unset for a patch that always runs"))
-			} else if err := variables.CheckCondition(*p.EnabledIf); err != nil {
+			} else if err := c.exprs.CheckCondition(*p.EnabledIf); err != nil {
 				c.err(field.Invalid(enabledPath, *p.EnabledIf, err.Error()))
 			}
 		}
@@ -150,12 +163,12 @@ func (c *checker) checkJSONPatch(p *metacontroller.JSONPatch, fldPath *field.Pat
 		c.err(field.Required(fromPath, "exactly one of variable or template must be set"))
 	}
 	if variable != nil {
-		if err := variables.CheckPath(*variable, variables.ChildScope); err != nil {
+		if err := c.exprs.CheckChildVariable(*variable); err != nil {
 			c.err(field.Invalid(fromPath.Child("variable"), *variable, err.Error()))
 		}
 	}
 	if template != nil {
-		if _, err := variables.ParseTemplate(*template); err != nil {
+		if err := c.exprs.CheckTemplate(*template); err != nil {
 			c.err(field.Invalid(fromPath.Child("template"), *template, err.Error()))
 		}
 	}

@@ -1,4 +1,12 @@
-// Package validation checks CompositeControllers before they are stored.
+// Package validation checks every kind of the group before it is stored or
+// run: CompositeControllers (validation.go, patches.go), ControllerRevisions
+// (controllerrevision.go) and the SyncRequests of /sync (syncrequest.go);
+// DecoratorController will have its decoratorcontroller.go here. The
+// registry's strategies only call it, as sample-apiserver's do.
+//
+// apis/ imports nothing from pkg/: the CEL and templates of patches are
+// compiled through Expressions, which the patch engine's compiler
+// implements.
 //
 // It works on the internal types, after defaulting. Everything Metacontroller
 // accepts is accepted here too, so that manifests written for Metacontroller
@@ -79,9 +87,9 @@ var (
 // ValidateCompositeController validates a CompositeController on creation.
 // CompositeControllers are cluster-scoped, so a namespace is forbidden, and
 // the name only has to be usable as a path segment.
-func ValidateCompositeController(cc *metacontroller.CompositeController) field.ErrorList {
+func ValidateCompositeController(cc *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&cc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
-	allErrs = append(allErrs, checkSpec(&cc.Spec).errs...)
+	allErrs = append(allErrs, checkSpec(&cc.Spec, exprs).errs...)
 	return allErrs
 }
 
@@ -89,9 +97,9 @@ func ValidateCompositeController(cc *metacontroller.CompositeController) field.E
 // CompositeController. The spec has no immutable fields: the embedded
 // controller is restarted with the new spec, so the new spec is validated
 // as on creation.
-func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController) field.ErrorList {
+func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
-	allErrs = append(allErrs, checkSpec(&newCC.Spec).errs...)
+	allErrs = append(allErrs, checkSpec(&newCC.Spec, exprs).errs...)
 	return allErrs
 }
 
@@ -108,8 +116,8 @@ func ValidateCompositeControllerStatusUpdate(newCC, oldCC *metacontroller.Compos
 // that this server uses differently from what its author may expect: a field
 // it ignores, a value it replaces, a setting that is probably a mistake. Each
 // warning starts with the path of the field concerned.
-func Warnings(cc *metacontroller.CompositeController) []string {
-	warnings := checkSpec(&cc.Spec).warnings
+func Warnings(cc *metacontroller.CompositeController, exprs Expressions) []string {
+	warnings := checkSpec(&cc.Spec, exprs).warnings
 	if cc.Spec.Hooks != nil && cc.Spec.Hooks.Finalize != nil {
 		// The finalize hook's finalizer, metacontroller.io/compositecontroller-<name>,
 		// is a qualified name: its part after the slash has at most 63
@@ -141,6 +149,7 @@ func validateNonNegative(value int64, fldPath *field.Path) field.ErrorList {
 // accepted with a warning, so that each rule decides in one place whether a
 // value is unusable or only questionable.
 type checker struct {
+	exprs    Expressions
 	errs     field.ErrorList
 	warnings []string
 }
@@ -153,8 +162,8 @@ func (c *checker) warn(fldPath *field.Path, format string, args ...any) {
 	c.warnings = append(c.warnings, fldPath.String()+": "+fmt.Sprintf(format, args...))
 }
 
-func checkSpec(spec *metacontroller.CompositeControllerSpec) *checker {
-	c := &checker{}
+func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) *checker {
+	c := &checker{exprs: exprs}
 	fldPath := field.NewPath("spec")
 
 	parentPath := fldPath.Child("parentResource")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -899,7 +900,7 @@ func TestValidateCompositeController(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := validCompositeController()
 			tc.mutate(cc)
-			errs := ValidateCompositeController(cc)
+			errs := ValidateCompositeController(cc, exprs)
 			assertErrors(t, errs, tc.want)
 			if tc.mustNotMention != "" && strings.Contains(errs.ToAggregate().Error(), tc.mustNotMention) {
 				t.Errorf("errors mention %q: %v", tc.mustNotMention, errs.ToAggregate())
@@ -1139,7 +1140,7 @@ func TestValidatePatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := validCompositeController()
 			tc.mutate(cc)
-			assertErrors(t, ValidateCompositeController(cc), tc.want)
+			assertErrors(t, ValidateCompositeController(cc, exprs), tc.want)
 		})
 	}
 }
@@ -1193,7 +1194,7 @@ func TestValidateCompositeControllerUpdate(t *testing.T) {
 			oldCC, newCC := validCompositeController(), validCompositeController()
 			tc.mutateOld(oldCC)
 			tc.mutateNew(newCC)
-			assertErrors(t, ValidateCompositeControllerUpdate(newCC, oldCC), tc.want)
+			assertErrors(t, ValidateCompositeControllerUpdate(newCC, oldCC, exprs), tc.want)
 		})
 	}
 }
@@ -1625,7 +1626,7 @@ func TestWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := validCompositeController()
 			tc.mutate(cc)
-			got := Warnings(cc)
+			got := Warnings(cc, exprs)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %d warnings, want %d: %q", len(got), len(tc.want), got)
 			}
@@ -1708,21 +1709,21 @@ func TestEveryRelaxedRuleWarnsInsteadOfRejecting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := validCompositeController()
 			tc.mutate(cc)
-			if errs := ValidateCompositeController(cc); len(errs) > 0 {
+			if errs := ValidateCompositeController(cc, exprs); len(errs) > 0 {
 				t.Errorf("rejected: %v", errs.ToAggregate())
 			}
 			old := validCompositeController()
-			if errs := ValidateCompositeControllerUpdate(cc, old); len(errs) > 0 {
+			if errs := ValidateCompositeControllerUpdate(cc, old, exprs); len(errs) > 0 {
 				t.Errorf("update rejected: %v", errs.ToAggregate())
 			}
 			found := false
-			for _, w := range Warnings(cc) {
+			for _, w := range Warnings(cc, exprs) {
 				if strings.HasPrefix(w, tc.field+": ") {
 					found = true
 				}
 			}
 			if !found {
-				t.Errorf("no warning at %s: %q", tc.field, Warnings(cc))
+				t.Errorf("no warning at %s: %q", tc.field, Warnings(cc, exprs))
 			}
 		})
 	}
@@ -1736,3 +1737,6 @@ func containsAll(s string, parts []string) bool {
 	}
 	return true
 }
+
+// exprs is the patch engine's own compiler, as the registry passes it.
+var exprs Expressions = variables.Expressions{}

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"reflect"
@@ -85,7 +85,7 @@ func TestClaimSortsAndNilSelectorSelectsNothing(t *testing.T) {
 
 func selectorOf(t *testing.T) labels.Selector {
 	t.Helper()
-	s, err := ParentSelector(newController(), newParent())
+	s, err := ParentSelector(compile(newController()), newParent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestParentSelector(t *testing.T) {
 		}), "", "parent's spec.selector is invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sel, err := ParentSelector(tc.controller, tc.parent)
+			sel, err := ParentSelector(compile(tc.controller), tc.parent)
 			if tc.wantErr != "" {
 				if err == nil || !containsProblem([]string{err.Error()}, tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -238,7 +239,7 @@ func (b byName) Get(_ context.Context, _ schema.GroupVersionResource, namespace,
 
 // mapperResolver knows the kinds of the tests, both ways, as discovery
 // would.
-func mapperResolver() KindResolver {
+func mapperResolver() definition.KindResolver {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
@@ -253,13 +254,17 @@ func mapperResolver() KindResolver {
 	} {
 		m.Add(k.gvk, k.scope)
 	}
-	return RESTMapperResolver(m)
+	return definition.RESTMapperResolver(m)
 }
 
 type failingResolver struct{ err error }
 
 func (r failingResolver) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
 	return schema.GroupVersionResource{}, false, r.err
+}
+
+func (r failingResolver) KindFor(schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return schema.GroupVersionKind{}, definition.ErrNoKinds
 }
 
 func TestComputeFailuresYieldNoPlan(t *testing.T) {
@@ -281,21 +286,21 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 	}{
 		{
 			name:    "sync hook error",
-			modify:  func(in *Input) { in.Hooks.Sync = failingSync },
+			modify:  func(in *Input) { in.Hooks.Sync = InProcess(failingSync) },
 			wantErr: "sync hook: database on fire",
 		},
 		{
 			name: "finalize hook error",
 			modify: func(in *Input) {
 				in.Parent = deleting(newParent())
-				in.Hooks.Finalize = failingSync
+				in.Hooks.Finalize = InProcess(failingSync)
 			},
 			wantErr: "finalize hook: database on fire",
 		},
 		{
 			name: "customize hook error",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(nil, errors.New("no idea"))
 			},
 			wantErr: "customize hook: no idea",
@@ -303,7 +308,7 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 		{
 			name: "customize hook answers an invalid rule",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(&hookapi.CustomizeHookResponse{
 					RelatedResourceRules: []*hookapi.RelatedResourceRule{{Resource: "configmaps"}, nil},
 				}, nil)
@@ -314,7 +319,7 @@ func TestComputeFailuresYieldNoPlan(t *testing.T) {
 		{
 			name: "related objects can't be read",
 			modify: func(in *Input) {
-				withCustomize(in.Controller)
+				in.Definition = recompiled(in.Definition, withCustomize)
 				in.Hooks.Customize = customizing(&hookapi.CustomizeHookResponse{RelatedResourceRules: configMapRule}, nil)
 				in.Resolver = mapperResolver()
 				in.Related = listerFunc(func(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]*unstructured.Unstructured, error) {

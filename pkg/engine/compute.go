@@ -1,9 +1,10 @@
-package sync
+package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
@@ -19,18 +21,18 @@ import (
 
 // Hook names, as used in errors and InvalidResponseError.Hook.
 const (
-	HookSync      = "sync"
-	HookFinalize  = "finalize"
-	HookCustomize = "customize"
+	HookSync      = definition.HookSync
+	HookFinalize  = definition.HookFinalize
+	HookCustomize = definition.HookCustomize
 )
 
 // Hooks are the hooks Compute may call for a parent.
 type Hooks struct {
 	// Sync computes the parent's status and desired children. Required.
-	Sync hookapi.SyncHook
+	Sync SyncHook
 	// Finalize is called instead of Sync while the parent is being deleted.
 	// Optional; without it a parent being deleted is not synced at all.
-	Finalize hookapi.SyncHook
+	Finalize SyncHook
 	// Customize selects related objects; called only when the controller
 	// declares a customize hook. Optional.
 	Customize hookapi.CustomizeHook
@@ -43,17 +45,16 @@ type Hooks struct {
 // Input is everything Compute needs for one parent. Compute reads it and
 // never modifies it: the objects may come straight from an informer cache.
 type Input struct {
-	Controller *v1alpha1.CompositeController
+	// Definition is the controller, compiled.
+	Definition *definition.Definition
 	Parent     *unstructured.Unstructured
-	// Parents is the parent's resource.
-	Parents schema.GroupVersionResource
 	// Children is what Claim returned, or, for inline children, all of them
 	// in Owned.
 	Children Claimed
 	Hooks    Hooks
 	// Related lists the objects the customize hook's rules select.
 	Related  ObjectLister
-	Resolver KindResolver
+	Resolver definition.KindResolver
 	// Existing, when set, looks up objects that have a desired child's
 	// name but are not among Children (which then hold only what the
 	// parent controls and the orphans): controlled by someone else, they
@@ -106,16 +107,27 @@ type FieldOwnership interface {
 	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
 }
 
-// sentSyncHook is a sync hook that also returns the exact request body it
-// sent, as *hooks.Webhook does.
-type sentSyncHook interface {
+// SyncHook is a sync or finalize hook as the engine calls it: it answers
+// and says the exact request body it sent, which a preview shows as is
+// (*hooks.Webhook); nil when it sent none.
+type SyncHook interface {
 	SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error)
 }
 
-// FieldManager is the server-side apply manager of one CompositeController:
-// each controller owns the fields of the children it applies, and no other.
-func FieldManager(controller string) string {
-	return "metacontroller.k8s.io/" + controller
+// InProcess makes a hook that runs in this process (Go code, tests), and so
+// sends no body, a SyncHook; nil stays nil.
+func InProcess(h hookapi.SyncHook) SyncHook {
+	if h == nil {
+		return nil
+	}
+	return inProcess{h}
+}
+
+type inProcess struct{ hookapi.SyncHook }
+
+func (h inProcess) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	resp, err := h.Sync(ctx, req)
+	return resp, nil, err
 }
 
 // Plan is the outcome of one sync of one parent: what the hooks were asked
@@ -184,8 +196,8 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 
 func (in *Input) check() error {
 	var errs []error
-	if in.Controller == nil {
-		errs = append(errs, errors.New("no CompositeController"))
+	if in.Definition == nil {
+		errs = append(errs, errors.New("no controller definition"))
 	}
 	if in.Parent == nil {
 		errs = append(errs, errors.New("no parent"))
@@ -232,47 +244,30 @@ func (c *computation) resolve(gvk schema.GroupVersionKind) (schema.GroupVersionR
 	return r.gvr, r.namespaced, r.err
 }
 
-func (c *computation) warn(format string, args ...interface{}) {
+// warn adds a warning to the plan, once.
+func (p *Plan) warn(format string, args ...interface{}) {
 	msg := fmt.Sprintf(format, args...)
-	for _, w := range c.plan.Warnings {
-		if w == msg {
-			return
-		}
+	if !slices.Contains(p.Warnings, msg) {
+		p.Warnings = append(p.Warnings, msg)
 	}
-	c.plan.Warnings = append(c.plan.Warnings, msg)
-}
-
-func (c *computation) specHooks() v1alpha1.CompositeControllerHooks {
-	if h := c.in.Controller.Spec.Hooks; h != nil {
-		return *h
-	}
-	return v1alpha1.CompositeControllerHooks{}
-}
-
-// hookVersion is the contract version of a hook, v1 when unset.
-func hookVersion(h *v1alpha1.Hook) v1alpha1.HookVersion {
-	if h != nil && h.Version != nil && *h.Version != "" {
-		return *h.Version
-	}
-	return v1alpha1.HookVersionV1
 }
 
 func (c *computation) run(ctx context.Context) error {
-	spec := c.specHooks()
-	hook, hookName, version := c.in.Hooks.Sync, HookSync, hookVersion(spec.Sync)
+	spec := c.in.Definition.Hooks
+	hook, hookName, version := c.in.Hooks.Sync, HookSync, spec.Sync.ContractVersion()
 
 	// Metacontroller calls the finalize hook for a parent that is being
 	// deleted or that stopped matching spec.parentResource.labelSelector
 	// (it still carries the finalizer, or it would not be synced), and the
 	// sync hook otherwise, deleting parents included.
 	deleting := c.in.Parent.GetDeletionTimestamp() != nil
-	leaving := deleting || !c.matchesParentLabels()
+	leaving := deleting || !c.in.Definition.ParentLabels.Matches(labels.Set(c.in.Parent.GetLabels()))
 	if leaving && spec.Finalize != nil {
 		if c.in.Hooks.Finalize == nil {
-			c.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
+			c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
 		} else {
 			c.plan.Finalizing = true
-			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, hookVersion(spec.Finalize)
+			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, spec.Finalize.Version
 		}
 	}
 
@@ -284,9 +279,9 @@ func (c *computation) run(ctx context.Context) error {
 			return nil, nil, err
 		}
 		req := &hookapi.SyncHookRequest{
-			Controller: c.in.Controller.DeepCopy(),
+			Controller: c.in.Definition.Object.DeepCopy(),
 			Parent:     parent.DeepCopy(),
-			Children:   c.observedMap(version),
+			Children:   c.in.observedMap(version),
 			Related:    related,
 			Finalizing: c.plan.Finalizing,
 		}
@@ -294,15 +289,9 @@ func (c *computation) run(ctx context.Context) error {
 			c.plan.HookRequest = req
 		}
 		start := time.Now()
-		var resp *hookapi.SyncHookResponse
-		if sender, ok := hook.(sentSyncHook); ok {
-			var sent []byte
-			resp, sent, err = sender.SyncSent(ctx, req)
-			if c.plan.HookRequest == req {
-				c.plan.HookRequestJSON = sent
-			}
-		} else {
-			resp, err = hook.Sync(ctx, req)
+		resp, sent, err := hook.SyncSent(ctx, req)
+		if c.plan.HookRequest == req {
+			c.plan.HookRequestJSON = sent
 		}
 		c.plan.SyncDuration += time.Since(start)
 		if err != nil {
@@ -329,11 +318,11 @@ func (c *computation) run(ctx context.Context) error {
 	// Metacontroller's rule: a parent being deleted without the finalize
 	// hook holding it has no rollout; its children are left alone.
 	switch {
-	case !Rolling(c.in.Controller) || !ManagesChildren(c.in.Controller, c.in.Parent):
+	case !c.in.Definition.Rolling || !c.in.Definition.ManagesChildren(c.in.Parent):
 	case c.in.Parent.GetNamespace() == "":
 		// ControllerRevisions are namespaced, as Metacontroller's, and a
 		// cluster-scoped parent has no namespace to keep them in.
-		c.warn("rolling updates need a namespaced parent to keep its ControllerRevisions in; the children of this cluster-scoped parent are updated as with InPlace or Recreate")
+		c.plan.warn("rolling updates need a namespaced parent to keep its ControllerRevisions in; the children of this cluster-scoped parent are updated as with InPlace or Recreate")
 	default:
 		if desired, err = c.rollOut(ctx, call, desired); err != nil {
 			return err
@@ -342,29 +331,17 @@ func (c *computation) run(ctx context.Context) error {
 	for _, d := range desired {
 		c.plan.Desired = append(c.plan.Desired, d.obj)
 	}
-	if !ManagesChildren(c.in.Controller, c.in.Parent) {
+	if !c.in.Definition.ManagesChildren(c.in.Parent) {
 		return c.leaveChildren()
 	}
 	return c.buildItems(desired)
-}
-
-// matchesParentLabels tells whether the parent matches the controller's
-// spec.parentResource.labelSelector.
-func (c *computation) matchesParentLabels() bool {
-	sel, err := ParentLabelSelector(c.in.Controller)
-	if err != nil {
-		// Validation rejects such a selector; a controller that has one
-		// anyway manages nothing new.
-		return false
-	}
-	return sel.Matches(labels.Set(c.in.Parent.GetLabels()))
 }
 
 // leaveChildren plans nothing for the children of a parent that is being
 // deleted without the controller's finalize hook holding it: the garbage
 // collector removes them with the parent.
 func (c *computation) leaveChildren() error {
-	c.warn("parent is being deleted; its children are left to the garbage collector")
+	c.plan.warn("parent is being deleted; its children are left to the garbage collector")
 	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Release} {
 		for _, obj := range list {
 			gvr, err := c.observedGVR(obj)
@@ -382,24 +359,18 @@ func (c *computation) leaveChildren() error {
 // the orphans about to be adopted (Metacontroller sends those too), keyed as
 // the hook version wants. The objects are copies, so that an in-process hook
 // that modifies its request cannot corrupt an informer cache or the plan.
-func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
+func (in *Input) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
 	m := hookapi.RelativeObjectMap{}
 	// Send an empty group for each declared child resource, so a hook can
 	// tell "none of this kind" from "kind not watched". Only a resolver that
 	// maps resources to kinds can name the kind of a resource without
 	// objects; otherwise the kinds of the objects at hand have to do.
-	if kf, ok := c.in.Resolver.(KindForResolver); ok {
-		for _, cr := range c.in.Controller.Spec.ChildResources {
-			gv, err := schema.ParseGroupVersion(cr.APIVersion)
-			if err != nil {
-				continue
-			}
-			if gvk, err := kf.KindFor(gv.WithResource(cr.Resource)); err == nil {
-				m.InitGroup(cr.APIVersion, gvk.Kind)
-			}
+	for _, child := range in.Definition.Children {
+		if gvk, err := in.Resolver.KindFor(child.GVR); err == nil {
+			m.InitGroup(child.APIVersion(), gvk.Kind)
 		}
 	}
-	ch := c.in.Children
+	ch := in.Children
 	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt, ch.Release, ch.Foreign} {
 		for _, obj := range list {
 			if obj != nil {
@@ -410,7 +381,7 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt} {
 		for _, obj := range list {
 			if obj != nil {
-				m.InsertRelative(version, c.in.Parent, obj.DeepCopy())
+				m.InsertRelative(version, in.Parent, obj.DeepCopy())
 			}
 		}
 	}
@@ -422,40 +393,39 @@ func (c *computation) observedMap(version v1alpha1.HookVersion) hookapi.Relative
 // them.
 func (c *computation) related(ctx context.Context, parent *unstructured.Unstructured, version v1alpha1.HookVersion) (hookapi.RelativeObjectMap, error) {
 	m := hookapi.RelativeObjectMap{}
-	if c.specHooks().Customize == nil {
+	if c.in.Definition.Hooks.Customize == nil {
 		return m, nil
 	}
 	if c.in.Hooks.Customize == nil {
-		c.warn("the controller declares a customize hook but it is not available here; the sync hook gets no related objects")
+		c.plan.warn("the controller declares a customize hook but it is not available here; the sync hook gets no related objects")
 		return m, nil
 	}
 	start := time.Now()
 	resp, err := c.in.Hooks.Customize.Customize(ctx, &hookapi.CustomizeHookRequest{
-		Controller: c.in.Controller.DeepCopy(),
+		Controller: c.in.Definition.Object.DeepCopy(),
 		Parent:     parent.DeepCopy(),
 	})
 	c.plan.CustomizeDuration = time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("%s hook: %w", HookCustomize, err)
 	}
-	if err := c.validateRules(resp); err != nil {
+	if err := validateRules(c.in.Definition.Name, resp); err != nil {
 		return nil, err
 	}
 	if len(resp.RelatedResourceRules) == 0 {
 		return m, nil
 	}
 	if c.in.Related == nil {
-		c.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
+		c.plan.warn("customize hook asked for related objects but no target cluster is reachable; the sync hook gets none")
 		return m, nil
-	}
-	kf, ok := c.in.Resolver.(KindForResolver)
-	if !ok {
-		return nil, errors.New("can't look up related objects: the resolver can't map resources to kinds")
 	}
 	for _, rule := range resp.RelatedResourceRules {
 		gv, _ := schema.ParseGroupVersion(rule.APIVersion)
 		gvr := gv.WithResource(rule.Resource)
-		gvk, err := kf.KindFor(gvr)
+		gvk, err := c.in.Resolver.KindFor(gvr)
+		if errors.Is(err, definition.ErrNoKinds) {
+			return nil, fmt.Errorf("can't look up related objects: %w", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("can't resolve related resource %s (%s) the customize hook asked for: %w", rule.Resource, rule.APIVersion, err)
 		}
@@ -466,11 +436,11 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		// Which objects a rule selects follows the customize hook's
 		// version, as in Metacontroller; how they are keyed, the version
 		// of the hook that receives them.
-		query, err := NewRelatedQuery(rule, hookVersion(c.specHooks().Customize), parent, gvr, namespaced)
+		query, err := NewRelatedQuery(rule, c.in.Definition.Hooks.Customize.Version, parent, gvr, namespaced)
 		if err != nil {
 			// validateRules let it through: it depends on the resource's
 			// scope, known only now.
-			return nil, &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize,
+			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize,
 				Problems: []string{fmt.Sprintf("relatedResources %s (%s): %v", rule.Resource, rule.APIVersion, err)}}
 		}
 		m.InitGroup(rule.APIVersion, gvk.Kind)
@@ -487,7 +457,8 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	return m, nil
 }
 
-func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
+// validateRules checks the rules of a customize hook's answer.
+func validateRules(controller string, resp *hookapi.CustomizeHookResponse) error {
 	var problems []string
 	if resp == nil {
 		problems = append(problems, "the hook returned no response")
@@ -526,7 +497,7 @@ func (c *computation) validateRules(resp *hookapi.CustomizeHookResponse) error {
 		}
 	}
 	if len(problems) > 0 {
-		return &InvalidResponseError{Controller: c.in.Controller.Name, Hook: HookCustomize, Problems: problems}
+		return &InvalidResponseError{Controller: controller, Hook: HookCustomize, Problems: problems}
 	}
 	return nil
 }
@@ -574,9 +545,9 @@ func (c *computation) observedGVR(obj *unstructured.Unstructured) (schema.GroupV
 // (possible for an inline parent of a preview; the live loop cannot claim
 // children without one and never gets here).
 func (c *computation) selector() labels.Selector {
-	sel, err := ParentSelector(c.in.Controller, c.in.Parent)
+	sel, err := ParentSelector(c.in.Definition, c.in.Parent)
 	if err != nil {
-		c.warn("desired children are not checked against the parent's selector: %v", err)
+		c.plan.warn("desired children are not checked against the parent's selector: %v", err)
 		return nil
 	}
 	return sel

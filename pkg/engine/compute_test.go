@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -600,9 +601,9 @@ func TestComputeFinalizing(t *testing.T) {
 			return &hookapi.SyncHookResponse{Finalized: true, Status: map[string]interface{}{"phase": "gone"}}, nil
 		})
 		parent := deleting(newParent())
-		parent.SetFinalizers([]string{FinalizerPrefix + "things"})
+		parent.SetFinalizers([]string{definition.FinalizerPrefix + "things"})
 		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = finalize
+		in.Hooks.Finalize = InProcess(finalize)
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -620,9 +621,9 @@ func TestComputeFinalizing(t *testing.T) {
 
 	t.Run("with a finalize hook and a pending foreground deletion: called, children left to the garbage collector", func(t *testing.T) {
 		parent := deleting(newParent())
-		parent.SetFinalizers([]string{metav1.FinalizerDeleteDependents, FinalizerPrefix + "things"})
+		parent.SetFinalizers([]string{metav1.FinalizerDeleteDependents, definition.FinalizerPrefix + "things"})
 		in := newInput(newController(withFinalize), parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = returning()
+		in.Hooks.Finalize = InProcess(returning())
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -639,9 +640,9 @@ func TestComputeFinalizing(t *testing.T) {
 		cc := newController(withFinalize)
 		cc.Spec.ParentResource.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 		parent := newParent()
-		parent.SetFinalizers([]string{FinalizerPrefix + "things"})
+		parent.SetFinalizers([]string{definition.FinalizerPrefix + "things"})
 		in := newInput(cc, parent, Claimed{Owned: children.Owned}, mustNotCall(t, "sync"))
-		in.Hooks.Finalize = returning()
+		in.Hooks.Finalize = InProcess(returning())
 		plan, err := Compute(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -718,7 +719,7 @@ func TestComputeSendsEmptyGroupsForDeclaredResources(t *testing.T) {
 		return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{cm("a", "blue")}}, nil
 	})
 	in := newInput(newController(), newParent(), Claimed{Owned: []*unstructured.Unstructured{owned(cm("a", "blue"))}}, sync)
-	in.Resolver = RESTMapperResolver(m)
+	in.Resolver = definition.RESTMapperResolver(m)
 	plan, err := Compute(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -148,21 +149,6 @@ func (pr *parentRevision) count() int {
 	return n
 }
 
-// Rolling tells whether the controller has a child resource with a
-// rolling update strategy: its parents get ControllerRevisions.
-func Rolling(cc *v1alpha1.CompositeController) bool {
-	for _, cr := range cc.Spec.ChildResources {
-		if cr.UpdateStrategy != nil && isRolling(cr.UpdateStrategy.Method) {
-			return true
-		}
-	}
-	return false
-}
-
-func isRolling(m v1alpha1.ChildUpdateMethod) bool {
-	return m == v1alpha1.ChildUpdateRollingRecreate || m == v1alpha1.ChildUpdateRollingInPlace
-}
-
 // strategyOf is the update strategy of the children of a group and kind,
 // found through the desired or observed children of that kind; nil when
 // none is declared.
@@ -171,19 +157,15 @@ func (c *computation) strategyOf(gk schema.GroupKind) *v1alpha1.CompositeControl
 	if !ok {
 		return nil
 	}
-	for _, cr := range c.in.Controller.Spec.ChildResources {
-		gv, err := schema.ParseGroupVersion(cr.APIVersion)
-		if err != nil || gv.Group != gvr.Group || cr.Resource != gvr.Resource {
-			continue
-		}
-		return cr.UpdateStrategy
+	if child, ok := c.in.Definition.ChildOfGroupResource(gvr.GroupResource()); ok {
+		return child.Strategy
 	}
 	return nil
 }
 
 func (c *computation) rollingKind(group, kind string) bool {
 	s := c.strategyOf(schema.GroupKind{Group: group, Kind: kind})
-	return s != nil && isRolling(s.Method)
+	return s != nil && definition.IsRolling(s.Method)
 }
 
 // rollOut runs Metacontroller's rolling update (its syncRevisions and
@@ -195,62 +177,11 @@ func (c *computation) rollingKind(group, kind string) bool {
 // Updated condition, the smallest resync, finalized only if every revision
 // agrees.
 func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error), latestDesired []desiredChild) ([]desiredChild, error) {
-	fieldPaths := RevisionFieldPaths(c.in.Controller)
-	latestPatch, err := revisionPatch(c.in.Parent.Object, fieldPaths)
+	set, err := c.readRevisions()
 	if err != nil {
 		return nil, err
 	}
-	latestData, err := canonicalJSON(latestPatch)
-	if err != nil {
-		return nil, err
-	}
-
-	sel, err := RevisionSelector(c.in.Controller, c.in.Parent, c.in.Parents)
-	if err != nil {
-		c.warn("ControllerRevisions are not adopted: %v", err)
-		sel = nil
-	}
-	owned, adopt := claimRevisions(c.in.Parent, sel, c.in.Revisions)
-	observed := map[string]*v1alpha1.ControllerRevision{}
-	adopted := map[string]bool{}
-	for _, rev := range adopt {
-		adopted[rev.Name] = true
-	}
-
-	latest := &parentRevision{parent: c.in.Parent}
-	revisions := []*parentRevision{latest}
-	for _, rev := range append(append([]*v1alpha1.ControllerRevision{}, owned...), adopt...) {
-		observed[rev.Name] = rev
-		var patch map[string]interface{}
-		if err := json.Unmarshal(rev.ParentPatch.Raw, &patch); err != nil || patch == nil {
-			c.warn("ControllerRevision %s has no readable parentPatch; it is ignored: %v", rev.Name, err)
-			continue
-		}
-		data, err := canonicalJSON(patch)
-		if err != nil {
-			return nil, err
-		}
-		if string(data) == string(latestData) && latest.rev == nil {
-			latest.rev = rev.DeepCopy()
-			continue
-		}
-		pr := &parentRevision{parent: c.in.Parent.DeepCopy(), rev: rev.DeepCopy()}
-		if err := applyRevisionPatch(pr.parent.Object, patch, fieldPaths); err != nil {
-			return nil, fmt.Errorf("ControllerRevision %s: %w", rev.Name, err)
-		}
-		revisions = append(revisions, pr)
-	}
-	if latest.rev == nil {
-		if latest.rev, err = newRevision(c.in.Controller, c.in.Parent, c.in.Parents, latestData); err != nil {
-			return nil, err
-		}
-	}
-	for _, pr := range revisions {
-		if adopted[pr.rev.Name] {
-			pr.rev.OwnerReferences = append(pr.rev.OwnerReferences, ControllerRef(c.in.Parent))
-		}
-	}
-
+	latest, revisions := set.latest, set.all
 	latest.setAnswer(c.plan.Response, latestDesired)
 	for _, pr := range revisions[1:] {
 		resp, desired, err := call(ctx, pr.parent)
@@ -267,11 +198,100 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 
 	r := &Rollout{Latest: latest.rev.Name, revisionOf: map[string]string{}}
 	r.Reason, r.Message, r.Next = c.step(revisions)
+	desired := set.plan(r)
+	c.plan.Rollout = r
+	c.plan.Response = c.aggregate(latest, revisions, r)
 
-	// Revisions no child follows any more go: the user keeps old
-	// configurations in source control, not here (Metacontroller's rule).
+	out := make([]desiredChild, 0, len(desired))
+	for _, d := range desired {
+		out = append(out, d)
+	}
+	sortDesired(out)
+	return out, nil
+}
+
+// revisionSet is the parent's ControllerRevisions, read for one rollout.
+type revisionSet struct {
+	// latest is the parent as it is; all holds it first, then each older
+	// revision with the parent as it was then.
+	latest *parentRevision
+	all    []*parentRevision
+	// owned are the revisions the parent controls; observed all that were
+	// read, by name; adopted the names of the orphans it adopts.
+	owned    []*v1alpha1.ControllerRevision
+	observed map[string]*v1alpha1.ControllerRevision
+	adopted  map[string]bool
+}
+
+// readRevisions claims the parent's ControllerRevisions and makes, from
+// each, the parent as it was at that revision; the parent as it is gets
+// the revision whose patch it matches, or a new one.
+func (c *computation) readRevisions() (*revisionSet, error) {
+	fieldPaths := c.in.Definition.RevisionFieldPaths
+	latestPatch, err := revisionPatch(c.in.Parent.Object, fieldPaths)
+	if err != nil {
+		return nil, err
+	}
+	latestData, err := canonicalJSON(latestPatch)
+	if err != nil {
+		return nil, err
+	}
+
+	sel, err := RevisionSelector(c.in.Definition, c.in.Parent)
+	if err != nil {
+		c.plan.warn("ControllerRevisions are not adopted: %v", err)
+		sel = nil
+	}
+	owned, adopt := claimRevisions(c.in.Parent, sel, c.in.Revisions)
+	set := &revisionSet{owned: owned, observed: map[string]*v1alpha1.ControllerRevision{}, adopted: map[string]bool{}}
+	for _, rev := range adopt {
+		set.adopted[rev.Name] = true
+	}
+
+	latest := &parentRevision{parent: c.in.Parent}
+	set.latest, set.all = latest, []*parentRevision{latest}
+	for _, rev := range append(append([]*v1alpha1.ControllerRevision{}, owned...), adopt...) {
+		set.observed[rev.Name] = rev
+		var patch map[string]interface{}
+		if err := json.Unmarshal(rev.ParentPatch.Raw, &patch); err != nil || patch == nil {
+			c.plan.warn("ControllerRevision %s has no readable parentPatch; it is ignored: %v", rev.Name, err)
+			continue
+		}
+		data, err := canonicalJSON(patch)
+		if err != nil {
+			return nil, err
+		}
+		if string(data) == string(latestData) && latest.rev == nil {
+			latest.rev = rev.DeepCopy()
+			continue
+		}
+		pr := &parentRevision{parent: c.in.Parent.DeepCopy(), rev: rev.DeepCopy()}
+		if err := applyRevisionPatch(pr.parent.Object, patch, fieldPaths); err != nil {
+			return nil, fmt.Errorf("ControllerRevision %s: %w", rev.Name, err)
+		}
+		set.all = append(set.all, pr)
+	}
+	if latest.rev == nil {
+		if latest.rev, err = newRevision(c.in.Definition, c.in.Parent, latestData); err != nil {
+			return nil, err
+		}
+	}
+	for _, pr := range set.all {
+		if set.adopted[pr.rev.Name] {
+			pr.rev.OwnerReferences = append(pr.rev.OwnerReferences, ControllerRef(c.in.Parent))
+		}
+	}
+	return set, nil
+}
+
+// plan fills r with the revisions to keep, create, update and delete, and
+// returns the desired children by key, each as the revision it follows
+// wants it. Revisions no child follows any more go: the user keeps old
+// configurations in source control, not here (Metacontroller's rule).
+func (set *revisionSet) plan(r *Rollout) map[string]desiredChild {
+	latest := set.latest
 	live := []*parentRevision{latest}
-	for _, pr := range revisions[1:] {
+	for _, pr := range set.all[1:] {
 		if pr.count() > 0 {
 			live = append(live, pr)
 		}
@@ -300,28 +320,20 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 	liveNames := map[string]bool{}
 	for _, pr := range live {
 		liveNames[pr.rev.Name] = true
-		old, ok := observed[pr.rev.Name]
+		old, ok := set.observed[pr.rev.Name]
 		switch {
 		case !ok:
 			r.Create = append(r.Create, pr.rev)
-		case adopted[pr.rev.Name] || !revisionChildrenEqual(old.Children, pr.rev.Children):
+		case set.adopted[pr.rev.Name] || !revisionChildrenEqual(old.Children, pr.rev.Children):
 			r.Update = append(r.Update, pr.rev)
 		}
 	}
-	for _, rev := range owned {
+	for _, rev := range set.owned {
 		if !liveNames[rev.Name] {
 			r.Delete = append(r.Delete, rev)
 		}
 	}
-	c.plan.Rollout = r
-	c.plan.Response = c.aggregate(latest, revisions, r)
-
-	out := make([]desiredChild, 0, len(desired))
-	for _, d := range desired {
-		out = append(out, d)
-	}
-	sortDesired(out)
-	return out, nil
+	return desired
 }
 
 // step is Metacontroller's syncRollingUpdate: it settles which revision
@@ -422,7 +434,7 @@ func (c *computation) settleClaims(revisions []*parentRevision) map[string]*pare
 func (c *computation) latestHealthy(latest *parentRevision) error {
 	for _, ck := range latest.rev.Children {
 		strategy := c.strategyOf(schema.GroupKind{Group: ck.APIGroup, Kind: ck.Kind})
-		if strategy == nil || !isRolling(strategy.Method) {
+		if strategy == nil || !definition.IsRolling(strategy.Method) {
 			continue
 		}
 		for _, name := range ck.Names {
@@ -506,7 +518,7 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 func (c *computation) differs(d desiredChild, obs *unstructured.Unstructured) bool {
 	want := d.obj.DeepCopy()
 	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
-	res, err := c.ownership().Compare(obs, want, FieldManager(c.in.Controller.Name))
+	res, err := c.in.ownership().Compare(obs, want, c.in.Definition.FieldManager)
 	return err != nil || res.Changed
 }
 

@@ -1,18 +1,17 @@
-package sync
+package engine
 
 import (
 	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
-
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
 
 // ControllerUIDLabel is the label that selects a parent's children when the
@@ -109,8 +108,8 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 // spec.generateSelector "controller-uid=<parent uid>", else the parent's
 // spec.selector. An empty selector is an error rather than "everything":
 // it would claim every object of the child resources in the namespace.
-func ParentSelector(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured) (labels.Selector, error) {
-	if cc != nil && ptr.Deref(cc.Spec.GenerateSelector, false) {
+func ParentSelector(def *definition.Definition, parent *unstructured.Unstructured) (labels.Selector, error) {
+	if def != nil && def.GenerateSelector {
 		return labels.SelectorFromSet(labels.Set{ControllerUIDLabel: string(parent.GetUID())}), nil
 	}
 	raw, found, err := unstructured.NestedFieldNoCopy(parent.Object, "spec", "selector")

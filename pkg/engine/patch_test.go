@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
@@ -21,7 +22,10 @@ import (
 func withPatches(names ...string) func(*v1alpha1.CompositeController) {
 	return func(cc *v1alpha1.CompositeController) {
 		for _, n := range names {
-			cc.Spec.Hooks.Patches = append(cc.Spec.Hooks.Patches, v1alpha1.PatchHook{Name: n})
+			// A webhook that is never called: the tests give the
+			// pipeline's generators themselves.
+			cc.Spec.Hooks.Patches = append(cc.Spec.Hooks.Patches, v1alpha1.PatchHook{Name: n,
+				Webhook: &v1alpha1.Webhook{URL: ptr.To("https://patches.example/" + n)}})
 		}
 	}
 }

@@ -1,22 +1,24 @@
-package sync
+package definition
 
 import (
+	"errors"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// KindResolver maps a child's kind to its resource and scope.
+// KindResolver maps a kind to its resource and scope, and a resource back
+// to its kind. KindFor fails (ErrNoKinds) where no discovery can tell: then
+// the engine sends the hook groups only for the kinds of the objects at
+// hand (Metacontroller sends an empty group for every declared child
+// resource), and a definition leaves kinds and scopes unknown.
 type KindResolver interface {
 	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced bool, err error)
-}
-
-// KindForResolver is optionally implemented by a KindResolver that can also
-// map a resource back to its kind. Compute uses it to send the hook an empty
-// group for every declared child resource without objects, as Metacontroller
-// does; without it only the kinds of observed objects get a group.
-type KindForResolver interface {
 	KindFor(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error)
 }
+
+// ErrNoKinds is KindFor's answer where there is no discovery to ask.
+var ErrNoKinds = errors.New("no discovery to map a resource to its kind")
 
 // RESTMapperResolver adapts a meta.RESTMapper (cluster discovery).
 func RESTMapperResolver(m meta.RESTMapper) KindResolver {
@@ -28,8 +30,8 @@ type restMapperResolver struct {
 }
 
 var (
-	_ KindResolver    = restMapperResolver{}
-	_ KindForResolver = restMapperResolver{}
+	_ KindResolver = restMapperResolver{}
+	_ KindResolver = guessingResolver{}
 )
 
 func (r restMapperResolver) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
@@ -90,6 +92,10 @@ var clusterScopedKinds = map[schema.GroupKind]bool{
 	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
 	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                                   true,
 	{Group: "resource.k8s.io", Kind: "ResourceSlice"}:                                 true,
+}
+
+func (guessingResolver) KindFor(schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return schema.GroupVersionKind{}, ErrNoKinds
 }
 
 func (guessingResolver) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {

@@ -1,4 +1,4 @@
-package sync
+package definition
 
 import (
 	"testing"
@@ -56,11 +56,7 @@ func TestRESTMapperResolver(t *testing.T) {
 	if _, _, err := r.ResourceFor(core.WithKind("Pod")); !meta.IsNoMatchError(err) {
 		t.Errorf("unknown kind: error %v, want a no-match error", err)
 	}
-	kf, ok := r.(KindForResolver)
-	if !ok {
-		t.Fatal("RESTMapperResolver does not map resources to kinds")
-	}
-	if gvk, err := kf.KindFor(apps.WithResource("deployments")); err != nil || gvk != apps.WithKind("Deployment") {
+	if gvk, err := r.KindFor(apps.WithResource("deployments")); err != nil || gvk != apps.WithKind("Deployment") {
 		t.Errorf("KindFor(deployments) = %v, %v", gvk, err)
 	}
 }

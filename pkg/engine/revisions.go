@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 // The labels of a ControllerRevision, Metacontroller's: they keep the
@@ -24,32 +25,12 @@ const (
 	RevisionLabelResource = "metacontroller.k8s.io/resource"
 )
 
-// ControllerRevisions is the resource of ControllerRevision, served by this
-// server in Metacontroller's group and version.
-var ControllerRevisions = v1alpha1.SchemeGroupVersion.WithResource("controllerrevisions")
-
-// RevisionFieldPaths are the parent fields whose changes make a new
-// revision: spec.parentResource.revisionHistory.fieldPaths, spec by default.
-func RevisionFieldPaths(cc *v1alpha1.CompositeController) []string {
-	if rh := cc.Spec.ParentResource.RevisionHistory; rh != nil {
-		var paths []string
-		for _, p := range rh.FieldPaths {
-			if p != "" {
-				paths = append(paths, p)
-			}
-		}
-		if len(paths) > 0 {
-			return paths
-		}
-	}
-	return []string{"spec"}
-}
-
 // RevisionSelector selects the ControllerRevisions of a parent, owned or
 // orphaned, as Metacontroller's: the parent's selector (controller-uid with
 // generateSelector) and the parent resource's labels.
-func RevisionSelector(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, parents schema.GroupVersionResource) (labels.Selector, error) {
-	sel, err := ParentSelector(cc, parent)
+func RevisionSelector(def *definition.Definition, parent *unstructured.Unstructured) (labels.Selector, error) {
+	parents := def.Parent.GVR
+	sel, err := ParentSelector(def, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -128,9 +109,10 @@ func RevisionName(parents schema.GroupVersionResource, parentUID string, patchDa
 
 // newRevision is the ControllerRevision of the parent as it is, named and
 // labelled as Metacontroller names and labels it.
-func newRevision(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, parents schema.GroupVersionResource, patchData []byte) (*v1alpha1.ControllerRevision, error) {
+func newRevision(def *definition.Definition, parent *unstructured.Unstructured, patchData []byte) (*v1alpha1.ControllerRevision, error) {
+	parents := def.Parent.GVR
 	lbls := map[string]string{}
-	if cc.Spec.GenerateSelector != nil && *cc.Spec.GenerateSelector {
+	if def.GenerateSelector {
 		lbls[ControllerUIDLabel] = string(parent.GetUID())
 	} else {
 		// Metacontroller's choice: the labels of the parent's pod

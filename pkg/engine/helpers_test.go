@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -149,7 +150,7 @@ func cm(name, color string) *unstructured.Unstructured {
 // owned makes the parent obj's controller.
 func owned(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	obj.SetOwnerReferences([]metav1.OwnerReference{ControllerRef(newParent())})
-	appliedBy(obj, FieldManager("things"))
+	appliedBy(obj, definition.FieldManager("things"))
 	obj.SetUID(k8stypes.UID("uid-" + obj.GetName()))
 	return obj
 }
@@ -206,12 +207,11 @@ func mustNotCall(t *testing.T, name string) hookapi.SyncHook {
 
 func newInput(cc *v1alpha1.CompositeController, parent *unstructured.Unstructured, children Claimed, hook hookapi.SyncHook) Input {
 	return Input{
-		Controller: cc,
+		Definition: compile(cc),
 		Parent:     parent,
-		Parents:    thingsGVR,
 		Children:   children,
-		Hooks:      Hooks{Sync: hook},
-		Resolver:   GuessingResolver(),
+		Hooks:      Hooks{Sync: InProcess(hook)},
+		Resolver:   definition.GuessingResolver(),
 	}
 }
 
@@ -238,4 +238,22 @@ func hasDelete(p *Plan) bool {
 		}
 	}
 	return false
+}
+
+// compile compiles cc as the loop and /sync do, with the resolver of a
+// preview without a cluster; it panics on a controller that can't compile,
+// which no test means to give.
+func compile(cc *v1alpha1.CompositeController) *definition.Definition {
+	def, err := definition.Compile(cc, definition.GuessingResolver())
+	if err != nil {
+		panic(err)
+	}
+	return def
+}
+
+// recompiled is def compiled again after modify changed its controller.
+func recompiled(def *definition.Definition, modify func(*v1alpha1.CompositeController)) *definition.Definition {
+	cc := def.Object.DeepCopy()
+	modify(cc)
+	return compile(cc)
 }

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -29,8 +29,7 @@ type ObjectLister interface {
 }
 
 // ChildIndex finds a parent's candidate children without reading its whole
-// namespace: the loop's informers index objects by controller. An
-// ObjectLister that is one too is used that way.
+// namespace: the loop's informers index objects by controller.
 type ChildIndex interface {
 	// Candidates lists the objects of gvr in namespace ("" for all) that
 	// owner controls or that have no controller.

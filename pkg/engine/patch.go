@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -33,16 +33,16 @@ func HookPatch(name string) string {
 // was at that revision; the plan records the steps of the latest, the
 // parent as it is.
 func (c *computation) patch(ctx context.Context, parent *unstructured.Unstructured, desired []desiredChild) ([]desiredChild, error) {
-	if len(c.specHooks().Patches) == 0 {
+	if len(c.in.Definition.Hooks.Patches) == 0 {
 		return desired, nil
 	}
-	name := c.in.Controller.Name
+	name := c.in.Definition.Name
 	if c.in.Hooks.Patches == nil {
 		// Applying the children unpatched would undo what the patches did
 		// to them before.
 		return nil, fmt.Errorf("CompositeController %q declares patches, but they are not available here", name)
 	}
-	if !ManagesChildren(c.in.Controller, c.in.Parent) {
+	if !c.in.Definition.ManagesChildren(c.in.Parent) {
 		// Nothing desired is applied: the children are left to the garbage
 		// collector.
 		return desired, nil
@@ -54,7 +54,7 @@ func (c *computation) patch(ctx context.Context, parent *unstructured.Unstructur
 	start := time.Now()
 	res, err := c.in.Hooks.Patches.Run(ctx, patches.Input{
 		Controller: name,
-		Generation: c.in.Controller.Generation,
+		Generation: c.in.Definition.Generation,
 		Parent:     parent,
 		Children:   children,
 	})

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
@@ -86,7 +85,7 @@ func (c *computation) buildItems(desired []desiredChild) error {
 			// The item says so; the loop records it as ErrResourceExists.
 			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: ReasonForeign})
 		case !ok && unowned[key]:
-			c.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
+			c.plan.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
 			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnowned})
 		case !ok && released[key]:
 			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake})
@@ -138,13 +137,13 @@ func (c *computation) buildItems(desired []desiredChild) error {
 // pruned too.
 func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured) Item {
 	item := Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs}
-	manager := FieldManager(c.in.Controller.Name)
+	manager := c.in.Definition.FieldManager
 	observed := obs
-	if patch, needed, err := c.ownership().TakeoverPatch(obs, manager); err != nil {
-		c.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
+	if patch, needed, err := c.in.ownership().TakeoverPatch(obs, manager); err != nil {
+		c.plan.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
 	} else if needed {
 		if taken, err := applyJSONPatch(obs, patch); err != nil {
-			c.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
+			c.plan.warn("can't take %s over from Metacontroller: %v", describe(d.obj), err)
 		} else {
 			item.Takeover, observed = patch, taken
 			item.Reason = reasonTakeover
@@ -152,18 +151,18 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 	}
 	want := d.obj.DeepCopy()
 	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
-	res, err := c.ownership().Compare(observed, want, manager)
+	res, err := c.in.ownership().Compare(observed, want, manager)
 	if err != nil {
 		// Applying is the safe side: an apply that changes nothing is a
 		// no-op on the server.
-		c.warn("can't compare %s with what the controller applied; applying it: %v", describe(d.obj), err)
+		c.plan.warn("can't compare %s with what the controller applied; applying it: %v", describe(d.obj), err)
 		res.Changed = true
 	}
 	item.Diff = append(res.Lines, res.Ownership...)
 	if !res.Changed {
 		return item
 	}
-	switch method := c.updateMethod(d.gvr); method {
+	switch method := c.in.Definition.UpdateMethod(d.gvr); method {
 	case v1alpha1.ChildUpdateInPlace, v1alpha1.ChildUpdateRollingInPlace:
 		item.Action, item.Reason = v1alpha1.SyncActionUpdate, fmt.Sprintf(reasonInPlace, method)
 	case v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateRollingRecreate:
@@ -178,9 +177,9 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 
 // ownership is the field-ownership comparison of Input, or one on deduced
 // schemas when there is no cluster to ask for its schema.
-func (c *computation) ownership() FieldOwnership {
-	if c.in.Ownership != nil {
-		return c.in.Ownership
+func (in *Input) ownership() FieldOwnership {
+	if in.Ownership != nil {
+		return in.Ownership
 	}
 	return deducedOwnership
 }
@@ -205,22 +204,6 @@ func applyJSONPatch(obj *unstructured.Unstructured, patch []byte) (*unstructured
 		return nil, err
 	}
 	return out, nil
-}
-
-// updateMethod is the update method of the child resource gvr, OnDelete
-// unless the controller says otherwise.
-func (c *computation) updateMethod(gvr schema.GroupVersionResource) v1alpha1.ChildUpdateMethod {
-	for _, cr := range c.in.Controller.Spec.ChildResources {
-		gv, err := schema.ParseGroupVersion(cr.APIVersion)
-		if err != nil || gv.WithResource(cr.Resource) != gvr {
-			continue
-		}
-		if cr.UpdateStrategy != nil && cr.UpdateStrategy.Method != "" {
-			return cr.UpdateStrategy.Method
-		}
-		break
-	}
-	return v1alpha1.ChildUpdateOnDelete
 }
 
 func keySet(objs []*unstructured.Unstructured) map[string]bool {

@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func revisionOf(t *testing.T, color string, names ...string) *v1alpha1.Controlle
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := newRevision(rollingController(v1alpha1.ChildUpdateRollingInPlace), p, thingsGVR, data)
+	rev, err := newRevision(compile(rollingController(v1alpha1.ChildUpdateRollingInPlace)), p, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestRollingPatchesEachRevisionWithItsParent(t *testing.T) {
 		return resp, nil
 	})
 	cc := rollingController(v1alpha1.ChildUpdateRollingInPlace)
-	cc.Spec.Hooks.Patches = []v1alpha1.PatchHook{{Name: "stamp"}}
+	withPatches("stamp")(cc)
 	var asked []string
 	var observed []*unstructured.Unstructured
 	for _, n := range []string{"c1", "c2"} {

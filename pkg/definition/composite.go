@@ -1,0 +1,191 @@
+package definition
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+)
+
+// KindComposite is the Kind of a Definition compiled from a
+// CompositeController.
+const KindComposite = "CompositeController"
+
+// FinalizerPrefix names the finalizer a CompositeController with a finalize
+// hook puts on its parents, as Metacontroller does.
+const FinalizerPrefix = "metacontroller.io/compositecontroller-"
+
+// Compile compiles cc, resolving its resources with resolver (nil, or one
+// that can't map resources to kinds, leaves kinds and scopes unknown). A
+// controller that can't compile gives one error naming the field at fault;
+// validation rejects such controllers, so it is seen only for one stored
+// before a rule was added.
+func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definition, error) {
+	spec := field.NewPath("spec")
+	d := &Definition{
+		Kind:                KindComposite,
+		Name:                cc.Name,
+		UID:                 cc.UID,
+		Generation:          cc.Generation,
+		Object:              cc,
+		GenerateSelector:    ptr.Deref(cc.Spec.GenerateSelector, false),
+		IgnoreStatusChanges: ptr.Deref(cc.Spec.ParentResource.IgnoreStatusChanges, false),
+		RevisionFieldPaths:  revisionFieldPaths(cc.Spec.ParentResource.RevisionHistory),
+		EndpointConfigs:     cc.Spec.EndpointConfigs,
+		Finalizer:           FinalizerPrefix + cc.Name,
+		FieldManager:        FieldManager(cc.Name),
+	}
+	if cc.Spec.Workers != nil {
+		d.Workers = int(*cc.Spec.Workers)
+	}
+	if p := cc.Spec.ResyncPeriodSeconds; p != nil {
+		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)
+	}
+	parent, err := parseGVR(spec.Child("parentResource"), cc.Spec.ParentResource.ResourceRule)
+	if err != nil {
+		return nil, err
+	}
+	d.Parent = resolve(parent, resolver)
+	for i, cr := range cc.Spec.ChildResources {
+		gvr, err := parseGVR(spec.Child("childResources").Index(i), cr.ResourceRule)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := d.Child(gvr); dup {
+			// Listed twice: the first entry's update strategy counts, and
+			// its objects are read once.
+			continue
+		}
+		child := Child{Resource: resolve(gvr, resolver), Method: v1alpha1.ChildUpdateOnDelete, Strategy: cr.UpdateStrategy}
+		if s := cr.UpdateStrategy; s != nil && s.Method != "" {
+			child.Method = s.Method
+		}
+		d.Rolling = d.Rolling || IsRolling(child.Method)
+		d.Children = append(d.Children, child)
+	}
+	d.ParentLabels = labels.Everything()
+	if s := cc.Spec.ParentResource.LabelSelector; s != nil {
+		if d.ParentLabels, err = metav1.LabelSelectorAsSelector(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.Child("parentResource", "labelSelector"), err)
+		}
+	}
+	if d.Hooks, err = compositeHooks(spec.Child("hooks"), cc); err != nil {
+		return nil, err
+	}
+	d.Rights = neededRights(d)
+	return d, nil
+}
+
+// IsRolling tells whether m is a rolling update method.
+func IsRolling(m v1alpha1.ChildUpdateMethod) bool {
+	return m == v1alpha1.ChildUpdateRollingRecreate || m == v1alpha1.ChildUpdateRollingInPlace
+}
+
+func parseGVR(path *field.Path, rule v1alpha1.ResourceRule) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(rule.APIVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("%s: %w", path.Child("apiVersion"), err)
+	}
+	return gv.WithResource(rule.Resource), nil
+}
+
+// revisionFieldPaths are spec.parentResource.revisionHistory.fieldPaths,
+// spec by default.
+func revisionFieldPaths(rh *v1alpha1.CompositeControllerRevisionHistory) []string {
+	var paths []string
+	if rh != nil {
+		for _, p := range rh.FieldPaths {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return []string{"spec"}
+	}
+	return paths
+}
+
+func compositeHooks(path *field.Path, cc *v1alpha1.CompositeController) (Hooks, error) {
+	var out Hooks
+	spec := cc.Spec.Hooks
+	if spec == nil {
+		return out, nil
+	}
+	for _, h := range []struct {
+		name string
+		spec *v1alpha1.Hook
+		out  **Hook
+	}{
+		{HookSync, spec.Sync, &out.Sync},
+		{HookFinalize, spec.Finalize, &out.Finalize},
+		{HookCustomize, spec.Customize, &out.Customize},
+	} {
+		if h.spec == nil {
+			continue
+		}
+		hook, err := ResolveHook(h.name, h.spec.Version, h.spec.Webhook)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", path.Child(h.name), err)
+		}
+		*h.out = hook
+	}
+	for i := range spec.Patches {
+		p, err := compilePatch(cc.Name, &spec.Patches[i])
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", path.Child("patches").Index(i), err)
+		}
+		out.Patches = append(out.Patches, p)
+	}
+	return out, nil
+}
+
+// compilePatch compiles enabledIf and an inline patch's templates.
+func compilePatch(controller string, spec *v1alpha1.PatchHook) (Patch, error) {
+	p := Patch{Name: spec.Name}
+	fail := func(err error) error {
+		return fmt.Errorf("can't configure CompositeController %q patch %q: %w", controller, spec.Name, err)
+	}
+	if spec.EnabledIf != nil {
+		cond, err := variables.CompileCondition(*spec.EnabledIf)
+		if err != nil {
+			return p, fail(fmt.Errorf("enabledIf %w", err))
+		}
+		p.EnabledIf = cond
+	}
+	var err error
+	switch {
+	case spec.Webhook != nil && len(spec.Definitions) > 0:
+		return p, fail(errors.New("sets both webhook and definitions"))
+	case spec.Webhook != nil:
+		// A patch hook decodes strictly unless it says otherwise
+		// (SetDefaults_PatchHook), whatever its version; and it has no
+		// ETags: its answer depends on the children the sync hook
+		// returned, not only on the parent an ETag is kept for.
+		wh := spec.Webhook.DeepCopy()
+		wh.Etag = nil
+		if wh.ResponseUnMarshallMode == nil {
+			strict := v1alpha1.ResponseUnmarshallModeStrict
+			wh.ResponseUnMarshallMode = &strict
+		}
+		if p.Webhook, err = ResolveHook(PatchHookName(spec.Name), nil, wh); err != nil {
+			return p, fail(err)
+		}
+	case len(spec.Definitions) > 0:
+		if p.Inline, err = patches.NewInline(spec.Definitions); err != nil {
+			return p, fail(err)
+		}
+	default:
+		return p, fail(errors.New("sets neither webhook nor definitions"))
+	}
+	return p, nil
+}

@@ -1,0 +1,21 @@
+// Package engine is the sync engine shared by the live controller loop and
+// the /sync subresource: for one parent of a controller, compiled by
+// pkg/definition, it claims the observed children, calls the customize and
+// sync (or finalize) hooks, runs the patches, validates the desired children
+// the hook returned and computes the plan that would make the cluster match
+// them, rolling updates included.
+//
+// It is pure computation: nothing here writes to any API. Executing a Plan is
+// pkg/apply's job; a dry-run shows the very Plan a live sync would execute.
+//
+// Safety comes before completeness: when a hook fails or answers anything
+// invalid, Compute returns an error and no Plan at all, because a partial
+// answer read as "these are all the children" would delete the rest.
+//
+// It reads a controller only through its definition.Definition. What is
+// CompositeController's own (the sync hook's request and answer, rolling
+// updates with ControllerRevisions) sits in compute.go, rolling.go and
+// revisions.go; claim.go, validate.go, plan.go and patch.go are what every
+// kind shares. DecoratorController will add its own decorator.go beside
+// them, as Metacontroller keeps pkg/controller/{common,composite,decorator}.
+package engine

@@ -1,0 +1,18 @@
+package variables
+
+// Expressions is the compiler of this package as validation takes it
+// (validation.Expressions): the API's validation accepts exactly what the
+// patch engine runs, without apis/ importing pkg/.
+type Expressions struct{}
+
+// CheckCondition compiles an enabledIf expression as a new one.
+func (Expressions) CheckCondition(expr string) error { return CheckCondition(expr) }
+
+// CheckChildVariable checks that path names a variable of a child's patch.
+func (Expressions) CheckChildVariable(path string) error { return CheckPath(path, ChildScope) }
+
+// CheckTemplate parses a valueFrom.template.
+func (Expressions) CheckTemplate(text string) error {
+	_, err := ParseTemplate(text)
+	return err
+}

@@ -257,7 +257,7 @@ func TestServerDryRunCreatePrintsObjectButStoresNothing(t *testing.T) {
 		"kind: CompositeController",
 		"name: " + name,
 		// Defaulted by the server: the object did go through it.
-		"responseUnMarshallMode: loose",
+		"version: v1",
 		"method: OnDelete",
 	} {
 		if !strings.Contains(out, want) {

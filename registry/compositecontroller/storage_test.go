@@ -280,3 +280,36 @@ func updateStatus(t *testing.T, storage *Storage, cc *metacontroller.CompositeCo
 	mutate(&in.Status)
 	return update(t, storage.Status, in)
 }
+
+// TestVersionChangeDropsADefaultedDecodingMode: a controller stored by an
+// older server carries the decoding mode that server defaulted (loose, for
+// v1); an update that switches the hook to v2 and leaves that mode as it
+// was drops it, so that the v2 hook decodes strictly, as its version says.
+// A mode that is not its old version's default is the author's, and kept.
+func TestVersionChangeDropsADefaultedDecodingMode(t *testing.T) {
+	storage := newStorage(t)
+	for _, tc := range []struct {
+		name     string
+		stored   metacontroller.ResponseUnmarshallMode
+		wantKept bool
+	}{
+		{"a defaulted loose mode goes with v1", metacontroller.ResponseUnmarshallModeLoose, false},
+		{"an author's strict mode on v1 stays", metacontroller.ResponseUnmarshallModeStrict, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := validCompositeController("mode-" + string(tc.stored))
+			v1 := metacontroller.HookVersionV1
+			cc.Spec.Hooks.Sync.Version = &v1
+			cc.Spec.Hooks.Sync.Webhook.ResponseUnMarshallMode = ptr.To(tc.stored)
+			created := create(t, storage, cc)
+			switched := created.DeepCopy()
+			v2 := metacontroller.HookVersionV2
+			switched.Spec.Hooks.Sync.Version = &v2
+			switched = update(t, storage.CompositeController, switched)
+			mode := switched.Spec.Hooks.Sync.Webhook.ResponseUnMarshallMode
+			if kept := mode != nil && *mode == tc.stored; kept != tc.wantKept {
+				t.Fatalf("responseUnMarshallMode after switching to v2: %v, want kept %v", mode, tc.wantKept)
+			}
+		})
+	}
+}

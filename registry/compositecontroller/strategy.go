@@ -71,9 +71,54 @@ func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Status = oldCC.Status
+	dropDefaultedModes(newCC, oldCC)
 	if !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec) {
 		newCC.Generation = oldCC.Generation + 1
 	}
+}
+
+// dropDefaultedModes clears a hook's responseUnMarshallMode that an older
+// server stored as the default of the hook's version, when an update
+// changes the version and leaves the mode as it was: the mode was never
+// the author's, and kept, it would pin a v2 hook to v1's loose decoding
+// (or a v1 hook to v2's strict one). A stored mode equal to its version's
+// default counts as unset.
+func dropDefaultedModes(newCC, oldCC *metacontroller.CompositeController) {
+	if newCC.Spec.Hooks == nil || oldCC.Spec.Hooks == nil {
+		return
+	}
+	pairs := [][2]*metacontroller.Hook{
+		{newCC.Spec.Hooks.Sync, oldCC.Spec.Hooks.Sync},
+		{newCC.Spec.Hooks.Finalize, oldCC.Spec.Hooks.Finalize},
+		{newCC.Spec.Hooks.Customize, oldCC.Spec.Hooks.Customize},
+	}
+	for _, p := range pairs {
+		cur, old := p[0], p[1]
+		if cur == nil || old == nil || cur.Webhook == nil || old.Webhook == nil {
+			continue
+		}
+		mode, oldMode := cur.Webhook.ResponseUnMarshallMode, old.Webhook.ResponseUnMarshallMode
+		if mode == nil || oldMode == nil || *mode != *oldMode || hookVersion(cur) == hookVersion(old) {
+			continue
+		}
+		if *oldMode == defaultMode(hookVersion(old)) {
+			cur.Webhook.ResponseUnMarshallMode = nil
+		}
+	}
+}
+
+func hookVersion(h *metacontroller.Hook) metacontroller.HookVersion {
+	if h.Version == nil || *h.Version == "" {
+		return metacontroller.HookVersionV1
+	}
+	return *h.Version
+}
+
+func defaultMode(v metacontroller.HookVersion) metacontroller.ResponseUnmarshallMode {
+	if v == metacontroller.HookVersionV2 {
+		return metacontroller.ResponseUnmarshallModeStrict
+	}
+	return metacontroller.ResponseUnmarshallModeLoose
 }
 
 func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {

@@ -281,8 +281,10 @@ func TestDefaultsOnDecode(t *testing.T) {
 		if sync.Version == nil || *sync.Version != metacontroller.HookVersionV1 {
 			t.Errorf("sync hook version = %v, want %q", dump.Pretty(sync.Version), metacontroller.HookVersionV1)
 		}
-		if m := sync.Webhook.ResponseUnMarshallMode; m == nil || *m != metacontroller.ResponseUnmarshallModeLoose {
-			t.Errorf("sync responseUnMarshallMode = %v, want %q", dump.Pretty(m), metacontroller.ResponseUnmarshallModeLoose)
+		// The decoding mode follows the version when the hook is called;
+		// stored, it would outlive a change of version.
+		if m := sync.Webhook.ResponseUnMarshallMode; m != nil {
+			t.Errorf("sync responseUnMarshallMode = %v, want it left unset", dump.Pretty(m))
 		}
 		if len(cc.Spec.ChildResources) != 1 {
 			t.Fatalf("got %d child resources, want 1", len(cc.Spec.ChildResources))
@@ -299,10 +301,13 @@ func TestDefaultsOnDecode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("encoding: %v", err)
 		}
-		for _, want := range []string{`"version":"v1"`, `"responseUnMarshallMode":"loose"`, `"method":"OnDelete"`} {
+		for _, want := range []string{`"version":"v1"`, `"method":"OnDelete"`} {
 			if !strings.Contains(string(data), want) {
 				t.Errorf("encoded object lacks %s: %s", want, data)
 			}
+		}
+		if strings.Contains(string(data), "responseUnMarshallMode") {
+			t.Errorf("encoded object stores a decoding mode nobody set: %s", data)
 		}
 	})
 
@@ -310,10 +315,10 @@ func TestDefaultsOnDecode(t *testing.T) {
 		name     string
 		version  metacontroller.HookVersion
 		mode     string // responseUnMarshallMode set in the manifest, if any
-		wantMode metacontroller.ResponseUnmarshallMode
+		wantMode metacontroller.ResponseUnmarshallMode // "": left unset
 	}{
-		{"v1 hook", metacontroller.HookVersionV1, "", metacontroller.ResponseUnmarshallModeLoose},
-		{"v2 hook", metacontroller.HookVersionV2, "", metacontroller.ResponseUnmarshallModeStrict},
+		{"v1 hook", metacontroller.HookVersionV1, "", ""},
+		{"v2 hook", metacontroller.HookVersionV2, "", ""},
 		{"v2 hook, loose kept", metacontroller.HookVersionV2, "loose", metacontroller.ResponseUnmarshallModeLoose},
 		{"v1 hook, strict kept", metacontroller.HookVersionV1, "strict", metacontroller.ResponseUnmarshallModeStrict},
 	} {
@@ -334,7 +339,10 @@ func TestDefaultsOnDecode(t *testing.T) {
 			if sync.Webhook == nil || sync.Webhook.URL == nil {
 				t.Fatalf("sync webhook lost: %s", dump.Pretty(sync))
 			}
-			if m := sync.Webhook.ResponseUnMarshallMode; m == nil || *m != tc.wantMode {
+			switch m := sync.Webhook.ResponseUnMarshallMode; {
+			case tc.wantMode == "" && m != nil:
+				t.Errorf("sync responseUnMarshallMode = %v, want it left unset", dump.Pretty(m))
+			case tc.wantMode != "" && (m == nil || *m != tc.wantMode):
 				t.Errorf("sync responseUnMarshallMode = %v, want %q", dump.Pretty(m), tc.wantMode)
 			}
 		})

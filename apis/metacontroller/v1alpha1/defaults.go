@@ -32,19 +32,15 @@ func SetDefaults_CompositeControllerChildResourceRule(obj *CompositeControllerCh
 	}
 }
 
-// SetDefaults_Hook defaults the contract version to v1 and the decoding
-// mode to Metacontroller's: loose for v1, strict for v2.
+// SetDefaults_Hook defaults the contract version to v1. The decoding mode
+// is not defaulted: it follows the version (loose for v1, strict for v2,
+// as Metacontroller works it out when it calls), and a stored default
+// would outlive a change of version, since kubectl apply never removes a
+// field it did not set. The compiled definition resolves it.
 func SetDefaults_Hook(obj *Hook) {
 	if obj.Version == nil {
 		v := HookVersionV1
 		obj.Version = &v
-	}
-	if obj.Webhook != nil && obj.Webhook.ResponseUnMarshallMode == nil {
-		mode := ResponseUnmarshallModeLoose
-		if *obj.Version == HookVersionV2 {
-			mode = ResponseUnmarshallModeStrict
-		}
-		obj.Webhook.ResponseUnMarshallMode = &mode
 	}
 }
 

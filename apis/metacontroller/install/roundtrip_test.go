@@ -314,7 +314,7 @@ func TestDefaultsOnDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		version  metacontroller.HookVersion
-		mode     string // responseUnMarshallMode set in the manifest, if any
+		mode     string                                // responseUnMarshallMode set in the manifest, if any
 		wantMode metacontroller.ResponseUnmarshallMode // "": left unset
 	}{
 		{"v1 hook", metacontroller.HookVersionV1, "", ""},

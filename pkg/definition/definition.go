@@ -23,7 +23,6 @@ package definition
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -313,33 +312,3 @@ func (d *Definition) Stale(resolver KindResolver) bool {
 	return false
 }
 
-// Cache keeps each controller's Definition while its spec is unchanged, for
-// a caller that is handed the controller on every request (/sync): keyed by
-// generation, not resourceVersion, so that the loop's status writes do not
-// make it compile again.
-type Cache struct {
-	mu    sync.Mutex
-	byUID map[types.UID]*Definition
-}
-
-// Get returns cc compiled, compiling it when it is new or its spec
-// changed. A controller without a uid (not stored) is compiled each time.
-func (c *Cache) Get(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definition, error) {
-	c.mu.Lock()
-	def, ok := c.byUID[cc.UID]
-	c.mu.Unlock()
-	if ok && cc.UID != "" && def.Generation == cc.Generation {
-		return def, nil
-	}
-	def, err := Compile(cc, resolver)
-	if err != nil || cc.UID == "" {
-		return def, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byUID == nil {
-		c.byUID = map[types.UID]*Definition{}
-	}
-	c.byUID[cc.UID] = def
-	return def, nil
-}

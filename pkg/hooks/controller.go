@@ -2,9 +2,6 @@ package hooks
 
 import (
 	"context"
-	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
@@ -28,8 +25,8 @@ func (h *ControllerHooks) Close() {
 }
 
 // Build makes the webhook clients of a controller's hooks, as def resolved
-// them. The loop builds them once per definition; /sync takes them from a
-// ControllerCache.
+// them. The loop builds them once per definition; /sync keeps them per
+// controller (pkg/syncrequest's controllers).
 func Build(ctx context.Context, def *definition.Definition, secrets SecretSource) (*ControllerHooks, error) {
 	out := &ControllerHooks{}
 	build := func(h *definition.Hook) (*Webhook, error) {
@@ -92,49 +89,3 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 // PatchHookName is how the patch hook name is named as a hook: in errors,
 // and in the hook label of the composite_hook_* metrics.
 func PatchHookName(patch string) string { return definition.PatchHookName(patch) }
-
-// ControllerCache keeps each controller's hooks while its spec is
-// unchanged: resolving credentials and TLS for every request would cost
-// Secret reads and new connections each time. It is keyed by generation,
-// not resourceVersion, so that the loop's status writes do not rebuild it.
-type ControllerCache struct {
-	secrets SecretSource
-	mu      sync.Mutex
-	byUID   map[types.UID]cachedHooks
-}
-
-type cachedHooks struct {
-	generation int64
-	hooks      *ControllerHooks
-}
-
-// NewControllerCache returns an empty cache resolving credentials through
-// secrets.
-func NewControllerCache(secrets SecretSource) *ControllerCache {
-	return &ControllerCache{secrets: secrets, byUID: map[types.UID]cachedHooks{}}
-}
-
-// Get returns def's hooks, building them when the controller is new or its
-// spec changed.
-func (c *ControllerCache) Get(ctx context.Context, def *definition.Definition) (*ControllerHooks, error) {
-	c.mu.Lock()
-	cached, ok := c.byUID[def.UID]
-	c.mu.Unlock()
-	if ok && cached.generation == def.Generation && def.UID != "" {
-		return cached.hooks, nil
-	}
-	built, err := Build(ctx, def, c.secrets)
-	if err != nil {
-		return nil, err
-	}
-	if def.UID == "" {
-		return built, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.byUID[def.UID]; ok {
-		old.hooks.Close()
-	}
-	c.byUID[def.UID] = cachedHooks{generation: def.Generation, hooks: built}
-	return built, nil
-}

@@ -10,6 +10,7 @@ package syncrequest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -56,9 +57,9 @@ type Runner struct {
 	// authorizer checks that the caller may read and write what a sync
 	// reads and writes on their behalf.
 	authorizer authorizer.Authorizer
-	hooks      *hooks.ControllerCache
-	defs       definition.Cache
-	recorder   record.EventRecorder
+	// controllers are the controllers asked about, compiled.
+	controllers *controllers
+	recorder    record.EventRecorder
 }
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
@@ -73,7 +74,7 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})
 		r.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 	}
-	r.hooks = hooks.NewControllerCache(secrets)
+	r.controllers = newControllers(secrets)
 	return r
 }
 
@@ -90,12 +91,12 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if r.cluster != nil {
 		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
 	}
-	def, err := r.defs.Get(cc, resolver)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	controllerHooks, err := r.hooks.Get(ctx, def)
-	if err != nil {
+	def, controllerHooks, err := r.controllers.get(ctx, cc, resolver)
+	var invalid compileError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, apierrors.NewBadRequest(invalid.Error())
+	case err != nil:
 		return nil, hookFailed(err)
 	}
 	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}

@@ -1,0 +1,106 @@
+package syncrequest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+)
+
+// controllerIdle is how long a controller nobody syncs stays compiled:
+// long enough for a user iterating on previews, short enough that deleted
+// controllers (which /sync is never told about, on any replica) go.
+const controllerIdle = 10 * time.Minute
+
+// controllers keeps each CompositeController /sync is asked about compiled,
+// with its hooks built, while its spec is unchanged: compiling and
+// resolving credentials and TLS for every request would cost Secret reads
+// and new connections each time. It is keyed by generation, not
+// resourceVersion, so that the loop's status writes do not rebuild it, and
+// it forgets a controller not synced for controllerIdle.
+type controllers struct {
+	secrets hooks.SecretSource
+	now     func() time.Time
+
+	mu    sync.Mutex
+	byUID map[types.UID]*compiled
+	swept time.Time
+}
+
+type compiled struct {
+	generation int64
+	def        *definition.Definition
+	hooks      *hooks.ControllerHooks
+	used       time.Time
+}
+
+// compileError is a controller that does not compile: the request's fault
+// (a 400), where a hook that can't be built is the hook's (a 502).
+type compileError struct{ error }
+
+func (e compileError) Unwrap() error { return e.error }
+
+func newControllers(secrets hooks.SecretSource) *controllers {
+	return &controllers{secrets: secrets, now: time.Now, byUID: map[types.UID]*compiled{}}
+}
+
+// get returns cc compiled with resolver and its hooks, building them when
+// cc is new or its spec changed. A controller without a uid (not stored)
+// is built each time and not kept: the caller closes nothing either way,
+// the cache does when it drops an entry.
+func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver) (*definition.Definition, *hooks.ControllerHooks, error) {
+	now := c.now()
+	c.mu.Lock()
+	c.sweepLocked(now)
+	if e, ok := c.byUID[cc.UID]; ok && cc.UID != "" && e.generation == cc.Generation {
+		e.used = now
+		c.mu.Unlock()
+		return e.def, e.hooks, nil
+	}
+	c.mu.Unlock()
+	def, err := definition.Compile(cc, resolver)
+	if err != nil {
+		return nil, nil, compileError{err}
+	}
+	built, err := hooks.Build(ctx, def, c.secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cc.UID == "" {
+		return def, built, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.byUID[cc.UID]; ok {
+		old.hooks.Close()
+	}
+	c.byUID[cc.UID] = &compiled{generation: cc.Generation, def: def, hooks: built, used: now}
+	return def, built, nil
+}
+
+// sweepLocked drops, at most once a minute, the controllers not synced for
+// controllerIdle, closing their hooks' idle connections.
+func (c *controllers) sweepLocked(now time.Time) {
+	if now.Sub(c.swept) < time.Minute {
+		return
+	}
+	c.swept = now
+	for uid, e := range c.byUID {
+		if now.Sub(e.used) > controllerIdle {
+			e.hooks.Close()
+			delete(c.byUID, uid)
+		}
+	}
+}
+
+// len is how many controllers are kept, for tests.
+func (c *controllers) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byUID)
+}

@@ -311,4 +311,3 @@ func (d *Definition) Stale(resolver KindResolver) bool {
 	}
 	return false
 }
-

@@ -81,6 +81,9 @@ type LoopConfig struct {
 	// EventsQPS and EventsBurst limit the Events recorded per object.
 	EventsQPS   float32
 	EventsBurst int
+	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
+	// while its children's deletes fail.
+	FinalizeGrace time.Duration
 }
 
 // Config is the whole configuration of a server.
@@ -212,6 +215,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
+			FinalizeGrace: loop.FinalizeGrace,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")

@@ -70,6 +70,9 @@ type Config struct {
 	// reason; zero means client-go's defaults, which are Metacontroller's.
 	EventsQPS   float32
 	EventsBurst int
+	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
+	// while its children's deletes fail; zero means the default.
+	FinalizeGrace time.Duration
 }
 
 // Manager runs one parent controller per CompositeController and restarts

@@ -116,7 +116,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		pc.customize = newCustomizeCache(h.Customize, def.Hooks.Customize.Version)
 		h.Customize = pc.customize
 	}
-	pc.rec = &reconcile.Controller{Def: def, Hooks: h}
+	pc.rec = &reconcile.Controller{Def: def, Hooks: h, FinalizeGrace: m.cfg.FinalizeGrace}
 	name := "compositecontroller-" + cc.Name
 	pc.queue = newParentQueue(name, pc.unsynced)
 	pc.status = newStatusTracker(m, cc)

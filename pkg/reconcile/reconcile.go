@@ -39,7 +39,15 @@ const finalizingResync = 5 * time.Second
 type Controller struct {
 	Def   *definition.Definition
 	Hooks engine.Hooks
+	// FinalizeGrace is how long, counted from a parent's deletion, the
+	// children it still has once its finalize hook answered finalized may
+	// keep the finalizer on; zero means DefaultFinalizeGrace.
+	FinalizeGrace time.Duration
 }
+
+// DefaultFinalizeGrace bounds how long a finalized parent waits for its
+// children's deletes before its finalizer goes anyway.
+const DefaultFinalizeGrace = 2 * time.Minute
 
 // Env is where a sync reads and writes.
 type Env struct {
@@ -219,7 +227,33 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
 	}
-	if plan.Finalizing && plan.Response.Finalized && applyErr == nil && definition.HasFinalizer(parent, c.Def.Finalizer) {
+	finalizerGoes := plan.Finalizing && plan.Response.Finalized && definition.HasFinalizer(parent, c.Def.Finalizer)
+	if finalizerGoes && applyErr != nil {
+		// Our order (the plan, then the finalizer) lets the finalize hook
+		// see its children go; Metacontroller removes the finalizer first
+		// and leaves them to the garbage collector. A delete that keeps
+		// failing (an admission webhook refusing it, say) must not keep
+		// the parent Terminating for good: past the grace, the finalizer
+		// goes and the garbage collector takes over, as in Metacontroller.
+		grace := c.FinalizeGrace
+		if grace <= 0 {
+			grace = DefaultFinalizeGrace
+		}
+		deleted := parent.GetDeletionTimestamp()
+		if deleted == nil || time.Since(deleted.Time) < grace {
+			if deleted != nil {
+				c.event(env, opts, parent, corev1.EventTypeWarning, "FinalizeIncomplete",
+					fmt.Sprintf("the finalize hook answered finalized but the plan failed (%v); retrying, and the finalizer %s is removed anyway at %s",
+						applyErr, c.Def.Finalizer, deleted.Add(grace).UTC().Format(time.RFC3339)))
+			}
+			finalizerGoes = false
+		} else {
+			c.event(env, opts, parent, corev1.EventTypeWarning, "FinalizerRemoved",
+				fmt.Sprintf("the finalize hook answered finalized %s ago and the plan still fails (%v): the finalizer %s is removed, and the garbage collector deletes what the parent owns",
+					time.Since(deleted.Time).Round(time.Second), applyErr, c.Def.Finalizer))
+		}
+	}
+	if finalizerGoes {
 		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
 		if err != nil {
 			return res, err

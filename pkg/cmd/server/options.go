@@ -32,6 +32,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
@@ -79,6 +80,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// DiscoveryInterval is how often the target's discovery is refreshed.
 	DiscoveryInterval time.Duration
+	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
+	// while its children's deletes fail.
+	FinalizeGrace time.Duration
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
 
@@ -110,6 +114,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		// every 30 minutes; its discovery is refreshed every 30 seconds.
 		ResyncPeriod:      30 * time.Minute,
 		DiscoveryInterval: target.DefaultDiscoveryRefresh,
+		FinalizeGrace:     reconcile.DefaultFinalizeGrace,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -211,6 +216,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval,
 		"How often the target cluster's discovery is read again, so that a CompositeController whose CRD was installed later starts; "+
 			"a resource that is not found is looked up again at once too.")
+	fs.DurationVar(&o.FinalizeGrace, "finalize-grace", o.FinalizeGrace,
+		"Once a parent's finalize hook has answered finalized, how long (from the parent's deletion) the loop keeps retrying "+
+			"child deletes that fail before it removes the finalizer anyway and leaves the children to the garbage collector, "+
+			"as Metacontroller does at once. Events say so on the parent meanwhile.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise. "+
 			"A sync spends most of its time waiting (on the hook, then on one write per changed child), so the default of 32 "+
@@ -352,6 +361,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 				Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
 				ControllerSelector: o.Metacontroller.controllerSelector(),
 				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
+				FinalizeGrace: o.FinalizeGrace,
 			}
 			if o.LeaderElect {
 				le := o.LeaderElection

@@ -1,0 +1,108 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck: the finalize hook
+// answers finalized, but kube-apiserver refuses to delete the parent's
+// child (a ValidatingAdmissionPolicy here, an admission webhook in real
+// life). The parent is told so (FinalizeIncomplete, naming when the
+// finalizer goes), the deletes are retried, and past --finalize-grace the
+// finalizer is removed anyway (FinalizerRemoved): the parent goes, and the
+// garbage collector deletes the child once it may.
+func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	if err := stack.StopComposite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.StartComposite(ctx, "--finalize-grace=5s"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.StopComposite(); err != nil {
+			t.Error(err)
+		}
+		if err := stack.StartComposite(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	const ctrl = "finalize-grace"
+	ns := namespace(t, ctrl)
+	finalizer := "metacontroller.io/compositecontroller-" + ctrl
+	controller{Name: ctrl, HookURL: hook.URL, Hooks: "    finalize:\n      webhook:\n        url: " + hook.URL + "/finalize\n"}.create(t)
+	createParent(t, ns, "p", ctrl, spec("blue", "a"))
+	waitConfigMaps(t, ns, "p-a")
+	eventually(t, "the finalizer on the parent", func() (bool, error) {
+		for _, f := range getParent(t, ns, "p").GetFinalizers() {
+			if f == finalizer {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	const message = "configmaps are kept by the test"
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [DELETE]
+      resources: [configmaps]
+  validations:
+  - expression: "false"
+    message: %[2]q
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: %[1]s}
+`, ns, message)
+	if err := stack.Apply(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	release := func() {
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
+	}
+	t.Cleanup(release)
+	eventually(t, "kube-apiserver to refuse ConfigMap deletes", func() (bool, error) {
+		err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-a", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), message), nil
+	})
+
+	if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEventReason(t, ns, "p", "FinalizeIncomplete", finalizer+" is removed anyway at")
+	eventually(t, "the parent gone once the grace is over", func() (bool, error) {
+		_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	waitEventReason(t, ns, "p", "FinalizerRemoved", "the garbage collector deletes what the parent owns")
+	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-a", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the child the policy keeps: %v", err)
+	}
+	release()
+	// The garbage collector deletes it through its ownerReference.
+	waitConfigMaps(t, ns)
+}

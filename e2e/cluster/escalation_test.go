@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestNoEscalationThroughACompositeController: a controller's loop acts
@@ -24,6 +26,9 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-author"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+			// The loop lists, watches and patches every parent (its
+			// finalizer) and sends them to the author's hook.
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
 		},
@@ -85,5 +90,56 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	// A cluster admin may create the Secrets controller.
 	if _, stderr, err := stack.Kubectl(ctx, "apply", "-f", manifest("esc-secrets", "secrets")); err != nil {
 		t.Errorf("a cluster admin was refused: %v\n%s", err, stderr)
+	}
+
+	// The same author may not have the server send a Secret they may not
+	// read (kube-system's) to their hook as its credentials; one they may
+	// read (a Role in their namespace grants it), they may.
+	createNamespace(t, "esc-team")
+	readOwn := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook-token-reader", Namespace: "esc-team"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook-token"}, Verbs: []string{"get"}}},
+	}
+	if _, err := stack.Kube.RbacV1().Roles("esc-team").Create(ctx, readOwn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	readOwnBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook-token-reader", Namespace: "esc-team"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: readOwn.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "cc-author"}},
+	}
+	if _, err := stack.Kube.RbacV1().RoleBindings("esc-team").Create(ctx, readOwnBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	withToken := func(name, namespace string) string {
+		m := strings.Replace(only, "name: esc-configmaps", "name: "+name, 1)
+		m = strings.Replace(m, "        timeout: 5s\n", "        timeout: 5s\n        authorization:\n          secretRef: {namespace: "+namespace+", name: hook-token, key: token}\n", 1)
+		if !strings.Contains(m, "secretRef") {
+			t.Fatalf("the fixture has no place for the credentials:\n%s", m)
+		}
+		file := filepath.Join(t.TempDir(), name+".yaml")
+		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{"esc-foreign-secret", "esc-own-secret"} {
+			_, _, _ = stack.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
+		}
+	})
+	_, stderr, err = stack.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-foreign-secret", "kube-system"))
+	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "get secrets kube-system/hook-token") {
+		t.Errorf("a controller whose hook credentials come from a Secret its author may not read was accepted: err=%v\n%s", err, stderr)
+	}
+	// The SubjectAccessReview cache of the delegating authorizer: a
+	// RoleBinding made a moment ago may take seconds to show.
+	var lastErr string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-own-secret", "esc-team"))
+		lastErr = stderr
+		return err == nil, nil
+	}); err != nil {
+		t.Errorf("a controller whose hook credentials come from a Secret its author may read was refused: %s", lastErr)
 	}
 }

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -20,20 +19,7 @@ import (
 func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
 	hook := setUp(t)
 	ctx := context.Background()
-	if err := stack.StopComposite(); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.StartComposite(ctx, "--finalize-grace=5s"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stack.StopComposite(); err != nil {
-			t.Error(err)
-		}
-		if err := stack.StartComposite(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	restartWith(t, "--finalize-grace=5s")
 	const ctrl = "finalize-grace"
 	ns := namespace(t, ctrl)
 	finalizer := "metacontroller.io/compositecontroller-" + ctrl
@@ -50,41 +36,7 @@ func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
 	})
 
 	const message = "configmaps are kept by the test"
-	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata:
-  name: %[1]s
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [DELETE]
-      resources: [configmaps]
-  validations:
-  - expression: "false"
-    message: %[2]q
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: %[1]s
-spec:
-  policyName: %[1]s
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchLabels: {kubernetes.io/metadata.name: %[1]s}
-`, ns, message)
-	if err := stack.Apply(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
-	release := func() {
-		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
-		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
-	}
-	t.Cleanup(release)
+	release := refuse(t, ns, "", "configmaps", "DELETE", message)
 	eventually(t, "kube-apiserver to refuse ConfigMap deletes", func() (bool, error) {
 		err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-a", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), message), nil

@@ -440,3 +440,68 @@ func compositeGet(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// restartWith runs the stack's composite-apiserver with extra flags for the
+// rest of t, and as before after it.
+func restartWith(t *testing.T, args ...string) {
+	t.Helper()
+	if err := stack.StopComposite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.StartComposite(context.Background(), args...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.StopComposite(); err != nil {
+			t.Error(err)
+		}
+		if err := stack.StartComposite(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// refuse installs a ValidatingAdmissionPolicy, named after ns, that refuses
+// operation on resource of group in namespace ns with message, and returns
+// what lifts it (also run when t ends). kube-apiserver enforces it on its
+// own resources, composite-apiserver on ours.
+func refuse(t *testing.T, ns, group, resource, operation, message string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [%[2]q]
+      apiVersions: ["*"]
+      operations: [%[4]s]
+      resources: [%[3]s]
+  validations:
+  - expression: "false"
+    message: %[5]q
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: %[1]s}
+`, ns, group, resource, operation, message)
+	if err := stack.Apply(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	lift = func() {
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
+		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
+	}
+	t.Cleanup(lift)
+	return lift
+}

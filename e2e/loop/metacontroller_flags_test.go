@@ -42,21 +42,8 @@ func TestMetacontrollersOperationalFlags(t *testing.T) {
 	hook := setUp(t)
 	ctx := context.Background()
 	metrics, probes := freeAddress(t), freeAddress(t)
-	if err := stack.StopComposite(); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.StartComposite(ctx, "--target-label-selector=controller-group=mc-flags",
-		"--metrics-address="+metrics, "--health-probe-bind-address="+probes); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stack.StopComposite(); err != nil {
-			t.Error(err)
-		}
-		if err := stack.StartComposite(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	restartWith(t, "--target-label-selector=controller-group=mc-flags",
+		"--metrics-address="+metrics, "--health-probe-bind-address="+probes)
 	ns := namespace(t, "mc-flags")
 	selected := controller{Name: "mc-flags-selected", HookURL: hook.URL}
 	other := controller{Name: "mc-flags-other", HookURL: hook.URL}

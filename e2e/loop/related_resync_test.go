@@ -100,22 +100,7 @@ func TestRelatedRulesOfAV2CustomizeHookSpanNamespaces(t *testing.T) {
 // resyncPeriodSeconds unset).
 func TestGlobalResyncPeriodResyncsUnchangedParents(t *testing.T) {
 	hook := setUp(t)
-	ctx := context.Background()
-	if err := stack.StopComposite(); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.StartComposite(ctx, "--resync-period=2s"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// The rest of the package runs with the default period.
-		if err := stack.StopComposite(); err != nil {
-			t.Error(err)
-		}
-		if err := stack.StartComposite(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	restartWith(t, "--resync-period=2s")
 	const ctrl = "global-resync"
 	ns := namespace(t, "global-resync")
 	controller{Name: ctrl, HookURL: hook.URL}.create(t)

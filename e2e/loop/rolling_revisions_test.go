@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -30,41 +29,7 @@ func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
 	parent := startRollout(t, ns, "p", ctrl, names)
 
 	const message = "revisions are frozen by the test"
-	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata:
-  name: %[1]s
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [metacontroller.k8s.io]
-      apiVersions: [v1alpha1]
-      operations: [CREATE]
-      resources: [controllerrevisions]
-  validations:
-  - expression: "false"
-    message: %[2]q
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: %[1]s
-spec:
-  policyName: %[1]s
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchLabels: {kubernetes.io/metadata.name: %[1]s}
-`, ns, message)
-	if err := stack.Apply(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
-	unfreeze := func() {
-		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
-		_ = stack.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
-	}
-	t.Cleanup(unfreeze)
+	unfreeze := refuse(t, ns, "metacontroller.k8s.io", "controllerrevisions", "CREATE", message)
 	// The server enforces the policy once its informers have it.
 	eventually(t, "the server to refuse a ControllerRevision", func() (bool, error) {
 		rev := &v1alpha1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, ParentPatch: runtime.RawExtension{Raw: []byte(`{}`)}}

@@ -82,6 +82,7 @@ func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definiti
 		return nil, err
 	}
 	d.Rights = neededRights(d)
+	d.References = references(d)
 	return d, nil
 }
 

@@ -103,6 +103,9 @@ type Definition struct {
 	// Rights are the rights the loop uses in the target cluster: the one
 	// list from which the author's and the printed RBAC are derived.
 	Rights []Right
+	// References are the Secrets and ConfigMaps its hooks' credentials
+	// and CA bundles come from.
+	References []Reference
 }
 
 // Resource is a resource a controller names, resolved through discovery.

@@ -2,13 +2,16 @@ package definition
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// Right is one verb on one resource, cluster-wide: the loop watches and
-// writes in every namespace.
+// Right is one verb on one resource, cluster-wide (the loop watches and
+// writes in every namespace), or on one object when Name is set (a Secret
+// a hook's credentials come from).
 type Right struct {
 	Verb        string
 	Group       string
 	Resource    string
 	Subresource string
+	Namespace   string
+	Name        string
 }
 
 func (r Right) String() string {
@@ -18,6 +21,9 @@ func (r Right) String() string {
 	}
 	if r.Subresource != "" {
 		res += "/" + r.Subresource
+	}
+	if r.Name != "" {
+		res += " " + r.Namespace + "/" + r.Name
 	}
 	return r.Verb + " " + res
 }

@@ -21,22 +21,25 @@ import (
 // anything less would let them escalate through it — RBAC's own rule for
 // Roles, applied to controllers. They are derived from the loop's own
 // rights (Needed), and differ from them on purpose, each for its reason:
+//   - the parent: as the loop (get, list, watch, patch): it streams every
+//     parent to the author's hook and puts its finalizer on them.
 //   - the children: the author also needs update. The loop only applies
 //     (patch) and deletes, but an author who may do that may rewrite any
 //     child wholesale, so update is asked as the sign that they may.
 //   - the parent's status: the author also needs get, to be one who may
 //     read what the hook writes there.
-//   - the parent itself (get, list, watch, patch: the informer, the
-//     adoption re-read, the finalizer) is not asked yet: an open finding of
-//     the review (S4), kept apart from this refactor so that no author
-//     loses a right they have today.
 //   - Events and ControllerRevisions are not asked: they are the server's
 //     own records about the parents, written in its name, not objects an
 //     author could read or shape through the controller.
+//   - each Secret and ConfigMap the hooks' credentials and CA bundles
+//     come from: get, on that object. The server reads it and sends what
+//     it holds to the hook's URL, which the author chose.
 func AuthorRights(def *definition.Definition) []Right {
 	var out []Right
 	for _, r := range Needed(def) {
 		switch {
+		case r.Subresource == "" && def.Parent.GVR.Group == r.Group && def.Parent.GVR.Resource == r.Resource:
+			out = append(out, r)
 		case r.Subresource == "status" && def.Parent.GVR.Group == r.Group && def.Parent.GVR.Resource == r.Resource:
 			if r.Verb == "update" {
 				out = append(out, Right{Verb: "get", Group: r.Group, Resource: r.Resource, Subresource: r.Subresource})
@@ -48,6 +51,9 @@ func AuthorRights(def *definition.Definition) []Right {
 				out = append(out, Right{Verb: "update", Group: r.Group, Resource: r.Resource})
 			}
 		}
+	}
+	for _, ref := range def.References {
+		out = append(out, ref.Right())
 	}
 	return out
 }
@@ -90,7 +96,8 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 		go func() {
 			defer wg.Done()
 			decision, _, err := e.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
-				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource, ResourceRequest: true,
+				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
+				Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
 			})
 			if err != nil && decision != authorizer.DecisionAllow {
 				errs[i] = fmt.Errorf("can't check whether you may %s: %w", r, err)
@@ -110,7 +117,7 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 	}
 	if len(missing) > 0 {
 		return apierrors.NewForbidden(gr, cc.Name, fmt.Errorf(
-			"its loop would act with composite-apiserver's identity on what you may not touch yourself; you may not %s (in all namespaces)",
+			"its loop would act with composite-apiserver's identity on what you may not touch yourself; you may not %s (in all namespaces unless named)",
 			strings.Join(missing, ", ")))
 	}
 	return nil

@@ -2,9 +2,11 @@ package rights
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -58,5 +60,53 @@ func TestServerRightsAreAskedOnceInTheirLifetime(t *testing.T) {
 	needed := Needed(definitiontest.Compile(t, controller()))
 	if got := len(client.Actions()); got != len(needed) {
 		t.Errorf("%d access reviews for 3 checks of %d rights: want each asked once while fresh", got, len(needed))
+	}
+}
+
+// TestAuthorMustReadWhatTheHooksCredentialsComeFrom: every Secret and
+// ConfigMap a controller's hooks, patch hooks and endpointConfigs name is
+// read by the server and sent to a URL the author chose: the author must
+// be allowed to get each, by namespace and name. And the parent: the loop
+// lists, watches and patches every one (finalizer), and streams them to
+// the hook.
+func TestAuthorMustReadWhatTheHooksCredentialsComeFrom(t *testing.T) {
+	cc := controller()
+	url := "https://hook.example/sync"
+	cc.Spec.Hooks = &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{
+		URL:           &url,
+		Authorization: &v1alpha1.AuthorizationConfig{SecretRef: v1alpha1.KeyReference{Namespace: "kube-system", Name: "admin-token"}},
+		CABundle:      &v1alpha1.CABundleConfig{ConfigMapRef: &v1alpha1.KeyReference{Namespace: "team-a", Name: "hook-ca"}},
+	}}}
+	cc.Spec.EndpointConfigs = []v1alpha1.EndpointConfig{{Host: "hook.example",
+		BasicAuth: &v1alpha1.BasicAuthConfig{SecretRef: v1alpha1.SecretReference{Namespace: "team-a", Name: "basic"}}}}
+	var got []string
+	for _, r := range AuthorRights(definitiontest.Compile(t, cc)) {
+		got = append(got, r.String())
+	}
+	for _, want := range []string{
+		"get secrets kube-system/admin-token", "get configmaps team-a/hook-ca", "get secrets team-a/basic",
+		"get things.example.com", "list things.example.com", "watch things.example.com", "patch things.example.com",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("author rights %q lack %q", got, want)
+		}
+	}
+
+	// The check asks for the named object, in its namespace.
+	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
+	asked := map[string]bool{}
+	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		asked[a.GetVerb()+" "+a.GetResource()+" "+a.GetNamespace()+"/"+a.GetName()] = true
+		if a.GetResource() == "secrets" && a.GetNamespace() == "kube-system" {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		return authorizer.DecisionAllow, "", nil
+	})
+	err := (&Escalation{Authorizer: authz}).CheckAuthor(ctx, cc)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "get secrets kube-system/admin-token") {
+		t.Fatalf("a tenant referencing kube-system's Secret: %v, want Forbidden naming it", err)
+	}
+	if !asked["get secrets kube-system/admin-token"] {
+		t.Errorf("the Secret was not asked for by namespace and name: %v", asked)
 	}
 }

@@ -42,6 +42,15 @@ const EtcdPathPrefix = "/registry/metacontroller.k8s.io"
 // DefaultSecurePort is the HTTPS port when --secure-port is not given.
 const DefaultSecurePort = 8443
 
+// version is the release the binary was built from, stamped by the image
+// build (hack/build-image.sh, the Dockerfile) with
+// -ldflags "-X github.com/composite-apiserver/composite-apiserver/pkg/cmd/server.version=...".
+// A plain `go build` or `go run` says "dev".
+var version = "dev"
+
+// Version is the release the binary was built from, "dev" when unstamped.
+func Version() string { return version }
+
 // Options is everything the command line sets.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
@@ -78,6 +87,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// DiscoveryInterval is how often the target's discovery is refreshed.
 	DiscoveryInterval time.Duration
+
+	// PrintVersion prints the version and exits, so that an image can be
+	// inspected without starting a server.
+	PrintVersion bool
 
 	Stdout io.Writer
 	Stderr io.Writer
@@ -151,6 +164,12 @@ Two ways to run it:
 			if len(args) > 0 {
 				return fmt.Errorf("composite-apiserver takes no arguments, got %q", args)
 			}
+			if o.PrintVersion {
+				// Before Complete and Validate: asking for the version
+				// needs no etcd, certificates or cluster.
+				_, err := fmt.Fprintf(o.Stdout, "composite-apiserver %s\n", Version())
+				return err
+			}
 			cmd.Flags().Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, f.Name) })
 			if err := o.Complete(); err != nil {
 				return err
@@ -177,6 +196,7 @@ Two ways to run it:
 
 // AddFlags adds composite-apiserver's own flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
 		"Run without kube-apiserver: embedded etcd in --data-dir, a self-signed serving certificate, "+
 			"and one random bearer token written in a kubeconfig. Nothing else is accepted, not even anonymous requests.")

@@ -19,6 +19,10 @@ export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
 go test -count=1 "$@" ./...
 
+# The container image, built without Docker for linux/amd64 and linux/arm64
+# and inspected (hack/image is a module of its own, outside ./...).
+(cd hack/image && go test -count=1 "$@" ./...)
+
 # Short fuzz runs (FUZZTIME each; FUZZTIME=10m for long ones): any bytes as
 # a hook's answer through the webhook client and the engine (a plan or an
 # error, never a panic, never a delete on an error), as a CompositeController

@@ -26,12 +26,16 @@ func ShippedDeployment() (*appsv1.Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("can't read the shipped Deployment: %w", err)
 	}
+	return decodeDeployment(path, data)
+}
+
+func decodeDeployment(source string, data []byte) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	if err := yaml.UnmarshalStrict(data, d); err != nil {
-		return nil, fmt.Errorf("can't decode %s: %w", path, err)
+		return nil, fmt.Errorf("can't decode %s: %w", source, err)
 	}
 	if len(d.Spec.Template.Spec.Containers) != 1 {
-		return nil, fmt.Errorf("%s has %d containers, want composite-apiserver's alone", path, len(d.Spec.Template.Spec.Containers))
+		return nil, fmt.Errorf("%s has %d containers, want composite-apiserver's alone", source, len(d.Spec.Template.Spec.Containers))
 	}
 	return d, nil
 }
@@ -43,18 +47,28 @@ func ShippedOptions() (*server.Options, *appsv1.Deployment, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	o, err := DeploymentOptions(d)
+	return o, d, err
+}
+
+// DeploymentOptions are the server's options as d's container arguments
+// set them, read by the server's own command line.
+func DeploymentOptions(d *appsv1.Deployment) (*server.Options, error) {
 	o := server.NewOptions(io.Discard, io.Discard)
 	if err := server.NewCommand(context.Background(), o).ParseFlags(d.Spec.Template.Spec.Containers[0].Args); err != nil {
-		return nil, nil, fmt.Errorf("can't parse the shipped Deployment's arguments: %w", err)
+		return nil, fmt.Errorf("can't parse the arguments of Deployment %s: %w", d.Name, err)
 	}
-	return o, d, nil
+	return o, nil
 }
 
 // stackFlags are the flags that say where a server runs, not how it
 // behaves: the stack sets them for each server it starts (StartComposite,
-// StartReplica), to its own etcd, port and certificates.
+// StartReplica), to its own etcd, port and certificates. The stack's etcd
+// serves plain HTTP on loopback, so a Deployment's etcd client certificate
+// goes too.
 var stackFlags = []string{
-	"etcd-servers", "etcd-prefix", "bind-address", "secure-port", "tls-cert-file", "tls-private-key-file",
+	"etcd-servers", "etcd-prefix", "etcd-cafile", "etcd-certfile", "etcd-keyfile",
+	"bind-address", "secure-port", "tls-cert-file", "tls-private-key-file",
 	"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig",
 }
 
@@ -66,6 +80,12 @@ func ShippedServerArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return DeploymentServerArgs(d), nil
+}
+
+// DeploymentServerArgs are the arguments of d's container without the
+// flags the stack sets itself (stackFlags).
+func DeploymentServerArgs(d *appsv1.Deployment) []string {
 	args := d.Spec.Template.Spec.Containers[0].Args
 	var out []string
 	for i := 0; i < len(args); i++ {
@@ -79,7 +99,7 @@ func ShippedServerArgs() ([]string, error) {
 			i++
 		}
 	}
-	return out, nil
+	return out
 }
 
 func isStackFlag(name string) bool {

@@ -1,0 +1,165 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// EnvHelm names the helm binary to use; when unset, hack/install-helm.sh
+// builds the pinned one (or takes it from its cache).
+const EnvHelm = "COMPOSITE_HELM"
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// FindHelm returns the pinned helm, built once per test process.
+func FindHelm() (string, error) {
+	helmOnce.Do(func() {
+		if p := os.Getenv(EnvHelm); p != "" {
+			helmPath = p
+			return
+		}
+		root, err := RepoRoot()
+		if err != nil {
+			helmErr = err
+			return
+		}
+		cmd := exec.Command(filepath.Join(root, "hack", "install-helm.sh"))
+		var stdout bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			helmErr = fmt.Errorf("hack/install-helm.sh failed: %w", err)
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		helmPath = filepath.Join(lines[len(lines)-1], "helm")
+	})
+	return helmPath, helmErr
+}
+
+// ChartDir is artifacts/chart/composite-apiserver.
+func ChartDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "artifacts", "chart", "composite-apiserver"), nil
+}
+
+// ChartModes are the chart's CI values files (ci/*-values.yaml) by mode
+// name, and "default" (no file): every way the chart is checked.
+func ChartModes() (map[string]string, error) {
+	dir, err := ChartDir()
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "ci", "*-values.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	modes := map[string]string{"default": ""}
+	for _, f := range files {
+		modes[strings.TrimSuffix(filepath.Base(f), "-values.yaml")] = f
+	}
+	return modes, nil
+}
+
+// Helm runs the pinned helm with args and returns its stdout; an error
+// carries its stderr.
+func Helm(args ...string) (string, error) {
+	helm, err := FindHelm()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(helm, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// RenderChart renders the chart as `helm install` would into namespace,
+// with valuesFile (none when empty) and --set values.
+func RenderChart(namespace, valuesFile string, set ...string) (string, error) {
+	dir, err := ChartDir()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"template", "composite-apiserver", dir, "--namespace", namespace}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return Helm(args...)
+}
+
+// Object is one rendered manifest: its kind, name and the document.
+type Object struct {
+	APIVersion, Kind, Namespace, Name string
+	YAML                              string
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
+// SplitManifests splits rendered YAML into its objects, skipping empty
+// documents, sorted by kind and name.
+func SplitManifests(rendered string) ([]Object, error) {
+	var out []Object
+	for _, doc := range docSeparator.Split(rendered, -1) {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct{ Name, Namespace string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			return nil, fmt.Errorf("can't read a rendered document: %w\n%s", err, doc)
+		}
+		if head.Kind == "" {
+			continue
+		}
+		out = append(out, Object{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name, YAML: doc})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// ChartDeployment is the composite-apiserver Deployment the chart renders
+// into namespace with valuesFile and --set values.
+func ChartDeployment(namespace, valuesFile string, set ...string) (*appsv1.Deployment, error) {
+	rendered, err := RenderChart(namespace, valuesFile, set...)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := SplitManifests(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.Kind == "Deployment" {
+			return decodeDeployment("the chart's Deployment", []byte(o.YAML))
+		}
+	}
+	return nil, fmt.Errorf("the chart renders no Deployment")
+}

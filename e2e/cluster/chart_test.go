@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
@@ -88,4 +91,98 @@ func resourceName(o framework.Object) string {
 		kind += "." + group
 	}
 	return kind + "/" + o.Name
+}
+
+// TestEtcdOverlayIsValidAndRunsTheChartsEtcd applies `kubectl kustomize
+// artifacts/etcd` (artifacts/deploy with the bundled etcd) as a server-side
+// dry run, and holds its etcd and the server's etcd arguments to the
+// chart's: two copies of one StatefulSet drift unless a test compares them.
+func TestEtcdOverlayIsValidAndRunsTheChartsEtcd(t *testing.T) {
+	dumpLogsOnFailure(t)
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := mustKubectl(t, "kustomize", filepath.Join(root, "artifacts", "etcd"))
+	objs, err := framework.SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	var etcdSTS, deploy string
+	for _, o := range objs {
+		switch {
+		case o.Kind == "Service" && o.Name == framework.CompositeService:
+			// The stack's Service is an ExternalName one (loopback has no
+			// endpoints); TestDeployManifestsAreValidAgainstKubeAPIServer
+			// proves this one valid with a replace.
+			continue
+		case o.Kind == "StatefulSet":
+			etcdSTS = o.YAML
+		case o.Kind == "Deployment":
+			deploy = o.YAML
+		}
+		docs = append(docs, o.YAML)
+	}
+	file := filepath.Join(t.TempDir(), "etcd.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustKubectl(t, "apply", "--dry-run=server", "-o", "name", "-f", file)
+	if n := len(strings.Fields(out)); n != len(docs) {
+		t.Errorf("applied %d of %d objects:\n%s", n, len(docs), out)
+	}
+	for _, want := range []string{"statefulset.apps/composite-apiserver-etcd", "service/composite-apiserver-etcd", "poddisruptionbudget.policy/composite-apiserver-etcd", "deployment.apps/composite-apiserver"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl apply -k artifacts/etcd would not apply %s:\n%s", want, out)
+		}
+	}
+
+	chart, err := framework.RenderChart(framework.CompositeNamespace, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartObjs, err := framework.SplitManifests(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chartSTS, chartDeploy string
+	for _, o := range chartObjs {
+		switch o.Kind {
+		case "StatefulSet":
+			chartSTS = o.YAML
+		case "Deployment":
+			chartDeploy = o.YAML
+		}
+	}
+	var a, b appsv1.StatefulSet
+	if err := yaml.Unmarshal([]byte(etcdSTS), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(chartSTS), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(a.Spec.Template.Spec.Containers, b.Spec.Template.Spec.Containers) ||
+		!equality.Semantic.DeepEqual(a.Spec.Template.Spec.Volumes, b.Spec.Template.Spec.Volumes) ||
+		!equality.Semantic.DeepEqual(a.Spec.Replicas, b.Spec.Replicas) {
+		t.Errorf("artifacts/etcd's etcd differs from the chart's:\n artifacts/etcd: %+v %+v\n chart:          %+v %+v",
+			a.Spec.Template.Spec.Containers, a.Spec.Template.Spec.Volumes, b.Spec.Template.Spec.Containers, b.Spec.Template.Spec.Volumes)
+	}
+	etcdArgs := func(doc string) []string {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(arg, "--etcd-") {
+				out = append(out, arg)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got, want := etcdArgs(deploy), etcdArgs(chartDeploy); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("artifacts/etcd's server reaches etcd with %q, the chart's with %q", got, want)
+	}
 }

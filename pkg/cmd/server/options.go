@@ -198,7 +198,7 @@ Two ways to run it:
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
-		"Run without kube-apiserver: embedded etcd in --data-dir, a self-signed serving certificate, "+
+		"Run without kube-apiserver: embedded etcd in --data-dir (or the etcd of --etcd-servers, when given), a self-signed serving certificate, "+
 			"and one random bearer token written in a kubeconfig. Nothing else is accepted, not even anonymous requests.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Standalone mode: directory of the embedded etcd's data, the serving certificate, the token and the kubeconfig. It survives restarts.")
@@ -239,8 +239,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
 // standalone mode would silently ignore; they are refused instead.
+// --etcd-servers is not among them: standalone mode then uses that etcd
+// instead of an embedded one (an etcd cluster's behaviour is tested so).
 var flagsWithoutEffectInStandalone = []string{
-	"etcd-servers", "authentication-", "authorization-", "requestheader-", "client-ca-file",
+	"etcd-servers-overrides", "authentication-", "authorization-", "requestheader-", "client-ca-file",
 	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop", "target-",
 }
 
@@ -377,14 +379,19 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return fmt.Errorf("can't create --data-dir: %w", err)
 		}
-		etcd, err := standalone.StartEtcd(o.DataDir)
-		if err != nil {
-			return err
+		if etcdServers := o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList; len(etcdServers) > 0 {
+			logger.Info("Standalone mode with an external etcd", "etcdServers", etcdServers)
+		} else {
+			etcd, err := standalone.StartEtcd(o.DataDir)
+			if err != nil {
+				return err
+			}
+			// Stop etcd only after the server stopped using it.
+			defer etcd.Close()
+			logger.Info("Embedded etcd is serving", "dataDir", o.DataDir, "url", etcd.ClientURL)
+			o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
 		}
-		// Stop etcd only after the server stopped using it.
-		defer etcd.Close()
-		logger.Info("Embedded etcd is serving", "dataDir", o.DataDir, "url", etcd.ClientURL)
-		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
+		var err error
 		if token, err = standalone.LoadOrCreateToken(o.DataDir); err != nil {
 			return err
 		}

@@ -1,0 +1,621 @@
+// Package etcdquorum proves composite-apiserver on the etcd it is installed
+// with (artifacts/chart's bundled StatefulSet, artifacts/etcd): three
+// members, TLS between them and to the server, keys encrypted at rest. It
+// runs the real etcd and the real server binary on 127.0.0.1; no
+// kube-apiserver is needed (standalone mode with --etcd-servers).
+package etcdquorum
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
+	"sigs.k8s.io/yaml"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	versioned "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+)
+
+const etcdPrefix = "/registry/metacontroller.k8s.io"
+
+// ccKeys is where the server keeps CompositeControllers under etcdPrefix
+// (the generic registry's <group>/<resource>).
+const ccKeys = etcdPrefix + "/metacontroller.k8s.io/compositecontrollers/"
+
+// member is one etcd of the cluster, restartable with its data.
+type member struct {
+	name                        string
+	clientURL, peerURL, metrics string
+	args                        []string
+	proc                        *framework.Process
+}
+
+// cluster is three etcd members with TLS between them and to clients.
+type cluster struct {
+	dir     string
+	bin     string
+	members []*member
+	certs   *framework.Certs
+	// ca verifies members; client is the certificate the server presents.
+	ca     string
+	client framework.CertKey
+}
+
+func newCluster(t *testing.T, bin, dir string) *cluster {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := framework.NewCerts(filepath.Join(dir, "certs"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{dir: dir, bin: bin, certs: certs, ca: certs.ServingCA.CertFile}
+	// Members connect to each other as well as serve: their certificate is
+	// for both ends, as the chart's is.
+	memberCert, err := certs.Issue(certs.ServingCA, "etcd", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")},
+		x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.client, err = certs.Issue(certs.ServingCA, "composite-apiserver", nil, nil, nil, x509.ExtKeyUsageClientAuth); err != nil {
+		t.Fatal(err)
+	}
+	var initial []string
+	for i := 0; i < 3; i++ {
+		m := &member{
+			name:      fmt.Sprintf("etcd-%d", i),
+			clientURL: "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
+			peerURL:   "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
+			metrics:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
+		}
+		c.members = append(c.members, m)
+		initial = append(initial, m.name+"="+m.peerURL)
+	}
+	for _, m := range c.members {
+		// The flags of the chart's StatefulSet, on loopback.
+		m.args = []string{
+			"--name=" + m.name,
+			"--data-dir=" + filepath.Join(dir, m.name),
+			"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
+			"--listen-peer-urls=" + m.peerURL, "--initial-advertise-peer-urls=" + m.peerURL,
+			"--initial-cluster=" + strings.Join(initial, ","),
+			"--initial-cluster-token=quorum-test", "--initial-cluster-state=new",
+			"--client-cert-auth", "--trusted-ca-file=" + c.ca, "--cert-file=" + memberCert.CertFile, "--key-file=" + memberCert.KeyFile,
+			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + c.ca, "--peer-cert-file=" + memberCert.CertFile, "--peer-key-file=" + memberCert.KeyFile,
+			"--listen-metrics-urls=" + m.metrics,
+			"--log-level=warn",
+		}
+	}
+	return c
+}
+
+func (c *cluster) start(t *testing.T, m *member) {
+	t.Helper()
+	p, err := framework.StartProcess(m.name, c.dir, c.bin, m.args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.proc = p
+	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+}
+
+// probe answers the status of GET path on m's metrics listener, the one
+// the chart's probes use (0 when nothing answers).
+func (m *member) probe(path string) int {
+	client := http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(m.metrics + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (m *member) isLeader() bool {
+	client := http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(m.metrics + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "etcd_server_is_leader 1" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cluster) waitReady(t *testing.T, members ...*member) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		for _, m := range members {
+			if m.probe("/readyz") != http.StatusOK {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		for _, m := range members {
+			t.Logf("%s:\n%s", m.name, m.proc.Tail(3000))
+		}
+		t.Fatalf("etcd members not ready: %v", err)
+	}
+}
+
+func (c *cluster) leader(t *testing.T) *member {
+	t.Helper()
+	var leader *member
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, m := range c.members {
+			if exited, _ := m.proc.Exited(); !exited && m.isLeader() {
+				leader = m
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no etcd leader: %v", err)
+	}
+	return leader
+}
+
+func (c *cluster) etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	tlsConfig, err := transport.TLSConfigFor(&transport.Config{TLS: transport.TLSConfig{
+		CAFile: c.ca, CertFile: c.client.CertFile, KeyFile: c.client.KeyFile,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsConfig, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// result is one create's answer, and the phase it came back in: an answer
+// is what a client acts on, whenever the request was sent.
+type result struct {
+	phase string
+	name  string
+	uid   types.UID
+	err   error
+	done  time.Time
+}
+
+// load creates CompositeControllers from workers goroutines until stopped,
+// and records each answer under the phase current when it came.
+type load struct {
+	client versioned.Interface
+	mu     sync.Mutex
+	phase  string
+	out    []result
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (l *load) setPhase(p string) {
+	l.mu.Lock()
+	l.phase = p
+	l.mu.Unlock()
+}
+
+func (l *load) run(workers int) {
+	l.stop = make(chan struct{})
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("q-%d-%d", w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				got, err := l.client.MetacontrollerV1alpha1().CompositeControllers().Create(ctx, controller(name), metav1.CreateOptions{})
+				cancel()
+				r := result{name: name, err: err, done: time.Now()}
+				if err == nil {
+					r.uid = got.UID
+				}
+				l.mu.Lock()
+				r.phase = l.phase
+				l.out = append(l.out, r)
+				l.mu.Unlock()
+				if err != nil {
+					// Without a quorum every call fails: don't spin.
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+}
+
+func (l *load) halt() []result {
+	close(l.stop)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]result(nil), l.out...)
+}
+
+func controller(name string) *v1alpha1.CompositeController {
+	cc := &v1alpha1.CompositeController{}
+	if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %s
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: hellos}
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+  hooks:
+    sync:
+      webhook: {url: http://hook.example/sync}
+`, name)), cc); err != nil {
+		panic(err)
+	}
+	return cc
+}
+
+// TestServerOnAThreeMemberEtcdSurvivesOneLossAndFailsSafeOnTwo writes
+// CompositeControllers through the server from several clients while etcd
+// members die: with the leader gone the API keeps accepting writes; with a
+// second member gone (no quorum) every write and every consistent read
+// fails (an error or a timeout, never a success); once both are back the
+// API serves again and holds every object it acknowledged, with the UID it
+// answered. The objects are encrypted in etcd (--encryption-provider-config).
+func TestServerOnAThreeMemberEtcdSurvivesOneLossAndFailsSafeOnTwo(t *testing.T) {
+	bin, err := framework.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := newCluster(t, bin.Etcd, dir)
+	start := time.Now()
+	for _, m := range c.members {
+		c.start(t, m)
+	}
+	c.waitReady(t, c.members...)
+	t.Logf("3 etcd members ready in %s", time.Since(start).Round(time.Millisecond))
+
+	encryption := filepath.Join(dir, "encryption.yaml")
+	if err := os.WriteFile(encryption, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [compositecontrollers.metacontroller.k8s.io]
+  providers:
+  - aescbc:
+      keys:
+      - name: key1
+        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+  - identity: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var endpoints []string
+	for _, m := range c.members {
+		endpoints = append(endpoints, m.clientURL)
+	}
+	serverDir := filepath.Join(dir, "server")
+	args := []string{
+		"--standalone", "--data-dir=" + serverDir, "--secure-port=" + strconv.Itoa(freePort(t)),
+		"--etcd-servers=" + strings.Join(endpoints, ","), "--etcd-prefix=" + etcdPrefix,
+		"--etcd-cafile=" + c.ca, "--etcd-certfile=" + c.client.CertFile, "--etcd-keyfile=" + c.client.KeyFile,
+		"--encryption-provider-config=" + encryption,
+	}
+	server, err := framework.StartProcess("composite-apiserver", dir, bin.CompositeAPIServer, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop(30 * time.Second) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("composite-apiserver:\n%s", server.Tail(6000))
+			for _, m := range c.members {
+				t.Logf("%s:\n%s", m.name, m.proc.Tail(2000))
+			}
+		}
+	})
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if exited, err := server.Exited(); exited {
+			return false, fmt.Errorf("composite-apiserver exited: %v", err)
+		}
+		return strings.Contains(server.Tail(100000), "composite-apiserver is ready"), nil
+	})
+	if err != nil {
+		t.Fatalf("composite-apiserver never ready: %v", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(serverDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 1000
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	l := &load{client: client, phase: "3 members"}
+	l.run(8)
+	stopped := false
+	defer func() {
+		if !stopped {
+			l.halt()
+		}
+	}()
+	time.Sleep(3 * time.Second)
+
+	// One member lost: the leader, the harshest, since a new one must be
+	// elected while writes are in flight.
+	first := c.leader(t)
+	l.setPhase("2 members")
+	lostAt := time.Now()
+	first.proc.Kill()
+	t.Logf("killed %s (the leader)", first.name)
+	time.Sleep(6 * time.Second)
+
+	// A second member lost: no quorum.
+	second := c.leader(t)
+	var survivor *member
+	for _, m := range c.members {
+		if m != first && m != second {
+			survivor = m
+		}
+	}
+	l.setPhase("settling")
+	secondLostAt := time.Now()
+	second.proc.Kill()
+	t.Logf("killed %s (the new leader); %s is alone", second.name, survivor.name)
+	// Calls sent before the kill may still be answered by then.
+	time.Sleep(1 * time.Second)
+	l.setPhase("1 member")
+	readErrs := readsWithoutQuorum(t, client)
+	time.Sleep(4 * time.Second)
+	// The chart's probes: a member without a quorum is alive (no restart)
+	// and not ready.
+	if code := survivor.probe("/livez"); code != http.StatusOK {
+		t.Errorf("/livez of %s without a quorum: %d, want 200 (the chart's liveness probe would restart it)", survivor.name, code)
+	}
+	if code := survivor.probe("/readyz"); code == http.StatusOK {
+		t.Errorf("/readyz of %s without a quorum: 200, want a failure", survivor.name)
+	}
+
+	// Both back, with their data.
+	l.setPhase("restarting")
+	restartAt := time.Now()
+	c.start(t, first)
+	c.start(t, second)
+	c.waitReady(t, c.members...)
+	t.Logf("quorum back %s after the restart", time.Since(restartAt).Round(time.Millisecond))
+	l.setPhase("recovered")
+	time.Sleep(3 * time.Second)
+	results := l.halt()
+	stopped = true
+
+	byPhase := map[string][]result{}
+	for _, r := range results {
+		byPhase[r.phase] = append(byPhase[r.phase], r)
+	}
+	for _, phase := range []string{"3 members", "2 members", "settling", "1 member", "restarting", "recovered"} {
+		ok, failed := count(byPhase[phase])
+		t.Logf("%-10s %5d writes acknowledged, %4d failed%s", phase, ok, failed, describeErrors(byPhase[phase]))
+	}
+
+	// With two members the API serves: writes are acknowledged, and
+	// after the election every write is.
+	ok2, _ := count(byPhase["2 members"])
+	if ok2 == 0 {
+		t.Errorf("no write was acknowledged with two of three members")
+	}
+	gap := writeGap(results, lostAt, secondLostAt)
+	t.Logf("longest time without an acknowledged write with two members: %s", gap.Round(time.Millisecond))
+	// etcd elects a leader within about a second (its election timeout,
+	// measured here at about 1s); the API must not stop for much longer,
+	// even on a busy machine.
+	if gap > 4*time.Second {
+		t.Errorf("with two of three members no write was acknowledged for %s", gap)
+	}
+	// With one member nothing may be acknowledged.
+	if ok1, _ := count(byPhase["1 member"]); ok1 > 0 {
+		t.Errorf("%d writes acknowledged without an etcd quorum", ok1)
+	}
+	for _, err := range readErrs {
+		t.Error(err)
+	}
+	for _, r := range byPhase["1 member"] {
+		if r.err != nil && !serverSideFailure(r.err) {
+			t.Errorf("write %s without a quorum failed as a client error, not a server one: %v", r.name, r.err)
+			break
+		}
+	}
+	// Recovered: writes are acknowledged again.
+	if okR, _ := count(byPhase["recovered"]); okR == 0 {
+		t.Errorf("no write acknowledged after the members came back")
+	}
+
+	// Every acknowledged object is there with the UID it was answered
+	// with, read back with a quorum read.
+	list, err := client.MetacontrollerV1alpha1().CompositeControllers().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]types.UID{}
+	for _, cc := range list.Items {
+		stored[cc.Name] = cc.UID
+	}
+	acknowledged, lost := 0, 0
+	for _, r := range results {
+		if r.err != nil {
+			continue
+		}
+		acknowledged++
+		if stored[r.name] != r.uid {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged %s (uid %s, %s) is %q after recovery", r.name, r.uid, r.phase, stored[r.name])
+			}
+		}
+	}
+	t.Logf("%d writes acknowledged, %d objects stored, %d acknowledged ones lost", acknowledged, len(stored), lost)
+
+	// Each member, restarted ones included, holds every object.
+	for _, m := range c.members {
+		cli := c.etcdClient(t, m.clientURL)
+		var keys int64
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			resp, err := cli.Get(ctx, ccKeys, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+			if err != nil {
+				return false, nil
+			}
+			keys = resp.Count
+			return keys == int64(len(stored)), nil
+		})
+		if err != nil {
+			t.Errorf("member %s holds %d CompositeControllers, the API %d", m.name, keys, len(stored))
+		}
+	}
+
+	// Encrypted at rest: etcd holds no CompositeController in the clear.
+	cli := c.etcdClient(t, endpoints...)
+	for _, name := range []string{"q-0-0"} {
+		resp, err := cli.Get(context.Background(), ccKeys+name)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("can't read %s from etcd: %v", name, err)
+		}
+		value := string(resp.Kvs[0].Value)
+		if !strings.HasPrefix(value, "k8s:enc:aescbc:v1:key1:") || strings.Contains(value, "hook.example") {
+			t.Errorf("%s is not encrypted in etcd: %q", name, value[:min(len(value), 80)])
+		}
+	}
+}
+
+// readsWithoutQuorum reads without a quorum: a get and a list that ask for
+// the latest state must fail, never answer from a stale copy as if it were
+// current.
+func readsWithoutQuorum(t *testing.T, client versioned.Interface) []error {
+	t.Helper()
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "q-0-0", metav1.GetOptions{}); err == nil {
+		errs = append(errs, errors.New("a get answered without an etcd quorum"))
+	} else {
+		t.Logf("get without a quorum: %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if _, err := client.MetacontrollerV1alpha1().CompositeControllers().List(ctx2, metav1.ListOptions{}); err == nil {
+		errs = append(errs, errors.New("a list answered without an etcd quorum"))
+	} else {
+		t.Logf("list without a quorum: %v", err)
+	}
+	return errs
+}
+
+// serverSideFailure tells a failure the server or the connection caused
+// (5xx, 429, a timeout) from one that blames the request.
+func serverSideFailure(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= 500 || code == http.StatusTooManyRequests || code == 0
+	}
+	return true
+}
+
+func count(rs []result) (ok, failed int) {
+	for _, r := range rs {
+		if r.err == nil {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	return ok, failed
+}
+
+func describeErrors(rs []result) string {
+	kinds := map[string]int{}
+	for _, r := range rs {
+		if r.err == nil {
+			continue
+		}
+		k := "other"
+		var status apierrors.APIStatus
+		switch {
+		case errors.As(r.err, &status):
+			k = fmt.Sprintf("%d %s", status.Status().Code, status.Status().Reason)
+		case errors.Is(r.err, context.DeadlineExceeded) || strings.Contains(r.err.Error(), "deadline"):
+			k = "client timeout"
+		}
+		kinds[k]++
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, n := range kinds {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, n))
+	}
+	sort.Strings(parts)
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// writeGap is the longest time between from and to in which no write was
+// acknowledged.
+func writeGap(results []result, from, to time.Time) time.Duration {
+	times := []time.Time{from, to}
+	for _, r := range results {
+		if r.err == nil && r.done.After(from) && r.done.Before(to) {
+			times = append(times, r.done)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	var gap time.Duration
+	for i := 1; i < len(times); i++ {
+		gap = max(gap, times[i].Sub(times[i-1]))
+	}
+	return gap
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

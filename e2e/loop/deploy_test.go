@@ -17,37 +17,56 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// TestShippedDeploymentSyncsEachParentOnOneReplica runs as many servers as
-// artifacts/deploy/deployment.yaml has replicas, each with the shipped
-// arguments but for where it runs (etcd, port, certificates:
-// framework.ShippedServerArgs; the stack's own server keeps the package's
-// --workers and -v before them), and syncs parents through a hook that
-// tells which replica called it: every call comes from one replica, the
-// one the Lease names.
+// TestShippedDeploymentSyncsEachParentOnOneReplica runs, for each
+// Deployment an admin can install (artifacts/deploy/deployment.yaml, and the
+// one the chart renders with its default values), as many servers as it has
+// replicas, each with its arguments but for where it runs (etcd, port,
+// certificates: framework.DeploymentServerArgs; the stack's own server keeps
+// the package's --workers and -v before them), and syncs parents through a
+// hook that tells which replica called it: every call comes from one
+// replica, the one the Lease names.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
+	for _, tc := range []struct {
+		name       string
+		deployment func() (*appsv1.Deployment, error)
+	}{
+		{"artifacts/deploy", framework.ShippedDeployment},
+		{"chart", func() (*appsv1.Deployment, error) {
+			return framework.ChartDeployment(framework.CompositeNamespace, "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := tc.deployment()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runDeployment(t, hook, d, strings.NewReplacer("/", "-", ".", "-").Replace(tc.name))
+		})
+	}
+}
+
+func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string) {
 	ctx := context.Background()
-	o, d, err := framework.ShippedOptions()
+	o, err := framework.DeploymentOptions(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := framework.ShippedServerArgs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	args := framework.DeploymentServerArgs(d)
 	replicas := 1
 	if d.Spec.Replicas != nil {
 		replicas = int(*d.Spec.Replicas)
 	}
 	if replicas < 2 {
-		t.Skipf("the shipped Deployment runs %d replica", replicas)
+		t.Skipf("the Deployment runs %d replica", replicas)
 	}
-	t.Logf("shipped arguments beside the stack's own: %q", args)
+	t.Logf("the Deployment's arguments beside the stack's own: %q", args)
 
 	// The stack's own server becomes the first replica, so that the API
 	// (through the APIService) is served as shipped too; it runs as the
@@ -71,7 +90,7 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	}
 	procs := []*framework.Process{stack.CompositeProcess()}
 	for i := 1; i < replicas; i++ {
-		p, err := stack.StartReplica(ctx, fmt.Sprintf("shipped-replica-%d", i), args...)
+		p, err := stack.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +102,8 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	}
 
 	calls := recordCallers(t, hook.URL, procs)
-	ns := namespace(t, "loop-shipped")
-	c := controller{Name: "loop-shipped", HookURL: calls.url}
+	ns := namespace(t, "loop-shipped-"+suffix)
+	c := controller{Name: "loop-shipped-" + suffix, HookURL: calls.url}
 	c.create(t)
 	const parents = 5
 	generations := make([]int64, parents)

@@ -505,6 +505,18 @@ func (s *Stack) compositeHTTPClient(cert *CertKey) (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 }
 
+// RegisterAPIService registers the APIService (and its Service) again, as
+// Start did: for a test that uninstalls the server and installs it back.
+func (s *Stack) RegisterAPIService(ctx context.Context) error {
+	if err := s.registerAPIService(ctx); err != nil {
+		return err
+	}
+	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
+		return err
+	}
+	return s.waitOpenAPI(ctx)
+}
+
 // registerAPIService makes kube-apiserver proxy metacontroller.k8s.io to
 // composite-apiserver: a Service of type ExternalName "localhost" (which the
 // aggregator resolves without endpoint routing, and which loopback needs),

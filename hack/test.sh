@@ -4,8 +4,9 @@
 # the end-to-end tests through a real kube-apiserver.
 #
 # It first builds (or takes from the cache) the pinned etcd, kube-apiserver,
-# kube-controller-manager and kubectl (hack/install-test-binaries.sh) and
-# helm (hack/install-helm.sh), and puts
+# kube-controller-manager and kubectl (hack/install-test-binaries.sh), helm
+# (hack/install-helm.sh) and etcdctl and etcdutl
+# (hack/install-etcd-clients.sh), and puts
 # that kubectl first on PATH so every test drives the cluster with the client
 # of its version. Extra arguments go to `go test`. Last, short fuzz runs
 # (FUZZTIME sets their length).
@@ -18,6 +19,8 @@ export PATH="$bin_dir:$PATH"
 # helm, built from its Go module (hack/tools/helm), lints and renders the
 # chart in e2e/framework and e2e/cluster.
 export COMPOSITE_HELM="$(hack/install-helm.sh | tail -n 1)/helm"
+# etcdctl and etcdutl back up and restore etcd in e2e/etcdquorum.
+export COMPOSITE_ETCD_CLIENTS="$(hack/install-etcd-clients.sh | tail -n 1)"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 

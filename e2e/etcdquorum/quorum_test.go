@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -59,6 +60,8 @@ type cluster struct {
 	// ca verifies members; client is the certificate the server presents.
 	ca     string
 	client framework.CertKey
+	// memberCert is every member's, for both ends.
+	memberCert framework.CertKey
 }
 
 func newCluster(t *testing.T, bin, dir string) *cluster {
@@ -83,31 +86,40 @@ func newCluster(t *testing.T, bin, dir string) *cluster {
 	}
 	var initial []string
 	for i := 0; i < 3; i++ {
-		m := &member{
-			name:      fmt.Sprintf("etcd-%d", i),
-			clientURL: "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
-			peerURL:   "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
-			metrics:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
-		}
+		m := c.newMember(t, fmt.Sprintf("etcd-%d", i))
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL)
 	}
+	c.memberCert = memberCert
 	for _, m := range c.members {
-		// The flags of the chart's StatefulSet, on loopback.
-		m.args = []string{
-			"--name=" + m.name,
-			"--data-dir=" + filepath.Join(dir, m.name),
-			"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
-			"--listen-peer-urls=" + m.peerURL, "--initial-advertise-peer-urls=" + m.peerURL,
-			"--initial-cluster=" + strings.Join(initial, ","),
-			"--initial-cluster-token=quorum-test", "--initial-cluster-state=new",
-			"--client-cert-auth", "--trusted-ca-file=" + c.ca, "--cert-file=" + memberCert.CertFile, "--key-file=" + memberCert.KeyFile,
-			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + c.ca, "--peer-cert-file=" + memberCert.CertFile, "--peer-key-file=" + memberCert.KeyFile,
-			"--listen-metrics-urls=" + m.metrics,
-			"--log-level=warn",
-		}
+		m.args = c.args(m, strings.Join(initial, ","), filepath.Join(dir, m.name))
 	}
 	return c
+}
+
+// args are the flags of the chart's StatefulSet, on loopback.
+func (c *cluster) args(m *member, initialCluster, dataDir string) []string {
+	return []string{
+		"--name=" + m.name,
+		"--data-dir=" + dataDir,
+		"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
+		"--listen-peer-urls=" + m.peerURL, "--initial-advertise-peer-urls=" + m.peerURL,
+		"--initial-cluster=" + initialCluster,
+		"--initial-cluster-token=quorum-test", "--initial-cluster-state=new",
+		"--client-cert-auth", "--trusted-ca-file=" + c.ca, "--cert-file=" + c.memberCert.CertFile, "--key-file=" + c.memberCert.KeyFile,
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + c.ca, "--peer-cert-file=" + c.memberCert.CertFile, "--peer-key-file=" + c.memberCert.KeyFile,
+		"--listen-metrics-urls=" + m.metrics,
+		"--log-level=warn",
+	}
+}
+
+func (c *cluster) newMember(t *testing.T, name string) *member {
+	return &member{
+		name:      name,
+		clientURL: "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
+		peerURL:   "https://127.0.0.1:" + strconv.Itoa(freePort(t)),
+		metrics:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
+	}
 }
 
 func (c *cluster) start(t *testing.T, m *member) {
@@ -295,7 +307,8 @@ spec:
 // second member gone (no quorum) every write and every consistent read
 // fails (an error or a timeout, never a success); once both are back the
 // API serves again and holds every object it acknowledged, with the UID it
-// answered. The objects are encrypted in etcd (--encryption-provider-config).
+// answered. The objects are encrypted in etcd (--encryption-provider-config),
+// and a snapshot of one member, restored into a new cluster, serves them all.
 func TestServerOnAThreeMemberEtcdSurvivesOneLossAndFailsSafeOnTwo(t *testing.T) {
 	bin, err := framework.FindBinaries()
 	if err != nil {
@@ -328,18 +341,7 @@ resources:
 	for _, m := range c.members {
 		endpoints = append(endpoints, m.clientURL)
 	}
-	serverDir := filepath.Join(dir, "server")
-	args := []string{
-		"--standalone", "--data-dir=" + serverDir, "--secure-port=" + strconv.Itoa(freePort(t)),
-		"--etcd-servers=" + strings.Join(endpoints, ","), "--etcd-prefix=" + etcdPrefix,
-		"--etcd-cafile=" + c.ca, "--etcd-certfile=" + c.client.CertFile, "--etcd-keyfile=" + c.client.KeyFile,
-		"--encryption-provider-config=" + encryption,
-	}
-	server, err := framework.StartProcess("composite-apiserver", dir, bin.CompositeAPIServer, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Stop(30 * time.Second) })
+	client, server := startServer(t, bin.CompositeAPIServer, filepath.Join(dir, "server"), c, endpoints, encryption)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("composite-apiserver:\n%s", server.Tail(6000))
@@ -348,24 +350,6 @@ resources:
 			}
 		}
 	})
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		if exited, err := server.Exited(); exited {
-			return false, fmt.Errorf("composite-apiserver exited: %v", err)
-		}
-		return strings.Contains(server.Tail(100000), "composite-apiserver is ready"), nil
-	})
-	if err != nil {
-		t.Fatalf("composite-apiserver never ready: %v", err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(serverDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, 1000
-	client, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	l := &load{client: client, phase: "3 members"}
 	l.run(8)
@@ -518,6 +502,98 @@ resources:
 		if !strings.HasPrefix(value, "k8s:enc:aescbc:v1:key1:") || strings.Contains(value, "hook.example") {
 			t.Errorf("%s is not encrypted in etcd: %q", name, value[:min(len(value), 80)])
 		}
+	}
+
+	backupAndRestore(t, c, bin.CompositeAPIServer, encryption, stored)
+}
+
+// startServer runs composite-apiserver in standalone mode on the etcd of
+// endpoints, with TLS to it and encryption at rest, and returns a client of
+// its API once it is ready.
+func startServer(t *testing.T, bin, dir string, c *cluster, endpoints []string, encryption string) (versioned.Interface, *framework.Process) {
+	t.Helper()
+	args := []string{
+		"--standalone", "--data-dir=" + dir, "--secure-port=" + strconv.Itoa(freePort(t)),
+		"--etcd-servers=" + strings.Join(endpoints, ","), "--etcd-prefix=" + etcdPrefix,
+		"--etcd-cafile=" + c.ca, "--etcd-certfile=" + c.client.CertFile, "--etcd-keyfile=" + c.client.KeyFile,
+		"--encryption-provider-config=" + encryption,
+	}
+	server, err := framework.StartProcess("composite-apiserver-"+filepath.Base(dir), c.dir, bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop(30 * time.Second) })
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if exited, err := server.Exited(); exited {
+			return false, fmt.Errorf("composite-apiserver exited: %v", err)
+		}
+		return strings.Contains(server.Tail(100000), "composite-apiserver is ready"), nil
+	})
+	if err != nil {
+		t.Fatalf("composite-apiserver never ready: %v\n%s", err, server.Tail(4000))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 1000
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, server
+}
+
+// backupAndRestore follows artifacts/deploy/README.md: etcdctl snapshot
+// save from one member, etcdutl snapshot restore into a new cluster (one
+// member here), and a new server on it serves every object the old one
+// held, with its UID.
+func backupAndRestore(t *testing.T, c *cluster, serverBin, encryption string, stored map[string]types.UID) {
+	t.Helper()
+	tools, err := framework.FindEtcdClients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(tools, name), args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	snapshot := filepath.Join(c.dir, "snapshot.db")
+	run("etcdctl", "--endpoints="+c.members[0].clientURL, "--cacert="+c.ca, "--cert="+c.client.CertFile, "--key="+c.client.KeyFile,
+		"snapshot", "save", snapshot)
+	t.Logf("etcdutl snapshot status:\n%s", strings.TrimSpace(run("etcdutl", "snapshot", "status", snapshot, "-w", "table")))
+
+	restored := c.newMember(t, "restored-0")
+	initial := restored.name + "=" + restored.peerURL
+	dataDir := filepath.Join(c.dir, restored.name)
+	run("etcdutl", "snapshot", "restore", snapshot, "--data-dir", dataDir, "--name", restored.name,
+		"--initial-cluster", initial, "--initial-cluster-token", "restored", "--initial-advertise-peer-urls", restored.peerURL)
+	restored.args = c.args(restored, initial, dataDir)
+	c.start(t, restored)
+	c.waitReady(t, restored)
+
+	client, _ := startServer(t, serverBin, filepath.Join(c.dir, "restored-server"), c, []string{restored.clientURL}, encryption)
+	list, err := client.MetacontrollerV1alpha1().CompositeControllers().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]types.UID{}
+	for _, cc := range list.Items {
+		got[cc.Name] = cc.UID
+	}
+	missing := 0
+	for name, uid := range stored {
+		if got[name] != uid {
+			missing++
+		}
+	}
+	t.Logf("restored from the snapshot: %d of %d objects served with their UIDs", len(stored)-missing, len(stored))
+	if missing > 0 || len(got) != len(stored) {
+		t.Errorf("after the restore the server serves %d objects, %d of the %d backed up missing or changed", len(got), missing, len(stored))
 	}
 }
 

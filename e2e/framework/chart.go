@@ -19,10 +19,14 @@ import (
 // builds the pinned one (or takes it from its cache).
 const EnvHelm = "COMPOSITE_HELM"
 
+// EnvEtcdClients names a directory holding etcdctl and etcdutl; when
+// unset, hack/install-etcd-clients.sh builds the pinned ones.
+const EnvEtcdClients = "COMPOSITE_ETCD_CLIENTS"
+
 var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
+	helmOnce, etcdClientsOnce sync.Once
+	helmPath, etcdClientsDir  string
+	helmErr, etcdClientsErr   error
 )
 
 // FindHelm returns the pinned helm, built once per test process.
@@ -32,22 +36,40 @@ func FindHelm() (string, error) {
 			helmPath = p
 			return
 		}
-		root, err := RepoRoot()
-		if err != nil {
-			helmErr = err
-			return
-		}
-		cmd := exec.Command(filepath.Join(root, "hack", "install-helm.sh"))
-		var stdout bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			helmErr = fmt.Errorf("hack/install-helm.sh failed: %w", err)
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		helmPath = filepath.Join(lines[len(lines)-1], "helm")
+		var dir string
+		dir, helmErr = runInstallScript("install-helm.sh")
+		helmPath = filepath.Join(dir, "helm")
 	})
 	return helmPath, helmErr
+}
+
+// FindEtcdClients returns the directory of the pinned etcdctl and
+// etcdutl, built once per test process.
+func FindEtcdClients() (string, error) {
+	etcdClientsOnce.Do(func() {
+		if etcdClientsDir = os.Getenv(EnvEtcdClients); etcdClientsDir != "" {
+			return
+		}
+		etcdClientsDir, etcdClientsErr = runInstallScript("install-etcd-clients.sh")
+	})
+	return etcdClientsDir, etcdClientsErr
+}
+
+// runInstallScript runs hack/<script> and returns the directory it prints
+// on its last line.
+func runInstallScript(script string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", script))
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("hack/%s failed: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return lines[len(lines)-1], nil
 }
 
 // ChartDir is artifacts/chart/composite-apiserver.

@@ -29,6 +29,9 @@ func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 	// cert-manager's and the Prometheus Operator's kinds need their CRDs;
 	// stand-ins whose real ones cannot be fetched here.
 	mustKubectl(t, "apply", "-f", filepath.Join("testdata", "stub-crds.yaml"))
+	t.Cleanup(func() {
+		_, _, _ = stack.Kubectl(ctx, "delete", "--wait=false", "-f", filepath.Join("testdata", "stub-crds.yaml"))
+	})
 	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/servicemonitors.monitoring.coreos.com")
 

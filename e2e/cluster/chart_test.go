@@ -189,3 +189,103 @@ func TestEtcdOverlayIsValidAndRunsTheChartsEtcd(t *testing.T) {
 		t.Errorf("artifacts/etcd's server reaches etcd with %q, the chart's with %q", got, want)
 	}
 }
+
+// TestChartKeepsItsCertificatesOnUpgrade: without cert-manager the chart
+// generates its CAs and certificates at install, and an upgrade must keep
+// them (a new serving CA in the APIService while the pods still serve the
+// old certificate would break the API until they reload; new etcd
+// certificates would split members that restarted from those that did
+// not). Rendered against a cluster holding the Secrets, as `helm upgrade`
+// renders, the chart reuses them and the APIService trusts the same CA;
+// rendered offline twice, it generates anew each time, so it is the
+// lookup that keeps them.
+func TestChartKeepsItsCertificatesOnUpgrade(t *testing.T) {
+	dumpLogsOnFailure(t)
+	ctx := context.Background()
+	const ns = "chart-upgrade"
+	mustKubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { _ = stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+
+	install, err := framework.RenderChart(ns, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := chartCerts(t, install)
+	// What `helm install` would have created: the Secrets.
+	var secrets []string
+	objs, err := framework.SplitManifests(install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.Kind == "Secret" {
+			secrets = append(secrets, o.YAML)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "secrets.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(secrets, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, "apply", "-f", file)
+
+	upgrade, err := framework.RenderChartAgainst(stack.AdminKubeconfig, ns, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := chartCerts(t, upgrade)
+	for k, v := range installed {
+		if upgraded[k] != v {
+			t.Errorf("an upgrade changes %s", k)
+		}
+	}
+	again, err := framework.RenderChart(ns, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chartCerts(t, again)["APIService caBundle"] == installed["APIService caBundle"] {
+		t.Errorf("two offline renders made the same CA: the test cannot tell the lookup from a fixed certificate")
+	}
+}
+
+// chartCerts are the rendered Secrets' data and the APIService's caBundle,
+// by name.
+func chartCerts(t *testing.T, rendered string) map[string]string {
+	t.Helper()
+	objs, err := framework.SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range objs {
+		var body struct {
+			Data map[string]string `json:"data"`
+			Spec struct {
+				CABundle string `json:"caBundle"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(o.YAML), &body); err != nil {
+			t.Fatal(err)
+		}
+		switch o.Kind {
+		case "Secret":
+			for k, v := range body.Data {
+				out["Secret "+o.Name+" "+k] = v
+			}
+		case "APIService":
+			out["APIService caBundle"] = body.Spec.CABundle
+		}
+	}
+	if len(out) != 10 {
+		t.Fatalf("want 3 Secrets of 3 keys and a caBundle, got %d entries: %v", len(out), keysOf(out))
+	}
+	return out
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -102,11 +102,18 @@ func ChartModes() (map[string]string, error) {
 // Helm runs the pinned helm with args and returns its stdout; an error
 // carries its stderr.
 func Helm(args ...string) (string, error) {
+	return helmWithKubeconfig("", args...)
+}
+
+func helmWithKubeconfig(kubeconfig string, args ...string) (string, error) {
 	helm, err := FindHelm()
 	if err != nil {
 		return "", err
 	}
 	cmd := exec.Command(helm, args...)
+	if kubeconfig != "" {
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -130,6 +137,24 @@ func RenderChart(namespace, valuesFile string, set ...string) (string, error) {
 		args = append(args, "--set", s)
 	}
 	return Helm(args...)
+}
+
+// RenderChartAgainst renders the chart as `helm upgrade` would against the
+// cluster of kubeconfig (helm template --dry-run=server): the chart's
+// lookups see what the cluster holds.
+func RenderChartAgainst(kubeconfig, namespace, valuesFile string, set ...string) (string, error) {
+	dir, err := ChartDir()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"template", "composite-apiserver", dir, "--namespace", namespace, "--dry-run=server"}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return helmWithKubeconfig(kubeconfig, args...)
 }
 
 // Object is one rendered manifest: its kind, name and the document.

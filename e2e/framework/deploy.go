@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
@@ -109,4 +110,53 @@ func isStackFlag(name string) bool {
 		}
 	}
 	return false
+}
+
+// SubstituteSecretMounts writes the data of every Secret that d's container
+// mounts and that objs hold (the objects rendered with d) under dir, one
+// directory per volume, and returns d's arguments with each mount path
+// replaced by its directory: the Deployment's arguments with its paths
+// substituted, for a server started outside a cluster.
+func SubstituteSecretMounts(d *appsv1.Deployment, objs []Object, dir string) ([]string, error) {
+	secrets := map[string]map[string][]byte{}
+	for _, o := range objs {
+		if o.Kind != "Secret" {
+			continue
+		}
+		var s corev1.Secret
+		if err := yaml.UnmarshalStrict([]byte(o.YAML), &s); err != nil {
+			return nil, fmt.Errorf("can't decode Secret %s: %w", o.Name, err)
+		}
+		secrets[s.Name] = s.Data
+	}
+	volumes := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			volumes[v.Name] = v.Secret.SecretName
+		}
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	var pairs []string
+	for _, m := range c.VolumeMounts {
+		data, ok := secrets[volumes[m.Name]]
+		if !ok {
+			continue
+		}
+		local := filepath.Join(dir, m.Name)
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			return nil, err
+		}
+		for k, v := range data {
+			if err := os.WriteFile(filepath.Join(local, k), v, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		pairs = append(pairs, strings.TrimSuffix(m.MountPath, "/")+"/", local+"/")
+	}
+	replacer := strings.NewReplacer(pairs...)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = replacer.Replace(a)
+	}
+	return args, nil
 }

@@ -87,6 +87,10 @@ type Stack struct {
 	exitsMu sync.Mutex
 	exits   []string
 
+	// extraCAs are serving CAs trusted besides the stack's (TrustServingCA).
+	extraCAsMu sync.Mutex
+	extraCAs   [][]byte
+
 	// disruptions are the times tests stopped or killed a stack process
 	// on purpose (kcmlog.go).
 	disruptionsMu sync.Mutex
@@ -497,8 +501,42 @@ func (s *Stack) CompositeHTTPClient(cert *CertKey) (*http.Client, error) {
 	return s.compositeHTTPClient(cert)
 }
 
+// TrustServingCA adds caPEM to the CAs that the stack's own clients of
+// composite-apiserver (its readiness waits, CompositeHTTPClient) trust, for
+// a test that runs the server with a serving certificate of another CA, as
+// the chart generates one. undo removes it again.
+func (s *Stack) TrustServingCA(caPEM []byte) (undo func()) {
+	s.extraCAsMu.Lock()
+	defer s.extraCAsMu.Unlock()
+	s.extraCAs = append(s.extraCAs, caPEM)
+	return func() {
+		s.extraCAsMu.Lock()
+		defer s.extraCAsMu.Unlock()
+		for i, ca := range s.extraCAs {
+			if bytes.Equal(ca, caPEM) {
+				s.extraCAs = append(s.extraCAs[:i], s.extraCAs[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
 func (s *Stack) compositeHTTPClient(cert *CertKey) (*http.Client, error) {
-	cfg := &rest.Config{Host: s.compositeServerURL, TLSClientConfig: rest.TLSClientConfig{CAFile: s.Certs.ServingCA.CertFile}}
+	cas, err := os.ReadFile(s.Certs.ServingCA.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	s.extraCAsMu.Lock()
+	for _, ca := range s.extraCAs {
+		cas = append(append(cas, '\n'), ca...)
+	}
+	s.extraCAsMu.Unlock()
+	// Verified for the Service's name, as kube-apiserver's aggregator
+	// verifies it: a serving certificate made for a cluster (the chart's)
+	// names the Service, not 127.0.0.1.
+	cfg := &rest.Config{Host: s.compositeServerURL, TLSClientConfig: rest.TLSClientConfig{
+		CAData: cas, ServerName: CompositeService + "." + CompositeNamespace + ".svc",
+	}}
 	if cert != nil {
 		cfg.CertFile, cfg.KeyFile = cert.CertFile, cert.KeyFile
 	}

@@ -19,6 +19,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
@@ -33,32 +35,95 @@ import (
 // replica, the one the Lease names.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
-	for _, tc := range []struct {
-		name       string
-		deployment func() (*appsv1.Deployment, error)
-	}{
-		{"artifacts/deploy", framework.ShippedDeployment},
-		{"chart", func() (*appsv1.Deployment, error) {
-			return framework.ChartDeployment(framework.CompositeNamespace, "")
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := tc.deployment()
-			if err != nil {
-				t.Fatal(err)
+	t.Run("artifacts/deploy", func(t *testing.T) {
+		d, err := framework.ShippedDeployment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runDeployment(t, hook, d, "artifacts-deploy", framework.DeploymentServerArgs(d))
+	})
+	// The chart's Deployment serves with the certificate the chart
+	// generates (its Secret's files where the Deployment mounts them), and
+	// the APIService trusts the CA the chart puts in its caBundle: the
+	// aggregator reaches the replicas with the chart's own PKI.
+	t.Run("chart", func(t *testing.T) {
+		rendered, err := framework.RenderChart(framework.CompositeNamespace, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := framework.SplitManifests(rendered)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One rendering: its Deployment, the Secrets it mounts and the
+		// caBundle belong together (each rendering generates anew).
+		d := &appsv1.Deployment{}
+		var caBundle []byte
+		for _, o := range objs {
+			switch o.Kind {
+			case "Deployment":
+				if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
+					t.Fatal(err)
+				}
+			case "APIService":
+				var a apiregistrationv1.APIService
+				if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
+					t.Fatal(err)
+				}
+				caBundle = a.Spec.CABundle
 			}
-			runDeployment(t, hook, d, strings.NewReplacer("/", "-", ".", "-").Replace(tc.name))
-		})
-	}
+		}
+		substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := framework.DeploymentServerArgs(d)
+		for _, a := range substituted {
+			if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
+				args = append(args, a)
+			}
+		}
+		useServingCA(t, caBundle)
+		runDeployment(t, hook, d, "chart", args)
+	})
 }
 
-func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string) {
+// useServingCA makes the APIService, and the stack's own readiness checks,
+// trust caPEM until the test ends.
+func useServingCA(t *testing.T, caPEM []byte) {
+	t.Helper()
+	ctx := context.Background()
+	undo := stack.TrustServingCA(caPEM)
+	set := func(ca []byte) error {
+		api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		api.Spec.CABundle = ca
+		_, err = stack.Aggregator.ApiregistrationV1().APIServices().Update(ctx, api, metav1.UpdateOptions{})
+		return err
+	}
+	previous, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set(caPEM); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set(previous.Spec.CABundle); err != nil {
+			t.Error(err)
+		}
+		undo()
+	})
+}
+
+func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string, args []string) {
 	ctx := context.Background()
 	o, err := framework.DeploymentOptions(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := framework.DeploymentServerArgs(d)
 	replicas := 1
 	if d.Spec.Replicas != nil {
 		replicas = int(*d.Spec.Replicas)

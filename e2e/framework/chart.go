@@ -105,6 +105,11 @@ func Helm(args ...string) (string, error) {
 	return helmWithKubeconfig("", args...)
 }
 
+// HelmAgainst runs the pinned helm on the cluster of kubeconfig.
+func HelmAgainst(kubeconfig string, args ...string) (string, error) {
+	return helmWithKubeconfig(kubeconfig, args...)
+}
+
 func helmWithKubeconfig(kubeconfig string, args ...string) (string, error) {
 	helm, err := FindHelm()
 	if err != nil {

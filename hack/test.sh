@@ -18,9 +18,12 @@ export COMPOSITE_TEST_BINARIES="$bin_dir"
 export PATH="$bin_dir:$PATH"
 # helm, built from its Go module (hack/tools/helm), lints and renders the
 # chart in e2e/framework and e2e/cluster.
-export COMPOSITE_HELM="$(hack/install-helm.sh | tail -n 1)/helm"
+# (Assigned before exported: a failed build then stops the script.)
+helm_dir=$(hack/install-helm.sh | tail -n 1)
+export COMPOSITE_HELM="$helm_dir/helm"
 # etcdctl and etcdutl back up and restore etcd in e2e/etcdquorum.
-export COMPOSITE_ETCD_CLIENTS="$(hack/install-etcd-clients.sh | tail -n 1)"
+etcd_clients_dir=$(hack/install-etcd-clients.sh | tail -n 1)
+export COMPOSITE_ETCD_CLIENTS="$etcd_clients_dir"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 

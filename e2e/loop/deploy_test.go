@@ -40,7 +40,7 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runDeployment(t, hook, d, "artifacts-deploy", framework.DeploymentServerArgs(d))
+		runDeployment(t, hook, d, "artifacts-deploy", framework.DeploymentServerArgs(d), nil)
 	})
 	// The chart's Deployment serves with the certificate the chart
 	// generates (its Secret's files where the Deployment mounts them), and
@@ -83,17 +83,15 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 				args = append(args, a)
 			}
 		}
-		useServingCA(t, caBundle)
-		runDeployment(t, hook, d, "chart", args)
+		runDeployment(t, hook, d, "chart", args, caBundle)
 	})
 }
 
 // useServingCA makes the APIService, and the stack's own readiness checks,
-// trust caPEM until the test ends.
-func useServingCA(t *testing.T, caPEM []byte) {
+// trust caPEM, until restore is called.
+func useServingCA(t *testing.T, caPEM []byte) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
-	undo := stack.TrustServingCA(caPEM)
 	set := func(ca []byte) error {
 		api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 		if err != nil {
@@ -107,18 +105,24 @@ func useServingCA(t *testing.T, caPEM []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	undo := stack.TrustServingCA(caPEM)
 	if err := set(caPEM); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	return func() {
 		if err := set(previous.Spec.CABundle); err != nil {
 			t.Error(err)
 		}
 		undo()
-	})
+	}
 }
 
-func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string, args []string) {
+// runDeployment runs d's replicas with args in place of the stack's own
+// server; with servingCA, the APIService trusts that CA meanwhile (the
+// replicas serve a certificate of the chart's), and only while the stack's
+// own server is stopped, so that kube-apiserver never sees a server its
+// APIService does not trust.
+func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string, args []string, servingCA []byte) {
 	ctx := context.Background()
 	o, err := framework.DeploymentOptions(d)
 	if err != nil {
@@ -139,10 +143,15 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	if err := stack.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
+	restoreCA := func() {}
+	if servingCA != nil {
+		restoreCA = useServingCA(t, servingCA)
+	}
 	t.Cleanup(func() {
 		if err := stack.StopComposite(); err != nil {
 			t.Error(err)
 		}
+		restoreCA()
 		if err := stack.StartComposite(ctx); err != nil {
 			t.Fatal(err)
 		}

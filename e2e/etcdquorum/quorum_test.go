@@ -24,6 +24,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,8 +62,11 @@ type cluster struct {
 	// ca verifies members; client is the certificate the server presents.
 	ca     string
 	client framework.CertKey
-	// memberCert is every member's, for both ends.
-	memberCert framework.CertKey
+	// tlsDir holds every member's certificate (for both ends) and the CA,
+	// named as the chart's Secret names them.
+	tlsDir string
+	// etcd is the chart's etcd container, which every member runs.
+	etcd chartEtcd
 }
 
 func newCluster(t *testing.T, bin, dir string) *cluster {
@@ -84,33 +89,106 @@ func newCluster(t *testing.T, bin, dir string) *cluster {
 	if c.client, err = certs.Issue(certs.ServingCA, "composite-apiserver", nil, nil, nil, x509.ExtKeyUsageClientAuth); err != nil {
 		t.Fatal(err)
 	}
+	c.etcd = renderChartEtcd(t)
+	// The files of the chart's Secret, under its key names.
+	c.tlsDir = filepath.Join(dir, "etcd-tls")
+	if err := os.MkdirAll(c.tlsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, from := range map[string]string{"ca.crt": c.ca, "tls.crt": memberCert.CertFile, "tls.key": memberCert.KeyFile} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.tlsDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var initial []string
 	for i := 0; i < 3; i++ {
 		m := c.newMember(t, fmt.Sprintf("etcd-%d", i))
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL)
 	}
-	c.memberCert = memberCert
 	for _, m := range c.members {
-		m.args = c.args(m, strings.Join(initial, ","), filepath.Join(dir, m.name))
+		m.args = c.args(t, m, strings.Join(initial, ","), filepath.Join(dir, m.name))
 	}
 	return c
 }
 
-// args are the flags of the chart's StatefulSet, on loopback.
-func (c *cluster) args(m *member, initialCluster, dataDir string) []string {
-	return []string{
-		"--name=" + m.name,
-		"--data-dir=" + dataDir,
-		"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
-		"--listen-peer-urls=" + m.peerURL, "--initial-advertise-peer-urls=" + m.peerURL,
-		"--initial-cluster=" + initialCluster,
-		"--initial-cluster-token=quorum-test", "--initial-cluster-state=new",
-		"--client-cert-auth", "--trusted-ca-file=" + c.ca, "--cert-file=" + c.memberCert.CertFile, "--key-file=" + c.memberCert.KeyFile,
-		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + c.ca, "--peer-cert-file=" + c.memberCert.CertFile, "--peer-key-file=" + c.memberCert.KeyFile,
-		"--listen-metrics-urls=" + m.metrics,
-		"--log-level=warn",
+// args are the arguments of the chart's etcd container with the places
+// substituted: each member's name, data directory and loopback URLs, and
+// the directory of its certificate where the chart mounts its Secret.
+// Everything else is the chart's, so that the etcd proven here is the etcd
+// installed.
+func (c *cluster) args(t *testing.T, m *member, initialCluster, dataDir string) []string {
+	t.Helper()
+	places := map[string]string{
+		"name": m.name, "data-dir": dataDir,
+		"listen-client-urls": m.clientURL, "advertise-client-urls": m.clientURL,
+		"listen-peer-urls": m.peerURL, "initial-advertise-peer-urls": m.peerURL,
+		"initial-cluster": initialCluster, "listen-metrics-urls": m.metrics,
 	}
+	var out []string
+	seen := map[string]bool{}
+	for _, arg := range c.etcd.container.Args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if place, ok := places[name]; ok {
+			seen[name] = true
+			out = append(out, "--"+name+"="+place)
+			continue
+		}
+		out = append(out, strings.ReplaceAll(arg, c.etcd.tlsMount+"/", c.tlsDir+"/"))
+	}
+	for name := range places {
+		if !seen[name] {
+			t.Fatalf("the chart's etcd has no --%s: the test does not know where it runs", name)
+		}
+	}
+	return append(out, "--log-level=warn")
+}
+
+// chartEtcd is the etcd container of the chart's StatefulSet (default
+// values), where it mounts its certificate, and its probes' paths.
+type chartEtcd struct {
+	container                   corev1.Container
+	tlsMount                    string
+	readinessPath, livenessPath string
+}
+
+func renderChartEtcd(t *testing.T) chartEtcd {
+	t.Helper()
+	rendered, err := framework.RenderChart(framework.CompositeNamespace, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.Kind != "StatefulSet" {
+			continue
+		}
+		var sts appsv1.StatefulSet
+		if err := yaml.UnmarshalStrict([]byte(o.YAML), &sts); err != nil {
+			t.Fatal(err)
+		}
+		e := chartEtcd{container: sts.Spec.Template.Spec.Containers[0]}
+		for _, m := range e.container.VolumeMounts {
+			if m.Name == "tls" {
+				e.tlsMount = strings.TrimSuffix(m.MountPath, "/")
+			}
+		}
+		if e.container.ReadinessProbe == nil || e.container.LivenessProbe == nil || e.tlsMount == "" {
+			t.Fatalf("the chart's etcd has no readiness or liveness probe, or no tls volume: %+v", e.container)
+		}
+		e.readinessPath = e.container.ReadinessProbe.HTTPGet.Path
+		e.livenessPath = e.container.LivenessProbe.HTTPGet.Path
+		return e
+	}
+	t.Fatal("the chart renders no etcd StatefulSet")
+	return chartEtcd{}
 }
 
 func (c *cluster) newMember(t *testing.T, name string) *member {
@@ -164,7 +242,10 @@ func (c *cluster) waitReady(t *testing.T, members ...*member) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		for _, m := range members {
-			if m.probe("/readyz") != http.StatusOK {
+			if exited, err := m.proc.Exited(); exited {
+				return false, fmt.Errorf("%s exited: %v", m.name, err)
+			}
+			if m.probe(c.etcd.readinessPath) != http.StatusOK {
 				return false, nil
 			}
 		}
@@ -419,10 +500,10 @@ resources:
 	readErrs := readsWithoutQuorum(t, client)
 	// The chart's probes: a member without a quorum is alive (no restart)
 	// and not ready.
-	if code := survivor.probe("/livez"); code != http.StatusOK {
+	if code := survivor.probe(c.etcd.livenessPath); code != http.StatusOK {
 		t.Errorf("/livez of %s without a quorum: %d, want 200 (the chart's liveness probe would restart it)", survivor.name, code)
 	}
-	if code := survivor.probe("/readyz"); code == http.StatusOK {
+	if code := survivor.probe(c.etcd.readinessPath); code == http.StatusOK {
 		t.Errorf("/readyz of %s without a quorum: 200, want a failure", survivor.name)
 	}
 
@@ -605,7 +686,7 @@ func backupAndRestore(t *testing.T, c *cluster, serverBin, encryption string, st
 	dataDir := filepath.Join(c.dir, restored.name)
 	run("etcdutl", "snapshot", "restore", snapshot, "--data-dir", dataDir, "--name", restored.name,
 		"--initial-cluster", initial, "--initial-cluster-token", "restored", "--initial-advertise-peer-urls", restored.peerURL)
-	restored.args = c.args(restored, initial, dataDir)
+	restored.args = c.args(t, restored, initial, dataDir)
 	c.start(t, restored)
 	c.waitReady(t, restored)
 

@@ -4,7 +4,9 @@
 # the end-to-end tests through a real kube-apiserver.
 #
 # It first builds (or takes from the cache) the pinned etcd, kube-apiserver,
-# kube-controller-manager and kubectl (hack/install-test-binaries.sh), and puts
+# kube-controller-manager and kubectl (hack/install-test-binaries.sh), helm
+# (hack/install-helm.sh) and etcdctl and etcdutl
+# (hack/install-etcd-clients.sh), and puts
 # that kubectl first on PATH so every test drives the cluster with the client
 # of its version. Extra arguments go to `go test`. Last, short fuzz runs
 # (FUZZTIME sets their length).
@@ -14,10 +16,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin_dir=$(hack/install-test-binaries.sh | tail -n 1)
 export COMPOSITE_TEST_BINARIES="$bin_dir"
 export PATH="$bin_dir:$PATH"
+# helm, built from its Go module (hack/tools/helm), lints and renders the
+# chart in e2e/framework and e2e/cluster.
+# (Assigned before exported: a failed build then stops the script.)
+helm_dir=$(hack/install-helm.sh | tail -n 1)
+export COMPOSITE_HELM="$helm_dir/helm"
+# etcdctl and etcdutl back up and restore etcd in e2e/etcdquorum.
+etcd_clients_dir=$(hack/install-etcd-clients.sh | tail -n 1)
+export COMPOSITE_ETCD_CLIENTS="$etcd_clients_dir"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
 go test -count=1 "$@" ./...
+
+# The container image, built without Docker for linux/amd64 and linux/arm64
+# and inspected (hack/image is a module of its own, outside ./...).
+(cd hack/image && go test -count=1 "$@" ./...)
 
 # Short fuzz runs (FUZZTIME each; FUZZTIME=10m for long ones): any bytes as
 # a hook's answer through the webhook client and the engine (a plan or an

@@ -132,11 +132,11 @@ func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
 	}
 	registered, running := true, false
 	t.Cleanup(func() {
-		if !registered {
-			_ = stack.RegisterAPIService(ctx)
-		}
 		if !running {
 			_ = stack.StartComposite(ctx)
+		}
+		if !registered {
+			_ = stack.RegisterAPIService(ctx)
 		}
 	})
 	if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
@@ -155,17 +155,16 @@ func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
 	waitNamespaceGone(t, ns, 2*time.Minute)
 	goneAfter := time.Since(unregistered)
 
-	if err := stack.RegisterAPIService(ctx); err != nil {
-		t.Fatal(err)
-	}
-	registered = true
+	// The server first, then the APIService: registered while nothing
+	// answers, it would stall every namespace deletion again.
 	if err := stack.StartComposite(ctx); err != nil {
 		t.Fatal(err)
 	}
 	running = true
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := stack.RegisterAPIService(ctx); err != nil {
 		t.Fatal(err)
 	}
+	registered = true
 	back := time.Now()
 	// The namespace is gone but our etcd still holds its revision: the
 	// namespace controller could not see our group while it deleted it.

@@ -121,9 +121,10 @@ func (c *Certs) newCA(name string) (*CA, error) {
 	return ca, nil
 }
 
-// Issue signs a certificate with ca and writes it and its key under the
-// stack's directory, named after cn.
-func (c *Certs) Issue(ca *CA, cn string, orgs, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (CertKey, error) {
+// Issue signs a certificate with ca for usages (an etcd member's is both
+// server and client: its peers connect to each other) and writes it and its
+// key under the stack's directory, named after cn.
+func (c *Certs) Issue(ca *CA, cn string, orgs, dnsNames []string, ips []net.IP, usages ...x509.ExtKeyUsage) (CertKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return CertKey{}, err
@@ -140,7 +141,7 @@ func (c *Certs) Issue(ca *CA, cn string, orgs, dnsNames []string, ips []net.IP, 
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usages,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {

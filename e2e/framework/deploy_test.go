@@ -37,25 +37,26 @@ func TestShippedDeploymentElectsALeader(t *testing.T) {
 		t.Errorf("the Lease is in namespace %q, the Deployment in %q", le.Namespace, d.Namespace)
 	}
 	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: d.Namespace}
-	if !mayHoldLeases(t, sa, le.Namespace) {
-		t.Errorf("artifacts/deploy/rbac.yaml does not let %s/%s get, create and update Leases in namespace %s", sa.Namespace, sa.Name, le.Namespace)
-	}
-}
-
-// mayHoldLeases tells whether a RoleBinding of rbac.yaml in namespace gives
-// sa the verbs of client-go's Lease lock there.
-func mayHoldLeases(t *testing.T, sa rbacv1.Subject, namespace string) bool {
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "artifacts", "deploy", "rbac.yaml"))
+	rbac, err := os.ReadFile(filepath.Join(root, "artifacts", "deploy", "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !mayHoldLeases(t, string(rbac), sa, le.Namespace) {
+		t.Errorf("artifacts/deploy/rbac.yaml does not let %s/%s get, create and update Leases in namespace %s", sa.Namespace, sa.Name, le.Namespace)
+	}
+}
+
+// mayHoldLeases tells whether a RoleBinding among the manifests in data
+// (YAML documents) gives sa the verbs of client-go's Lease lock in
+// namespace.
+func mayHoldLeases(t *testing.T, data string, sa rbacv1.Subject, namespace string) bool {
 	roles := map[string][]rbacv1.PolicyRule{}
 	var bindings []rbacv1.RoleBinding
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(data, -1) {
 		var head struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
 			t.Fatalf("rbac.yaml: %v", err)

@@ -87,6 +87,10 @@ type Stack struct {
 	exitsMu sync.Mutex
 	exits   []string
 
+	// extraCAs are serving CAs trusted besides the stack's (TrustServingCA).
+	extraCAsMu sync.Mutex
+	extraCAs   [][]byte
+
 	// disruptions are the times tests stopped or killed a stack process
 	// on purpose (kcmlog.go).
 	disruptionsMu sync.Mutex
@@ -191,7 +195,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if err := s.StartComposite(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.RegisterAPIService(ctx); err != nil {
+	if err := s.registerAPIService(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
@@ -497,19 +501,65 @@ func (s *Stack) CompositeHTTPClient(cert *CertKey) (*http.Client, error) {
 	return s.compositeHTTPClient(cert)
 }
 
+// TrustServingCA adds caPEM to the CAs that the stack's own clients of
+// composite-apiserver (its readiness waits, CompositeHTTPClient) trust, for
+// a test that runs the server with a serving certificate of another CA, as
+// the chart generates one. undo removes it again.
+func (s *Stack) TrustServingCA(caPEM []byte) (undo func()) {
+	s.extraCAsMu.Lock()
+	defer s.extraCAsMu.Unlock()
+	s.extraCAs = append(s.extraCAs, caPEM)
+	return func() {
+		s.extraCAsMu.Lock()
+		defer s.extraCAsMu.Unlock()
+		for i, ca := range s.extraCAs {
+			if bytes.Equal(ca, caPEM) {
+				s.extraCAs = append(s.extraCAs[:i], s.extraCAs[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
 func (s *Stack) compositeHTTPClient(cert *CertKey) (*http.Client, error) {
-	cfg := &rest.Config{Host: s.compositeServerURL, TLSClientConfig: rest.TLSClientConfig{CAFile: s.Certs.ServingCA.CertFile}}
+	cas, err := os.ReadFile(s.Certs.ServingCA.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	s.extraCAsMu.Lock()
+	for _, ca := range s.extraCAs {
+		cas = append(append(cas, '\n'), ca...)
+	}
+	s.extraCAsMu.Unlock()
+	// Verified for the Service's name, as kube-apiserver's aggregator
+	// verifies it: a serving certificate made for a cluster (the chart's)
+	// names the Service, not 127.0.0.1.
+	cfg := &rest.Config{Host: s.compositeServerURL, TLSClientConfig: rest.TLSClientConfig{
+		CAData: cas, ServerName: CompositeService + "." + CompositeNamespace + ".svc",
+	}}
 	if cert != nil {
 		cfg.CertFile, cfg.KeyFile = cert.CertFile, cert.KeyFile
 	}
 	return rest.HTTPClientFor(cfg)
 }
 
-// RegisterAPIService makes kube-apiserver proxy metacontroller.k8s.io to
+// RegisterAPIService registers the APIService (and its Service) again, as
+// Start did: for a test that uninstalls the server and installs it back.
+func (s *Stack) RegisterAPIService(ctx context.Context) error {
+	if err := s.registerAPIService(ctx); err != nil {
+		return err
+	}
+	if err := s.WaitAPIServiceAvailable(ctx, true); err != nil {
+		return err
+	}
+	return s.waitOpenAPI(ctx)
+}
+
+// registerAPIService makes kube-apiserver proxy metacontroller.k8s.io to
 // composite-apiserver: a Service of type ExternalName "localhost" (which the
 // aggregator resolves without endpoint routing, and which loopback needs),
 // and the APIService with the real CA bundle of the serving certificate.
-func (s *Stack) RegisterAPIService(ctx context.Context) error {
+func (s *Stack) registerAPIService(ctx context.Context) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: CompositeService, Namespace: CompositeNamespace},
 		Spec: corev1.ServiceSpec{

@@ -17,26 +17,114 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// TestShippedDeploymentSyncsEachParentOnOneReplica runs as many servers as
-// artifacts/deploy/deployment.yaml has replicas, each with the shipped
-// arguments but for where it runs (etcd, port, certificates:
-// framework.ShippedServerArgs; the stack's own server keeps the package's
-// --workers and -v before them), and syncs parents through a hook that
-// tells which replica called it: every call comes from one replica, the
-// one the Lease names.
+// TestShippedDeploymentSyncsEachParentOnOneReplica runs, for each
+// Deployment an admin can install (artifacts/deploy/deployment.yaml, and the
+// one the chart renders with its default values), as many servers as it has
+// replicas, each with its arguments but for where it runs (etcd, port,
+// certificates: framework.DeploymentServerArgs; the stack's own server keeps
+// the package's --workers and -v before them), and syncs parents through a
+// hook that tells which replica called it: every call comes from one
+// replica, the one the Lease names.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
+	t.Run("artifacts/deploy", func(t *testing.T) {
+		d, err := framework.ShippedDeployment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runDeployment(t, hook, d, "artifacts-deploy", framework.DeploymentServerArgs(d), nil)
+	})
+	// The chart's Deployment serves with the certificate the chart
+	// generates (its Secret's files where the Deployment mounts them), and
+	// the APIService trusts the CA the chart puts in its caBundle: the
+	// aggregator reaches the replicas with the chart's own PKI.
+	t.Run("chart", func(t *testing.T) {
+		rendered, err := framework.RenderChart(framework.CompositeNamespace, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := framework.SplitManifests(rendered)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One rendering: its Deployment, the Secrets it mounts and the
+		// caBundle belong together (each rendering generates anew).
+		d := &appsv1.Deployment{}
+		var caBundle []byte
+		for _, o := range objs {
+			switch o.Kind {
+			case "Deployment":
+				if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
+					t.Fatal(err)
+				}
+			case "APIService":
+				var a apiregistrationv1.APIService
+				if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
+					t.Fatal(err)
+				}
+				caBundle = a.Spec.CABundle
+			}
+		}
+		substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := framework.DeploymentServerArgs(d)
+		for _, a := range substituted {
+			if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
+				args = append(args, a)
+			}
+		}
+		runDeployment(t, hook, d, "chart", args, caBundle)
+	})
+}
+
+// useServingCA makes the APIService, and the stack's own readiness checks,
+// trust caPEM, until restore is called.
+func useServingCA(t *testing.T, caPEM []byte) (restore func()) {
+	t.Helper()
 	ctx := context.Background()
-	o, d, err := framework.ShippedOptions()
+	set := func(ca []byte) error {
+		api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		api.Spec.CABundle = ca
+		_, err = stack.Aggregator.ApiregistrationV1().APIServices().Update(ctx, api, metav1.UpdateOptions{})
+		return err
+	}
+	previous, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := framework.ShippedServerArgs()
+	undo := stack.TrustServingCA(caPEM)
+	if err := set(caPEM); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := set(previous.Spec.CABundle); err != nil {
+			t.Error(err)
+		}
+		undo()
+	}
+}
+
+// runDeployment runs d's replicas with args in place of the stack's own
+// server; with servingCA, the APIService trusts that CA meanwhile (the
+// replicas serve a certificate of the chart's), and only while the stack's
+// own server is stopped, so that kube-apiserver never sees a server its
+// APIService does not trust.
+func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deployment, suffix string, args []string, servingCA []byte) {
+	ctx := context.Background()
+	o, err := framework.DeploymentOptions(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +133,9 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 		replicas = int(*d.Spec.Replicas)
 	}
 	if replicas < 2 {
-		t.Skipf("the shipped Deployment runs %d replica", replicas)
+		t.Skipf("the Deployment runs %d replica", replicas)
 	}
-	t.Logf("shipped arguments beside the stack's own: %q", args)
+	t.Logf("the Deployment's arguments beside the stack's own: %q", args)
 
 	// The stack's own server becomes the first replica, so that the API
 	// (through the APIService) is served as shipped too; it runs as the
@@ -55,10 +143,15 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	if err := stack.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
+	restoreCA := func() {}
+	if servingCA != nil {
+		restoreCA = useServingCA(t, servingCA)
+	}
 	t.Cleanup(func() {
 		if err := stack.StopComposite(); err != nil {
 			t.Error(err)
 		}
+		restoreCA()
 		if err := stack.StartComposite(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +164,7 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	}
 	procs := []*framework.Process{stack.CompositeProcess()}
 	for i := 1; i < replicas; i++ {
-		p, err := stack.StartReplica(ctx, fmt.Sprintf("shipped-replica-%d", i), args...)
+		p, err := stack.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +176,8 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	}
 
 	calls := recordCallers(t, hook.URL, procs)
-	ns := namespace(t, "loop-shipped")
-	c := controller{Name: "loop-shipped", HookURL: calls.url}
+	ns := namespace(t, "loop-shipped-"+suffix)
+	c := controller{Name: "loop-shipped-" + suffix, HookURL: calls.url}
 	c.create(t)
 	const parents = 5
 	generations := make([]int64, parents)

@@ -44,6 +44,15 @@ const EtcdPathPrefix = "/registry/metacontroller.k8s.io"
 // DefaultSecurePort is the HTTPS port when --secure-port is not given.
 const DefaultSecurePort = 8443
 
+// version is the release the binary was built from, stamped by the image
+// build (hack/build-image.sh, the Dockerfile) with
+// -ldflags "-X github.com/composite-apiserver/composite-apiserver/pkg/cmd/server.version=...".
+// A plain `go build` or `go run` says "dev".
+var version = "dev"
+
+// Version is the release the binary was built from, "dev" when unstamped.
+func Version() string { return version }
+
 // Options is everything the command line sets.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
@@ -85,6 +94,10 @@ type Options struct {
 	FinalizeGrace time.Duration
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
+
+	// PrintVersion prints the version and exits, so that an image can be
+	// inspected without starting a server.
+	PrintVersion bool
 
 	Stdout io.Writer
 	Stderr io.Writer
@@ -160,6 +173,12 @@ Two ways to run it:
 			if len(args) > 0 {
 				return fmt.Errorf("composite-apiserver takes no arguments, got %q", args)
 			}
+			if o.PrintVersion {
+				// Before Complete and Validate: asking for the version
+				// needs no etcd, certificates or cluster.
+				_, err := fmt.Fprintf(o.Stdout, "composite-apiserver %s\n", Version())
+				return err
+			}
 			cmd.Flags().Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, f.Name) })
 			if err := o.Complete(); err != nil {
 				return err
@@ -190,8 +209,9 @@ Two ways to run it:
 
 // AddFlags adds composite-apiserver's own flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
-		"Run without kube-apiserver: embedded etcd in --data-dir, a self-signed serving certificate, "+
+		"Run without kube-apiserver: embedded etcd in --data-dir (or the etcd of --etcd-servers, when given), a self-signed serving certificate, "+
 			"and one random bearer token written in a kubeconfig. Nothing else is accepted, not even anonymous requests.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Standalone mode: directory of the embedded etcd's data, the serving certificate, the token and the kubeconfig. It survives restarts.")
@@ -236,8 +256,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
 // standalone mode would silently ignore; they are refused instead.
+// --etcd-servers is not among them: standalone mode then uses that etcd
+// instead of an embedded one (an etcd cluster's behaviour is tested so).
 var flagsWithoutEffectInStandalone = []string{
-	"etcd-servers", "authentication-", "authorization-", "requestheader-", "client-ca-file",
+	"etcd-servers-overrides", "authentication-", "authorization-", "requestheader-", "client-ca-file",
 	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop", "target-",
 }
 
@@ -380,14 +402,19 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return fmt.Errorf("can't create --data-dir: %w", err)
 		}
-		etcd, err := standalone.StartEtcd(o.DataDir)
-		if err != nil {
-			return err
+		if etcdServers := o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList; len(etcdServers) > 0 {
+			logger.Info("Standalone mode with an external etcd", "etcdServers", etcdServers)
+		} else {
+			etcd, err := standalone.StartEtcd(o.DataDir)
+			if err != nil {
+				return err
+			}
+			// Stop etcd only after the server stopped using it.
+			defer etcd.Close()
+			logger.Info("Embedded etcd is serving", "dataDir", o.DataDir, "url", etcd.ClientURL)
+			o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
 		}
-		// Stop etcd only after the server stopped using it.
-		defer etcd.Close()
-		logger.Info("Embedded etcd is serving", "dataDir", o.DataDir, "url", etcd.ClientURL)
-		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
+		var err error
 		if token, err = standalone.LoadOrCreateToken(o.DataDir); err != nil {
 			return err
 		}

@@ -1,0 +1,155 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder follows
+// artifacts/deploy/README.md on a real kube-apiserver with the real helm:
+// an install made with `kubectl apply -k artifacts/deploy` (its serving
+// Secret made by the admin) is moved to the chart (the objects labelled
+// and annotated as the release's, the Deployment deleted with its pods
+// orphaned, helm install with an external etcd), which keeps the serving
+// certificate and puts its CA in the APIService; then `helm uninstall`
+// removes every object it installed, the APIService among them, and
+// namespace deletion is not left waiting on our group. There is no
+// kubelet here: the Deployment's pods never run, the objects are what is
+// checked.
+func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
+	stack.DumpLogsOnFailure(t)
+	ctx := context.Background()
+	// The aggregation breaks on purpose from here on (the kustomize
+	// install's Service has no endpoints on loopback):
+	// kube-controller-manager's complaints about our group are expected.
+	stack.Disrupted()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(stdin string, args ...string) string {
+		t.Helper()
+		var in *strings.Reader
+		if stdin != "" {
+			in = strings.NewReader(stdin)
+		}
+		var out, errOut string
+		if in != nil {
+			out, errOut, err = stack.KubectlAs(ctx, stack.AdminKubeconfig, in, args...)
+		} else {
+			out, errOut, err = stack.Kubectl(ctx, args...)
+		}
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errOut)
+		}
+		return out
+	}
+	helm := func(args ...string) string {
+		t.Helper()
+		out, err := framework.HelmAgainst(stack.AdminKubeconfig, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+
+	// Today's install: artifacts/deploy, and the serving Secret its
+	// Deployment mounts (the stack's Service, an ExternalName one, makes
+	// way for the shipped one).
+	kubectl("", "-n", framework.CompositeNamespace, "delete", "service", framework.CompositeService)
+	kubectl("", "apply", "-k", filepath.Join(root, "artifacts", "deploy"))
+	ca, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl("", "-n", framework.CompositeNamespace, "create", "secret", "generic", "composite-apiserver-serving-cert",
+		"--type=kubernetes.io/tls", "--from-file=tls.crt="+stack.Certs.CompositeServing.CertFile,
+		"--from-file=tls.key="+stack.Certs.CompositeServing.KeyFile, "--from-file=ca.crt="+stack.Certs.ServingCA.CertFile)
+
+	// The move, as the README says.
+	manifests := kubectl("", "kustomize", filepath.Join(root, "artifacts", "deploy"))
+	kubectl(manifests, "label", "-f", "-", "--overwrite", "app.kubernetes.io/managed-by=Helm")
+	kubectl(manifests, "annotate", "-f", "-", "--overwrite",
+		"meta.helm.sh/release-name=composite-apiserver", "meta.helm.sh/release-namespace="+framework.CompositeNamespace)
+	kubectl("", "-n", framework.CompositeNamespace, "label", "secret", "composite-apiserver-serving-cert", "--overwrite", "app.kubernetes.io/managed-by=Helm")
+	kubectl("", "-n", framework.CompositeNamespace, "annotate", "secret", "composite-apiserver-serving-cert", "--overwrite",
+		"meta.helm.sh/release-name=composite-apiserver", "meta.helm.sh/release-namespace="+framework.CompositeNamespace)
+	kubectl("", "-n", framework.CompositeNamespace, "delete", "deployment", "composite-apiserver", "--cascade=orphan")
+	chart, err := framework.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm("install", "composite-apiserver", chart, "--namespace", framework.CompositeNamespace,
+		"--set", "etcd.mode=external", "--set", "etcd.external.servers={"+stack.EtcdURL+"}",
+		"--set", "etcd.prefix="+framework.CompositeEtcdPrefix)
+	if status := helm("status", "composite-apiserver", "-n", framework.CompositeNamespace, "-o", "json"); !strings.Contains(status, `"status":"deployed"`) {
+		t.Fatalf("helm status: %s", status)
+	}
+
+	// The serving certificate was kept, and the APIService trusts its CA.
+	api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(api.Spec.CABundle), bytes.TrimSpace(ca)) {
+		t.Errorf("the adopted APIService's caBundle is not the CA of the serving Secret it kept:\n%s", api.Spec.CABundle)
+	}
+	secret, err := stack.Kube.CoreV1().Secrets(framework.CompositeNamespace).Get(ctx, "composite-apiserver-serving-cert", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := os.ReadFile(stack.Certs.CompositeServing.CertFile)
+	if !bytes.Equal(secret.Data["tls.crt"], cert) {
+		t.Errorf("helm install replaced the serving certificate")
+	}
+	deploy, err := stack.Kube.AppsV1().Deployments(framework.CompositeNamespace).Get(ctx, "composite-apiserver", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deploy.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" || deploy.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the Deployment is not the chart's: priority %q, labels %v", deploy.Spec.Template.Spec.PriorityClassName, deploy.Labels)
+	}
+
+	// Uninstall: helm deletes the APIService first of all, and every
+	// object it installed.
+	helm("uninstall", "composite-apiserver", "-n", framework.CompositeNamespace, "--wait", "--timeout=60s")
+	if _, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the APIService after helm uninstall: %v", err)
+	}
+	left := kubectl("", "get", "deployment,service,serviceaccount,secret,role,rolebinding", "-n", framework.CompositeNamespace,
+		"-l", "app.kubernetes.io/managed-by=Helm", "-o", "name")
+	left += kubectl("", "get", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/managed-by=Helm", "-o", "name")
+	if strings.TrimSpace(left) != "" {
+		t.Errorf("helm uninstall left:\n%s", left)
+	}
+
+	// Namespaces are deleted as usual.
+	const ns = "after-uninstall"
+	if _, err := stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("a namespace was not deleted within 60s of helm uninstall: %v", err)
+	}
+	t.Logf("after helm uninstall a namespace was deleted in %s", time.Since(start).Round(100*time.Millisecond))
+}

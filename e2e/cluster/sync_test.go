@@ -422,6 +422,27 @@ spec: {color: blue, configMaps: [a]}
 		_, stderr, _ := dryRunSync(t, full, controller, ns, "p3")
 		t.Errorf("a user with create on compositecontrollers/sync and read rights was refused: %s", stderr)
 	}
+
+	// serverDryRun shows each child as the cluster would store it, merged
+	// with what is stored now and read with the server's rights: the
+	// caller must be allowed to get each child, or the preview is refused
+	// (the children's names and kinds are said, never their data).
+	if _, stderr, err := previewSync(t, full, controller, ns, "p3", true); err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "may not get") {
+		t.Errorf("a user who may not get the children previewed them as stored: err=%v %s, want Forbidden", err, stderr)
+	}
+	reader := grant("sync-reader", []rbacv1.PolicyRule{
+		{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list", "get"}},
+	})
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, _, err := previewSync(t, reader, controller, ns, "p3", true)
+		return err == nil, nil
+	})
+	if err != nil {
+		_, stderr, _ := previewSync(t, reader, controller, ns, "p3", true)
+		t.Errorf("a user who may get the children was refused their server dry-run: %s", stderr)
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

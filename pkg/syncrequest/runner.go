@@ -151,6 +151,16 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if dryRun {
 		var applyWarnings []string
 		if req.Spec.ServerDryRun {
+			// A dry-run apply answers the object as the cluster would
+			// store it, merged with what is stored now, read with the
+			// server's rights: the caller must be allowed to read each
+			// one, or the preview would show them what they may not
+			// read (a Secret's data, say).
+			for _, item := range previewed(res.Plan) {
+				if err := authorize(ctx, r.authorizer, "get", item.GVR, item.Desired.GetNamespace(), item.Desired.GetName()); err != nil {
+					return nil, err
+				}
+			}
 			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, res.Plan)
 		} else {
 			stored, applyWarnings = r.wouldStore(def, res.Parent, res.Plan, children)

@@ -143,3 +143,23 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		t.Errorf("a controller whose hook credentials come from a Secret its author may read was refused: %s", lastErr)
 	}
 }
+
+// TestHookURLAtALinkLocalAddressIsRefused: a controller's author chooses
+// its hook URLs, which the server fetches from its own place in the
+// network; by default it refuses link-local and cloud metadata addresses
+// (--hook-denied-cidrs) with a field error.
+func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
+	dumpLogsOnFailure(t)
+	ctx := context.Background()
+	m := strings.Replace(compositeControllerYAML("metadata-hook", "metadatahooks"), "url: http://metadata-hook-hook.default/sync", "url: http://169.254.169.254/latest/meta-data", 1)
+	if !strings.Contains(m, "169.254.169.254") {
+		t.Fatalf("the fixture has no URL to replace:\n%s", m)
+	}
+	_, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, m, "apply", "-f", "-")
+	if err == nil || !strings.Contains(stderr, "spec.hooks.sync.webhook.url") || !strings.Contains(stderr, "169.254.0.0/16") {
+		t.Fatalf("a hook URL at the cloud metadata address: err=%v\n%s\nwant a field error naming the range", err, stderr)
+	}
+	if _, _, err := stack.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
+		t.Error("the refused controller exists")
+	}
+}

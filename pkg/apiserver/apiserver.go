@@ -23,6 +23,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
@@ -64,6 +65,10 @@ type ExtraConfig struct {
 	DiscoveryInterval time.Duration
 	// Loop configures the controller loop; nil turns it off.
 	Loop *LoopConfig
+	// HookDestinations are the address ranges hooks may not be called at:
+	// refused when a controller is written (an address in its URL) and
+	// when a hook is called (every address a name resolves to).
+	HookDestinations hooks.Destinations
 }
 
 // LoopConfig configures the embedded controller loop.
@@ -149,7 +154,8 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
-	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz)
+	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
 		return nil, err
@@ -215,7 +221,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			FinalizeGrace: loop.FinalizeGrace,
+			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")

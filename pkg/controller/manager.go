@@ -73,6 +73,8 @@ type Config struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail; zero means the default.
 	FinalizeGrace time.Duration
+	// HookDestinations are the address ranges hooks may not be called at.
+	HookDestinations hooks.Destinations
 }
 
 // Manager runs one parent controller per CompositeController and restarts

@@ -108,7 +108,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	} else if len(missing) > 0 {
 		return nil, &forbiddenError{message: rights.Describe(def.Name, missing)}
 	}
-	if pc.hooks, err = hooks.Build(ctx, def, m.secrets); err != nil {
+	if pc.hooks, err = hooks.Build(ctx, def, m.secrets, m.cfg.HookDestinations); err != nil {
 		return nil, err
 	}
 	h := pc.hooks.Hooks

@@ -55,6 +55,9 @@ type Config struct {
 	// MaxResponseBytes bounds the answer; zero or less means
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// Destinations are the address ranges the hook may not be called at,
+	// checked when connecting.
+	Destinations Destinations
 }
 
 // connection is the resolved TLS and authentication material of a webhook.
@@ -126,7 +129,7 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		timeout:          hook.Timeout,
 		maxResponseBytes: maxBytes,
 		authHeader:       conn.authHeader,
-		client:           newHTTPClient(conn),
+		client:           newHTTPClient(conn, cfg.Destinations),
 		now:              time.Now,
 		etags:            newETagCache(cfg.Webhook.Etag, time.Now),
 	}, nil
@@ -430,7 +433,7 @@ func validHeaderToken(v string) bool {
 
 // newHTTPClient builds a client for one webhook. It is not shared so that
 // one hook's TLS material and connection pool never serve another.
-func newHTTPClient(conn *connection) *http.Client {
+func newHTTPClient(conn *connection, dest Destinations) *http.Client {
 	tlsConfig := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		RootCAs:    conn.rootCAs,
@@ -445,6 +448,10 @@ func newHTTPClient(conn *connection) *http.Client {
 		DialContext: (&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
+			// Every address a name resolves to is checked as it is
+			// dialled: a name that resolves to a denied range later,
+			// or only sometimes, is refused too.
+			Control: dest.control,
 		}).DialContext,
 		TLSClientConfig:       tlsConfig,
 		ForceAttemptHTTP2:     true,

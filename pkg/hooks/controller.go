@@ -27,7 +27,7 @@ func (h *ControllerHooks) Close() {
 // Build makes the webhook clients of a controller's hooks, as def resolved
 // them. The loop builds them once per definition; /sync keeps them per
 // controller (pkg/syncrequest's controllers).
-func Build(ctx context.Context, def *definition.Definition, secrets SecretSource) (*ControllerHooks, error) {
+func Build(ctx context.Context, def *definition.Definition, secrets SecretSource, dest Destinations) (*ControllerHooks, error) {
 	out := &ControllerHooks{}
 	build := func(h *definition.Hook) (*Webhook, error) {
 		if h == nil || h.Webhook == nil {
@@ -35,7 +35,7 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 		}
 		w, err := New(ctx, Config{
 			Controller: def.Name, Hook: h.Name, Webhook: h.Webhook, Resolved: h,
-			EndpointConfigs: def.EndpointConfigs, Secrets: secrets,
+			EndpointConfigs: def.EndpointConfigs, Secrets: secrets, Destinations: dest,
 		})
 		if err != nil {
 			return nil, err

@@ -85,7 +85,7 @@ func TestBuildCallsPatchHooksLikeOtherHooks(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets)
+	h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets, Destinations{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestPatchHookFailuresNameThePatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets)
+			h, err := Build(context.Background(), definitiontest.Compile(t, patchController(srv.URL+"/sync", srv.URL+"/patch")), tokenSecrets, Destinations{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestPatchHookFailuresNameThePatch(t *testing.T) {
 func TestBuildFailsOnAPatchItCanNotConfigure(t *testing.T) {
 	cc := patchController("http://127.0.0.1:1/sync", "http://127.0.0.1:1/patch")
 	// The token's Secret does not exist.
-	_, err := Build(context.Background(), definitiontest.Compile(t, cc), &fakeSecrets{})
+	_, err := Build(context.Background(), definitiontest.Compile(t, cc), &fakeSecrets{}, Destinations{})
 	if err == nil || !strings.Contains(err.Error(), "patch:stamp") {
 		t.Errorf("Build = %v, want an error naming patch:stamp", err)
 	}

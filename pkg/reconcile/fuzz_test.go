@@ -87,7 +87,7 @@ func FuzzHookAnswers(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	built, err := hooks.Build(context.Background(), def, nil)
+	built, err := hooks.Build(context.Background(), def, nil, hooks.Destinations{})
 	if err != nil {
 		f.Fatal(err)
 	}

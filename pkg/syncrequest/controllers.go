@@ -25,6 +25,7 @@ const controllerIdle = 10 * time.Minute
 // it forgets a controller not synced for controllerIdle.
 type controllers struct {
 	secrets hooks.SecretSource
+	dest    hooks.Destinations
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -45,8 +46,8 @@ type compileError struct{ error }
 
 func (e compileError) Unwrap() error { return e.error }
 
-func newControllers(secrets hooks.SecretSource) *controllers {
-	return &controllers{secrets: secrets, now: time.Now, byUID: map[types.UID]*compiled{}}
+func newControllers(secrets hooks.SecretSource, dest hooks.Destinations) *controllers {
+	return &controllers{secrets: secrets, dest: dest, now: time.Now, byUID: map[types.UID]*compiled{}}
 }
 
 // get returns cc compiled with resolver and its hooks, building them when
@@ -67,7 +68,7 @@ func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController,
 	if err != nil {
 		return nil, nil, compileError{err}
 	}
-	built, err := hooks.Build(ctx, def, c.secrets)
+	built, err := hooks.Build(ctx, def, c.secrets, c.dest)
 	if err != nil {
 		return nil, nil, err
 	}

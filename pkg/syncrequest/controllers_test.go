@@ -16,7 +16,7 @@ import (
 func TestControllersAreForgottenWhenIdle(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1_000_000, 0)
-	c := newControllers(hooks.NoClusterSecretSource{})
+	c := newControllers(hooks.NoClusterSecretSource{}, hooks.Destinations{})
 	c.now = func() time.Time { return now }
 	resolver := definition.GuessingResolver()
 

@@ -3,6 +3,7 @@ package syncrequest
 import (
 	"context"
 	"encoding/json"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,7 +58,7 @@ func FuzzSyncRequest(f *testing.F) {
 		},
 	}
 	ctx := context.Background()
-	r := NewRunner(ctx, nil, nil)
+	r := NewRunner(ctx, nil, nil, hooks.Destinations{})
 	f.Fuzz(func(t *testing.T, parent, children []byte) {
 		req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{Raw: parent}}}
 		if len(children) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ func TestPreviewShowsTheHookRequestThatWasSent(t *testing.T) {
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"<blue>"}}`),
 	}}}
-	st, err := NewRunner(context.Background(), nil, nil).Run(context.Background(), cc, req, true)
+	st, err := NewRunner(context.Background(), nil, nil, hooks.Destinations{}).Run(context.Background(), cc, req, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -77,7 +78,7 @@ func TestPreviewShowsEachPatchStep(t *testing.T) {
 		v1alpha1.PatchHook{Name: "stamp", Webhook: &v1alpha1.Webhook{URL: ptr.To(stamp.URL)}},
 	)
 	cc := patchedController(t, 2, patches...)
-	st, err := NewRunner(context.Background(), nil, nil).Run(context.Background(), cc, inlineParent, true)
+	st, err := NewRunner(context.Background(), nil, nil, hooks.Destinations{}).Run(context.Background(), cc, inlineParent, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestPreviewShowsEachPatchStep(t *testing.T) {
 func TestPreviewOfAFailingPatchSaysWhich(t *testing.T) {
 	patches := twoInlinePatches()
 	patches[0].Definitions[0].JSONPatches[0].ValueFrom.Variable = ptr.To("builtin.parent.spec.size")
-	_, err := NewRunner(context.Background(), nil, nil).Run(context.Background(), patchedController(t, 1, patches...), inlineParent, true)
+	_, err := NewRunner(context.Background(), nil, nil, hooks.Destinations{}).Run(context.Background(), patchedController(t, 1, patches...), inlineParent, true)
 	want := `patch "color-label": child ConfigMap.v1 default/p-0: definitions[0].jsonPatches[0] (add /metadata/labels/color): valueFrom.variable builtin.parent.spec.size is not set`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant %s", err, want)
@@ -135,7 +136,7 @@ func TestPreviewOfAFailingPatchSaysWhich(t *testing.T) {
 func BenchmarkRunInlinePreviewWithTwoPatches(b *testing.B) {
 	cc := patchedController(b, 10, twoInlinePatches()...)
 	ctx := context.Background()
-	r := NewRunner(ctx, nil, nil)
+	r := NewRunner(ctx, nil, nil, hooks.Destinations{})
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := r.Run(ctx, cc, inlineParent, true)

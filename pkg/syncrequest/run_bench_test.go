@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -39,7 +40,7 @@ func BenchmarkRunInlinePreview(b *testing.B) {
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"blue"}}`),
 	}}}
 	ctx := context.Background()
-	r := NewRunner(ctx, nil, nil)
+	r := NewRunner(ctx, nil, nil, hooks.Destinations{})
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := r.Run(ctx, cc, req, true)

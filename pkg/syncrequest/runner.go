@@ -64,7 +64,7 @@ type Runner struct {
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
 // mode, where only inline parents can be previewed.
-func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Authorizer) *Runner {
+func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Authorizer, dest hooks.Destinations) *Runner {
 	var secrets hooks.SecretSource = hooks.NoClusterSecretSource{}
 	r := &Runner{cluster: cluster, authorizer: authz}
 	if cluster != nil {
@@ -74,7 +74,7 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})
 		r.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
 	}
-	r.controllers = newControllers(secrets)
+	r.controllers = newControllers(secrets, dest)
 	return r
 }
 

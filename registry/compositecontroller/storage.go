@@ -3,6 +3,7 @@ package compositecontroller
 import (
 	"context"
 	"fmt"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -46,6 +47,7 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 // subresources, all on one etcd store.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, opts Options) (*Storage, error) {
 	s := NewStrategy(scheme)
+	s.destinations = opts.HookDestinations
 	if opts.Rights != nil {
 		s.rightsWarnings = rightsWarnings(scheme, opts.Rights)
 	}
@@ -104,6 +106,8 @@ type Options struct {
 	// Authors refuses a controller whose author may not do what its loop
 	// would do.
 	Authors AuthorChecker
+	// HookDestinations are the address ranges hook URLs may not name.
+	HookDestinations hooks.Destinations
 }
 
 // AuthorChecker refuses, with a Forbidden error, a CompositeController

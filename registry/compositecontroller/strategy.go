@@ -19,6 +19,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
@@ -30,6 +31,8 @@ type strategy struct {
 	// rightsWarnings says, on create and on a spec change, which rights
 	// the server lacks to run the controller; nil without a target cluster.
 	rightsWarnings func(ctx context.Context, cc *metacontroller.CompositeController) []string
+	// destinations are the address ranges hooks may not be called at.
+	destinations hooks.Destinations
 }
 
 // expressions compiles the CEL and templates of patches with the patch
@@ -121,8 +124,40 @@ func defaultMode(v metacontroller.HookVersion) metacontroller.ResponseUnmarshall
 	return metacontroller.ResponseUnmarshallModeLoose
 }
 
-func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateCompositeController(obj.(*metacontroller.CompositeController), expressions)
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	cc := obj.(*metacontroller.CompositeController)
+	return append(validation.ValidateCompositeController(cc, expressions), s.validateDestinations(cc)...)
+}
+
+// validateDestinations refuses hook URLs whose host is an address in a
+// range the server does not call hooks at (--hook-denied-cidrs). A host
+// name is checked when the hook is called, address by address.
+func (s strategy) validateDestinations(cc *metacontroller.CompositeController) field.ErrorList {
+	var errs field.ErrorList
+	if cc.Spec.Hooks == nil {
+		return nil
+	}
+	hooksPath := field.NewPath("spec", "hooks")
+	check := func(path *field.Path, w *metacontroller.Webhook) {
+		if w == nil || w.URL == nil {
+			return
+		}
+		if err := s.destinations.CheckURL(*w.URL); err != nil {
+			errs = append(errs, field.Forbidden(path.Child("webhook", "url"), err.Error()))
+		}
+	}
+	for _, h := range []struct {
+		name string
+		hook *metacontroller.Hook
+	}{{"sync", cc.Spec.Hooks.Sync}, {"finalize", cc.Spec.Hooks.Finalize}, {"customize", cc.Spec.Hooks.Customize}} {
+		if h.hook != nil {
+			check(hooksPath.Child(h.name), h.hook.Webhook)
+		}
+	}
+	for i := range cc.Spec.Hooks.Patches {
+		check(hooksPath.Child("patches").Index(i), cc.Spec.Hooks.Patches[i].Webhook)
+	}
+	return errs
 }
 
 func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
@@ -134,8 +169,9 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 	return warnings
 }
 
-func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateCompositeControllerUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController), expressions)
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	cc := obj.(*metacontroller.CompositeController)
+	return append(validation.ValidateCompositeControllerUpdate(cc, old.(*metacontroller.CompositeController), expressions), s.validateDestinations(cc)...)
 }
 
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {

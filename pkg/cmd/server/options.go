@@ -32,6 +32,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
@@ -92,6 +93,8 @@ type Options struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail.
 	FinalizeGrace time.Duration
+	// HookDeniedCIDRs are the address ranges hooks may not be called at.
+	HookDeniedCIDRs []string
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
 
@@ -128,6 +131,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ResyncPeriod:      30 * time.Minute,
 		DiscoveryInterval: target.DefaultDiscoveryRefresh,
 		FinalizeGrace:     reconcile.DefaultFinalizeGrace,
+		HookDeniedCIDRs:   hooks.DefaultDeniedDestinations,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -236,6 +240,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval,
 		"How often the target cluster's discovery is read again, so that a CompositeController whose CRD was installed later starts; "+
 			"a resource that is not found is looked up again at once too.")
+	fs.StringSliceVar(&o.HookDeniedCIDRs, "hook-denied-cidrs", o.HookDeniedCIDRs,
+		"Address ranges (CIDRs) hooks may not be called at, whoever writes the controller: a URL naming an address in one "+
+			"is refused when the controller is written, and every address a hook's host name resolves to is checked when "+
+			"connecting (hooks use no proxy). The default keeps hooks off link-local addresses and the cloud metadata "+
+			"endpoints, which would answer with this server's credentials; an empty value denies nothing.")
 	fs.DurationVar(&o.FinalizeGrace, "finalize-grace", o.FinalizeGrace,
 		"Once a parent's finalize hook has answered finalized, how long (from the parent's deletion) the loop keeps retrying "+
 			"child deletes that fail before it removes the finalizer anyway and leaves the children to the garbage collector, "+
@@ -333,6 +342,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.Metacontroller.Validate(o.flagChanged)...)
+	if _, err := hooks.ParseDestinations(o.HookDeniedCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--hook-denied-cidrs: %w", err))
+	}
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -367,6 +379,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 	config := &apiserver.Config{GenericConfig: serverConfig}
+	destinations, err := hooks.ParseDestinations(o.HookDeniedCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("--hook-denied-cidrs: %w", err)
+	}
+	config.ExtraConfig.HookDestinations = destinations
 	// The cluster of --kubeconfig (or the one the server runs in) is the
 	// one whose parents and children are synced.
 	if serverConfig.ClientConfig != nil {

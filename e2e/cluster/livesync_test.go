@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -185,6 +187,52 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 	}
 }
 
+// TestLiveSyncNeedsTheCallersRightsOnRevisions: a live /sync of a rolling
+// parent writes its ControllerRevisions in the server's name too, so the
+// caller must be allowed to; without it the sync is refused, naming the
+// revision, and nothing is written.
+func TestLiveSyncNeedsTheCallersRightsOnRevisions(t *testing.T) {
+	ctx := context.Background()
+	c := newLiveSyncCaseWith(t, "live-sync-revisions", "RollingInPlace", "a")
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer-children"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list", "create", "patch", "delete"}},
+		},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer-children"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "live-syncer-children"}},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	syncer, err := stack.UserKubeconfig("live-syncer-children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-revisions/sync"
+	// The delegating authorizer caches answers for a few seconds: wait for
+	// the refusal to be about the revision, not the children.
+	var stderr string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, stderr, err = stack.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", c.request)
+		return err != nil && strings.Contains(stderr, "create controllerrevisions.metacontroller.k8s.io "+c.ns+"/"), nil
+	}); err != nil {
+		t.Fatalf("a live sync of a rolling parent by a user who may not write its ControllerRevisions: %v\n%s\nwant Forbidden naming the revision", err, stderr)
+	}
+	if cms, _ := stack.Kube.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"}); len(cms.Items) > 0 {
+		t.Errorf("a refused sync created %d ConfigMaps", len(cms.Items))
+	}
+}
+
 // TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing: children a
 // sync made stay when the hook later fails or answers garbage, and the
 // caller gets 502 HookFailed naming the controller and the hook.
@@ -253,10 +301,17 @@ type liveSyncCase struct {
 
 func newLiveSyncCase(t *testing.T, name string, items ...interface{}) liveSyncCase {
 	t.Helper()
+	return newLiveSyncCaseWith(t, name, "InPlace", items...)
+}
+
+// newLiveSyncCaseWith is newLiveSyncCase with the ConfigMaps' update
+// method.
+func newLiveSyncCaseWith(t *testing.T, name, method string, items ...interface{}) liveSyncCase {
+	t.Helper()
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	createNamespace(t, name)
-	if err := stack.Apply(ctx, helloController(name, hook.URL, "InPlace")); err != nil {
+	if err := stack.Apply(ctx, helloController(name, hook.URL, method)); err != nil {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(stack.AdminConfig)

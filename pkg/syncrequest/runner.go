@@ -321,6 +321,23 @@ func (r *Runner) allowPlan(ctx context.Context, parentGVR schema.GroupVersionRes
 		for _, verb := range planVerbs[item.Action] {
 			check(verb, item.GVR, "", obj.GetNamespace(), obj.GetName())
 		}
+		if item.Takeover != nil && item.Action == v1alpha1.SyncActionUnchanged {
+			// A child taken over from Metacontroller is patched even
+			// when nothing else of it changes.
+			check("patch", item.GVR, "", obj.GetNamespace(), obj.GetName())
+		}
+	}
+	// The rollout's ControllerRevisions are written in the parent's
+	// namespace, in the server's name, too.
+	if rollout := plan.Rollout; rollout != nil {
+		for _, writes := range []struct {
+			verb string
+			revs []*v1alpha1.ControllerRevision
+		}{{"create", rollout.Create}, {"update", rollout.Update}, {"delete", rollout.Delete}} {
+			for _, rev := range writes.revs {
+				check(writes.verb, definition.ControllerRevisions, "", rev.Namespace, rev.Name)
+			}
+		}
 	}
 	check("update", parentGVR, "status", parent.GetNamespace(), parent.GetName())
 	if len(missing) > 0 {

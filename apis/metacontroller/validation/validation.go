@@ -295,6 +295,13 @@ func (c *checker) checkChildResources(children []metacontroller.CompositeControl
 		child := &children[i]
 		idxPath := fldPath.Index(i)
 		c.err(validateResourceRule(&child.ResourceRule, idxPath)...)
+		if gv, err := schema.ParseGroupVersion(child.APIVersion); err == nil && gv.Group == metacontroller.GroupName {
+			// The loop writes children in the server's name: a child of
+			// this server's own group (a CompositeController, say) would
+			// be checked against the server's rights, not the author's,
+			// and so lend them the server's.
+			c.err(field.Forbidden(idxPath.Child("apiVersion"), "children of "+metacontroller.GroupName+" would be written in composite-apiserver's own name, and checked against its rights rather than the controller's author's"))
+		}
 
 		if key := resourceKey(&child.ResourceRule); key != "" {
 			if key == parentKey {

@@ -389,6 +389,14 @@ func TestValidateCompositeController(t *testing.T) {
 			},
 		},
 		{
+			name: "children of this server's own group are refused: they would be written in its name",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.ChildResources = append(cc.Spec.ChildResources,
+					metacontroller.CompositeControllerChildResourceRule{ResourceRule: metacontroller.ResourceRule{APIVersion: "metacontroller.k8s.io/v1alpha1", Resource: "compositecontrollers"}})
+			},
+			want: []wantErr{{"spec.childResources[1].apiVersion", field.ErrorTypeForbidden}},
+		},
+		{
 			// Metacontroller accepts it; see TestWarnings.
 			name: "child equal to the parent is accepted",
 			mutate: func(cc *metacontroller.CompositeController) {

@@ -42,18 +42,7 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 	ctx := context.Background()
 	outage := outageLength(t)
 	const ns = "outage"
-	createNamespace(t, ns)
-	admin, err := clientset.NewForConfig(stack.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev := &v1alpha1.ControllerRevision{
-		ObjectMeta:  metav1.ObjectMeta{Name: "left-in-the-namespace"},
-		ParentPatch: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
-	}
-	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	admin, _ := revisionIn(t, ns, "left-in-the-namespace")
 
 	if err := stack.StopComposite(); err != nil {
 		t.Fatal(err)
@@ -109,23 +98,11 @@ func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
 	ctx := context.Background()
 	const ns = "unregister"
 	createNamespace(t, ns)
-	admin, err := clientset.NewForConfig(stack.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	owner, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := &v1alpha1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: "of-a-parent", OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
-		}}},
-		ParentPatch: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
-	}
-	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	admin, rev := revisionIn(t, ns, "of-a-parent", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID})
 
 	if err := stack.StopComposite(); err != nil {
 		t.Fatal(err)
@@ -215,4 +192,25 @@ func waitNamespaceGone(t *testing.T, ns string, timeout time.Duration) {
 	if err != nil {
 		t.Fatalf("namespace %s was not deleted: %v", ns, err)
 	}
+}
+
+// revisionIn creates a ControllerRevision named name in ns as the
+// administrator, owned by owners, and returns the client it used: an
+// object of ours in a namespace, for the tests of what happens to it when
+// the namespace goes.
+func revisionIn(t *testing.T, ns, name string, owners ...metav1.OwnerReference) (clientset.Interface, *v1alpha1.ControllerRevision) {
+	t.Helper()
+	createNamespace(t, ns)
+	admin, err := clientset.NewForConfig(stack.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := &v1alpha1.ControllerRevision{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		ParentPatch: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
+	}
+	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(context.Background(), rev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return admin, rev
 }

@@ -9,12 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 )
 
 // TestUninstallInOrderLeavesNamespaceDeletionWorking follows the
@@ -29,18 +27,7 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 	dumpLogsOnFailure(t)
 	ctx := context.Background()
 	const ns = "uninstall"
-	createNamespace(t, ns)
-	admin, err := clientset.NewForConfig(stack.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev := &v1alpha1.ControllerRevision{
-		ObjectMeta:  metav1.ObjectMeta{Name: "left-in-the-namespace"},
-		ParentPatch: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
-	}
-	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	admin, rev := revisionIn(t, ns, "left-in-the-namespace")
 
 	// 1. The APIService: kube-apiserver stops proxying and advertising
 	//    the group.
@@ -57,7 +44,7 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		groups, err := stack.Kube.Discovery().ServerGroups()
 		if err != nil {
 			return false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -94,9 +95,13 @@ func TestAuthorMustReadWhatTheHooksCredentialsComeFrom(t *testing.T) {
 
 	// The check asks for the named object, in its namespace.
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
+	// CheckAuthor asks all at once.
+	var mu sync.Mutex
 	asked := map[string]bool{}
 	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		mu.Lock()
 		asked[a.GetVerb()+" "+a.GetResource()+" "+a.GetNamespace()+"/"+a.GetName()] = true
+		mu.Unlock()
 		if a.GetResource() == "secrets" && a.GetNamespace() == "kube-system" {
 			return authorizer.DecisionNoOpinion, "", nil
 		}

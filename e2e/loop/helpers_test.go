@@ -442,20 +442,27 @@ func compositeGet(t *testing.T, path string) string {
 }
 
 // restartWith runs the stack's composite-apiserver with extra flags for the
-// rest of t, and as before after it.
+// rest of t, and as before after it. Each time it waits until kube-apiserver
+// proxies to the server again: the aggregator marks the APIService
+// unavailable while the server is down, and answers 503 until it has
+// checked it again.
 func restartWith(t *testing.T, args ...string) {
 	t.Helper()
-	if err := stack.StopComposite(); err != nil {
-		t.Fatal(err)
+	restart := func(args ...string) error {
+		ctx := context.Background()
+		if err := stack.StopComposite(); err != nil {
+			return err
+		}
+		if err := stack.StartComposite(ctx, args...); err != nil {
+			return err
+		}
+		return stack.WaitAPIServiceAvailable(ctx, true)
 	}
-	if err := stack.StartComposite(context.Background(), args...); err != nil {
+	if err := restart(args...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := stack.StopComposite(); err != nil {
-			t.Error(err)
-		}
-		if err := stack.StartComposite(context.Background()); err != nil {
+		if err := restart(); err != nil {
 			t.Error(err)
 		}
 	})

@@ -23,18 +23,7 @@ func TestClusterScopedParentAdoptsNamespacedOrphans(t *testing.T) {
 	setUpStack(t)
 	ctx := context.Background()
 	crd := strings.Replace(crdYAML("adopt.example.com", "clusterparents", "ClusterParent", true), "scope: Namespaced", "scope: Cluster", 1)
-	rights := `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-clusterparents
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["adopt.example.com"]
-  resources: ["clusterparents", "clusterparents/status"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-`
+	rights := serverRights("clusterparents", "adopt.example.com", []string{"clusterparents", "clusterparents/status"}, parentVerbs...)
 	if err := stack.Apply(ctx, crd+rights); err != nil {
 		t.Fatal(err)
 	}

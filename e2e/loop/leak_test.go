@@ -131,17 +131,7 @@ func leakRound(t *testing.T, hookURL string, round, n int) {
 		fmt.Fprintf(&crds, "%s---\n", crdYAML(group, fmt.Sprintf("leak%ds", i), fmt.Sprintf("Leak%d", i), true))
 		crdNames[i] = fmt.Sprintf("leak%ds.%s", i, group)
 	}
-	fmt.Fprintf(&crds, `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-%[1]s
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["%[1]s"]
-  resources: ["*"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-`, group)
+	crds.WriteString(serverRights(group, group, []string{"*"}, parentVerbs...))
 	if err := stack.Apply(ctx, crds.String()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,20 +50,41 @@ spec:
 `, group, plural, strings.ToLower(kind), kind, sub)
 }
 
-// widgetCRD is a CRD of parity.example.com and the server's rights on it.
-func widgetCRD(plural, kind string, status bool) string {
-	return crdYAML("parity.example.com", plural, kind, status) + fmt.Sprintf(`---
+// serverRights is a ClusterRole, named composite-apiserver-<name>, that
+// gives composite-apiserver verbs on resources of group through the
+// aggregated ClusterRole of artifacts/deploy/rbac.yaml, as an admin grants
+// it rights for a controller: a YAML document to apply, "---" first.
+func serverRights(name, group string, resources []string, verbs ...string) string {
+	return fmt.Sprintf(`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
-  name: composite-apiserver-parity-%[1]s
+  name: composite-apiserver-%s
   labels:
     metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
 rules:
-- apiGroups: ["parity.example.com"]
-  resources: ["%[1]s", "%[1]s/status"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-`, plural)
+- apiGroups: [%q]
+  resources: [%s]
+  verbs: [%s]
+`, name, group, quoted(resources), quoted(verbs))
+}
+
+func quoted(items []string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = strconv.Quote(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// parentVerbs are the rights the server needs on a parent resource and its
+// status.
+var parentVerbs = []string{"get", "list", "watch", "update", "patch"}
+
+// widgetCRD is a CRD of parity.example.com and the server's rights on it.
+func widgetCRD(plural, kind string, status bool) string {
+	return crdYAML("parity.example.com", plural, kind, status) +
+		serverRights("parity-"+plural, "parity.example.com", []string{plural, plural + "/status"}, parentVerbs...)
 }
 
 func parityController(name, plural, hookURL string) string {
@@ -407,17 +429,7 @@ func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
 func TestRelatedObjects(t *testing.T) {
 	hook := setUp(t)
 	ns := namespace(t, "parity-related")
-	if err := stack.Apply(context.Background(), `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-parity-namespaces
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: [""]
-  resources: ["namespaces"]
-  verbs: ["get", "list", "watch"]
-`); err != nil {
+	if err := stack.Apply(context.Background(), serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
 	controller{Name: "parity-related", HookURL: hook.URL,

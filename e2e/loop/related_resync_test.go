@@ -164,18 +164,7 @@ func TestRelatedResourceTheServerCannotListHoldsNoWorker(t *testing.T) {
 			fmt.Errorf("lastSyncError %q", got.Status.LastSyncError))
 	})
 
-	grant := `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-related-roles
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["rbac.authorization.k8s.io"]
-  resources: ["roles"]
-  verbs: ["list", "watch"]
-`
-	if err := stack.Apply(ctx, grant); err != nil {
+	if err := stack.Apply(ctx, serverRights("related-roles", "rbac.authorization.k8s.io", []string{"roles"}, "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -23,18 +23,8 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 // widgets.example.com with a status, which the tests write by hand as the
 // widgets' own controller would (there is none), and the server's rights
 // on it.
-var rollingChildren = crdYAML("example.com", "widgets", "Widget", true) + `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-widgets
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["example.com"]
-  resources: ["widgets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`
+var rollingChildren = crdYAML("example.com", "widgets", "Widget", true) +
+	serverRights("widgets", "example.com", []string{"widgets"}, "get", "list", "watch", "create", "update", "patch", "delete")
 
 var widgetsOnce sync.Once
 

@@ -69,8 +69,13 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	}
 	// From the watch cache: a sync runs the controller as it is known
 	// now, and an etcd quorum read per preview would cost more than the
-	// preview itself.
+	// preview itself. A controller the cache has not seen yet (created a
+	// moment ago, and previewed at once) is read from etcd: a miss must
+	// not answer 404 for what the caller has just created.
 	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		stored, err = r.store.Get(ctx, name, &metav1.GetOptions{})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -54,4 +54,3 @@ func TestSyncOfAControllerJustCreatedFindsIt(t *testing.T) {
 		t.Errorf("synced %q after %d quorum reads; want the controller, read once from etcd", syncer.name, cache.quorumReads)
 	}
 }
-

@@ -69,6 +69,8 @@ type ExtraConfig struct {
 	// refused when a controller is written (an address in its URL) and
 	// when a hook is called (every address a name resolves to).
 	HookDestinations hooks.Destinations
+	// Identity is the operator's policy on controller identities.
+	Identity rights.IdentityPolicy
 }
 
 // LoopConfig configures the embedded controller loop.
@@ -154,8 +156,11 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
-	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	runner.Identity = c.ExtraConfig.Identity
+	opts.Syncer = runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
+	opts.Identity = c.ExtraConfig.Identity
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
 		return nil, err
@@ -222,6 +227,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations,
+			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")

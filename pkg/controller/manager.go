@@ -14,12 +14,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -38,6 +40,7 @@ import (
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -75,6 +78,14 @@ type Config struct {
 	FinalizeGrace time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
+	// Authorizer answers whether a controller's subject (its identity or
+	// author) may do something: the server's delegated authorizer, whose
+	// SubjectAccessReviews are cached.
+	Authorizer authorizer.Authorizer
+	// Impersonator makes the clients of controllers with an identity.
+	Impersonator Impersonator
+	// Identity is the operator's policy on controller identities.
+	Identity rights.IdentityPolicy
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -115,6 +126,11 @@ type Manager struct {
 	waiting   map[string]bool
 	// started are the names of the running controllers, for retryWaiting.
 	started map[string]bool
+
+	// access checks controllers' subjects; serviceAccounts, that their
+	// identities exist.
+	access          rights.Access
+	serviceAccounts *serviceAccounts
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -125,7 +141,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = 5 * time.Second
 	}
-	return &Manager{
+	m := &Manager{
 		cfg:     cfg,
 		secrets: hooks.NewClusterSecretSource(cfg.Kube),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -139,7 +155,10 @@ func NewManager(cfg Config) *Manager {
 		started:   map[string]bool{},
 		unchanged: newUnchanged(cfg.Schemas),
 		informers: map[schema.GroupVersionResource]*sharedInformer{},
+		access:    rights.Access{Authorizer: cfg.Authorizer},
 	}
+	m.serviceAccounts = newServiceAccounts(m)
+	return m
 }
 
 // Run runs the loop until ctx is done, then stops every controller.
@@ -174,8 +193,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
 			// Our own status writes do not change the generation: only
-			// spec changes restart a controller.
-			if old.(*v1alpha1.CompositeController).Generation != cur.(*v1alpha1.CompositeController).Generation {
+			// spec changes restart a controller, and a new author (whose
+			// rights its checks are made against).
+			o, c := old.(*v1alpha1.CompositeController), cur.(*v1alpha1.CompositeController)
+			if o.Generation != c.Generation || !equality.Semantic.DeepEqual(o.Status.Author, c.Status.Author) {
 				enqueue(cur)
 			}
 		},
@@ -283,6 +304,7 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		return nil
 	}
 	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation &&
+		equality.Semantic.DeepEqual(current.cc.Status.Author, cc.Status.Author) &&
 		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
 		return nil
 	}
@@ -296,7 +318,19 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 	pc, err := newParentController(ctx, m, cc.DeepCopy())
 	var noStatus *noStatusError
 	var forbidden *forbiddenError
+	var noAuthor *authorUnknownError
 	switch {
+	case errors.As(err, &noAuthor):
+		// Nothing to retry: writing the controller again requeues it.
+		reason := "AuthorUnknown"
+		if errors.Is(noAuthor.err, rights.ErrIdentityRequired) {
+			reason = "IdentityRequired"
+		}
+		if m.setNotReady(ctx, cc, reason, err) {
+			logger.Info("Not running the controller", "reason", reason)
+			m.event(cc, corev1.EventTypeWarning, reason, err.Error())
+		}
+		return nil
 	case errors.As(err, &noStatus):
 		// As Metacontroller: no loop for such a parent, and an Event that
 		// says why; a CRD updated to have a status is picked up by the next

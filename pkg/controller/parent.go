@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -39,6 +39,8 @@ type parentController struct {
 	hooks      *hooks.ControllerHooks
 	customize  *customizeCache
 	workers    int
+	// actor is whom the loop acts as for this controller.
+	actor *actor
 
 	parents  informers.GenericInformer
 	children map[schema.GroupVersionResource]informers.GenericInformer
@@ -102,14 +104,17 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	if !hasStatus {
 		return nil, &noStatusError{gvr: def.Parent.GVR}
 	}
+	if pc.actor, err = m.actorFor(ctx, cc, def); err != nil {
+		return nil, err
+	}
 	checker := rights.Checker{Kube: m.cfg.Kube}
-	if missing, err := checker.Missing(ctx, def); err != nil {
+	if missing, err := checker.MissingOf(ctx, serverRights(def, pc.actor)); err != nil {
 		return nil, err
 	} else if len(missing) > 0 {
 		return nil, &forbiddenError{message: rights.Describe(def.Name, missing)}
 	}
-	if pc.hooks, err = hooks.Build(ctx, def, m.secrets, m.cfg.HookDestinations); err != nil {
-		return nil, err
+	if pc.hooks, err = hooks.Build(ctx, def, pc.actor.secrets(m.secrets), m.cfg.HookDestinations); err != nil {
+		return nil, forbidden(err)
 	}
 	h := pc.hooks.Hooks
 	if h.Customize != nil {
@@ -268,8 +273,7 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) &&
-		!definition.HasFinalizer(u, pc.rec.Def.Finalizer) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.Def.Handles(u) {
 		return
 	}
 	pc.queue.Add(key)
@@ -399,21 +403,46 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 		return 0, err
 	}
 	parent := obj.(*unstructured.Unstructured).DeepCopy()
+	if !pc.rec.Def.Handles(parent) {
+		// A child's ownerReference queued a parent another controller
+		// of the same resource handles: reconcile skips it, and nothing
+		// of it may be checked or said here.
+		return 0, nil
+	}
+	if err := pc.checkActor(ctx, parent); err != nil {
+		pc.status.authorized(err)
+		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
+		return 0, err
+	}
 	lister := &informerLister{pc: pc, ctx: ctx}
+	related := &rights.RelatedLister{ObjectLister: lister, Access: pc.m.access, Subject: pc.actor.subject}
+	client, meta := pc.m.cfg.Dynamic, pc.m.cfg.Metadata
+	if c := pc.actor.clients; c != nil {
+		client, meta = c.Dynamic, c.Metadata
+	}
 	res, err := pc.rec.Sync(ctx, reconcile.Env{
-		Client:    pc.m.cfg.Dynamic,
-		Metadata:  pc.m.cfg.Metadata,
+		Client:    client,
+		Metadata:  meta,
 		Resolver:  definition.RESTMapperResolver(pc.m.cfg.Discovery),
 		Children:  lister,
 		Index:     lister,
-		Related:   lister,
+		Related:   related,
 		Recorder:  pc.m.recorder,
-		Revisions: reconcile.ClientRevisions{Client: pc.m.cfg.Dynamic},
+		Revisions: reconcile.ClientRevisions{Client: client},
 		// A nil *Schemas must stay a nil interface.
 		Ownership: pc.m.ownership(),
 	}, parent, reconcile.Options{})
 	if res.Plan != nil || err != nil {
 		pc.status.hookCalled(err)
+	}
+	if denied := related.Denied(); len(denied) > 0 {
+		msg := deniedMessage(denied)
+		pc.status.authorized(errors.New(msg))
+		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "RelatedForbidden", msg)
+	} else if apierrors.IsForbidden(err) {
+		pc.status.authorized(err)
+	} else if err == nil {
+		pc.status.authorized(nil)
 	}
 	if pc.m.unchanged != nil {
 		for _, d := range res.Done {
@@ -426,6 +455,20 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 		return 0, err
 	}
 	return res.RequeueAfter, nil
+}
+
+// checkActor refuses a sync its identity could not make: one whose
+// ServiceAccount is gone, or that may not list the parent's or children's
+// resources in the parent's namespace.
+func (pc *parentController) checkActor(ctx context.Context, parent *unstructured.Unstructured) error {
+	sa := pc.actor.subject.ServiceAccount
+	if sa == nil {
+		return nil
+	}
+	if err := pc.m.serviceAccounts.exists(ctx, *sa); err != nil {
+		return err
+	}
+	return pc.actor.checkReads(ctx, pc.m.access, pc.rec.Def, parent.GetNamespace())
 }
 
 // onlyStatusChanged tells whether two versions of a parent differ in

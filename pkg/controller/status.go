@@ -31,6 +31,7 @@ type statusTracker struct {
 	mu            sync.Mutex
 	ready         metav1.Condition
 	hook          *metav1.Condition
+	access        *metav1.Condition
 	lastSync      time.Time
 	lastSyncError string
 	written       *v1alpha1.CompositeControllerStatus
@@ -65,6 +66,19 @@ func (s *statusTracker) hookCalled(err error) {
 	s.hook = &c
 }
 
+// authorized records whether the last sync could read and write all it
+// needed as the controller's subject: a refusal names the subject and the
+// right.
+func (s *statusTracker) authorized(err error) {
+	c := metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionTrue, Reason: "Allowed", Message: "the last sync was allowed everything it did"}
+	if err != nil {
+		c = metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionFalse, Reason: "Forbidden", Message: truncate(err.Error(), 1024)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access = &c
+}
+
 func (s *statusTracker) synced(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,6 +108,9 @@ func (s *statusTracker) desired(pc *parentController) v1alpha1.CompositeControll
 	conditions := []metav1.Condition{s.ready}
 	if s.hook != nil {
 		conditions = append(conditions, *s.hook)
+	}
+	if s.access != nil {
+		conditions = append(conditions, *s.access)
 	}
 	for _, c := range conditions {
 		c.ObservedGeneration = s.cc.Generation

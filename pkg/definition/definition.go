@@ -268,6 +268,12 @@ func (d *Definition) ManagesChildren(parent *unstructured.Unstructured) bool {
 	return d.Hooks.Finalize != nil && HasFinalizer(parent, d.Finalizer)
 }
 
+// Handles tells whether the controller syncs parent: one its label
+// selector matches, or one that still carries its finalizer.
+func (d *Definition) Handles(parent *unstructured.Unstructured) bool {
+	return d.ParentLabels.Matches(labels.Set(parent.GetLabels())) || HasFinalizer(parent, d.Finalizer)
+}
+
 // HasFinalizer tells whether obj carries finalizer.
 func HasFinalizer(obj metav1.Object, finalizer string) bool {
 	return slices.Contains(obj.GetFinalizers(), finalizer)

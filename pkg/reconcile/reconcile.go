@@ -372,9 +372,7 @@ func (c *Controller) existing(env Env, opts Options) engine.ChildIndex {
 // ours tells whether the controller syncs parent: it matches the label
 // selector, or it carries the finalizer, which only the finalize hook may
 // take off.
-func (c *Controller) ours(parent *unstructured.Unstructured) bool {
-	return c.Def.ParentLabels.Matches(labels.Set(parent.GetLabels())) || definition.HasFinalizer(parent, c.Def.Finalizer)
-}
+func (c *Controller) ours(parent *unstructured.Unstructured) bool { return c.Def.Handles(parent) }
 
 // syncFinalizer puts the finalizer on a live parent when the controller has
 // a finalize hook, and takes it off when the controller no longer has one,

@@ -58,6 +58,12 @@ func AuthorRights(def *definition.Definition) []Right {
 	return out
 }
 
+// ImpersonateRight is the right to act as sa, which writing a controller
+// that names it as its identity requires.
+func ImpersonateRight(sa v1alpha1.ServiceAccountReference) Right {
+	return Right{Verb: "impersonate", Resource: "serviceaccounts", Namespace: sa.Namespace, Name: sa.Name}
+}
+
 func isChild(def *definition.Definition, r Right) bool {
 	for _, c := range def.Children {
 		if c.GVR.Group == r.Group && c.GVR.Resource == r.Resource {
@@ -86,6 +92,14 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 		return apierrors.NewBadRequest(err.Error())
 	}
 	needed := AuthorRights(def)
+	why := "its loop would act with composite-apiserver's identity on what you may not touch yourself"
+	if sa := cc.Spec.ServiceAccount; sa != nil {
+		// The loop acts as the ServiceAccount, whose rights
+		// kube-apiserver judges: the author needs only what `kubectl
+		// --as` needs to act as it.
+		needed = []Right{ImpersonateRight(*sa)}
+		why = fmt.Sprintf("its loop would act as ServiceAccount %s/%s (spec.serviceAccount)", sa.Namespace, sa.Name)
+	}
 	// All at once: each may be a SubjectAccessReview to kube-apiserver
 	// (the delegating authorizer caches answers for a few seconds).
 	denied := make([]bool, len(needed))
@@ -117,8 +131,7 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 	}
 	if len(missing) > 0 {
 		return apierrors.NewForbidden(gr, cc.Name, fmt.Errorf(
-			"its loop would act with composite-apiserver's identity on what you may not touch yourself; you may not %s (in all namespaces unless named)",
-			strings.Join(missing, ", ")))
+			"%s; you may not %s (in all namespaces unless named)", why, strings.Join(missing, ", ")))
 	}
 	return nil
 }

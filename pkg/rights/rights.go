@@ -56,7 +56,11 @@ const cacheTTL = 10 * time.Second
 // Missing returns the rights def needs that the server lacks, asking about
 // the ones not known now all at once.
 func (c *Checker) Missing(ctx context.Context, def *definition.Definition) ([]Right, error) {
-	needed := Needed(def)
+	return c.MissingOf(ctx, Needed(def))
+}
+
+// MissingOf returns the rights of needed that the server lacks.
+func (c *Checker) MissingOf(ctx context.Context, needed []Right) ([]Right, error) {
 	allowed := c.lookup(needed)
 	var unknown []Right
 	for _, r := range needed {

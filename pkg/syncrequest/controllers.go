@@ -54,13 +54,23 @@ func newControllers(secrets hooks.SecretSource, dest hooks.Destinations) *contro
 // cc is new or its spec changed. A controller without a uid (not stored)
 // is built each time and not kept: the caller closes nothing either way,
 // the cache does when it drops an entry.
-func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver) (*definition.Definition, *hooks.ControllerHooks, error) {
+//
+// secretsFor, when set, is asked on every call, before any credential is
+// read: it refuses a controller whose subject may not read them, and says
+// where they are read from (as the controller's identity, when it has one).
+func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver, secretsFor func(*definition.Definition) (hooks.SecretSource, error)) (*definition.Definition, *hooks.ControllerHooks, error) {
+	if secretsFor == nil {
+		secretsFor = func(*definition.Definition) (hooks.SecretSource, error) { return c.secrets, nil }
+	}
 	now := c.now()
 	c.mu.Lock()
 	c.sweepLocked(now)
 	if e, ok := c.byUID[cc.UID]; ok && cc.UID != "" && e.generation == cc.Generation {
 		e.used = now
 		c.mu.Unlock()
+		if _, err := secretsFor(e.def); err != nil {
+			return nil, nil, err
+		}
 		return e.def, e.hooks, nil
 	}
 	c.mu.Unlock()
@@ -68,7 +78,11 @@ func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController,
 	if err != nil {
 		return nil, nil, compileError{err}
 	}
-	built, err := hooks.Build(ctx, def, c.secrets, c.dest)
+	secrets, err := secretsFor(def)
+	if err != nil {
+		return nil, nil, err
+	}
+	built, err := hooks.Build(ctx, def, secrets, c.dest)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,16 +21,16 @@ func TestControllersAreForgottenWhenIdle(t *testing.T) {
 	resolver := definition.GuessingResolver()
 
 	a := configMapController("a", "uid-a", "http://hook.example/sync")
-	first, _, err := c.get(ctx, a, resolver)
+	first, _, err := c.get(ctx, a, resolver, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _, _ := c.get(ctx, a, resolver); again != first {
+	if again, _, _ := c.get(ctx, a, resolver, nil); again != first {
 		t.Error("an unchanged controller was compiled again")
 	}
 	changed := a.DeepCopy()
 	changed.Generation++
-	if next, _, _ := c.get(ctx, changed, resolver); next == first {
+	if next, _, _ := c.get(ctx, changed, resolver, nil); next == first {
 		t.Error("a changed spec was not compiled again")
 	}
 
@@ -38,7 +38,7 @@ func TestControllersAreForgottenWhenIdle(t *testing.T) {
 	b := configMapController("b", "uid-b", "http://hook.example/sync")
 	for i := 0; i < 12; i++ {
 		now = now.Add(time.Minute)
-		if _, _, err := c.get(ctx, b, resolver); err != nil {
+		if _, _, err := c.get(ctx, b, resolver, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -60,6 +61,9 @@ type Runner struct {
 	// controllers are the controllers asked about, compiled.
 	controllers *controllers
 	recorder    record.EventRecorder
+	// Identity is the operator's policy on controller identities: whom
+	// a controller's reads and writes are checked against and done as.
+	Identity rights.IdentityPolicy
 }
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
@@ -91,11 +95,22 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if r.cluster != nil {
 		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
 	}
-	def, controllerHooks, err := r.controllers.get(ctx, cc, resolver)
+	var act *actor
+	def, controllerHooks, err := r.controllers.get(ctx, cc, resolver, func(def *definition.Definition) (hooks.SecretSource, error) {
+		var err error
+		act, err = r.actorFor(ctx, cc, def)
+		if err != nil {
+			return nil, err
+		}
+		return act.secrets, nil
+	})
 	var invalid compileError
+	var apiErr apierrors.APIStatus
 	switch {
 	case errors.As(err, &invalid):
 		return nil, apierrors.NewBadRequest(invalid.Error())
+	case errors.As(err, &apiErr):
+		return nil, err
 	case err != nil:
 		return nil, hookFailed(err)
 	}
@@ -108,7 +123,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env, children, warnings := r.env(resolver, dryRun)
+	env, children, warnings := r.env(resolver, dryRun, act)
 	if !dryRun {
 		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
@@ -119,6 +134,11 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	}
 	res, err := rec.Sync(ctx, env, parent, opts)
 	warnings = append(warnings, res.Warnings...)
+	if related, ok := env.Related.(*rights.RelatedLister); ok {
+		for _, denied := range related.Denied() {
+			warnings = append(warnings, "related objects not sent to the hook: "+denied.Error())
+		}
+	}
 	if apierrors.IsForbidden(err) && len(res.Done) == 0 {
 		// The caller may not do what the plan does: nothing was done.
 		return nil, err
@@ -197,20 +217,30 @@ func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
 // keeps what the sync lists of the child resources, where a preview finds
 // the live child of a desired one the plan holds no observed object for
 // (released, or someone else's); nil without a cluster.
-func (r *Runner) env(resolver definition.KindResolver, dryRun bool) (env reconcile.Env, children *callerLister, warnings []string) {
+func (r *Runner) env(resolver definition.KindResolver, dryRun bool, act *actor) (env reconcile.Env, children *callerLister, warnings []string) {
 	if r.cluster == nil {
 		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
 	}
 	children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
+	client, meta := r.cluster.Dynamic, r.cluster.Metadata
+	if act.clients != nil {
+		client, meta = act.clients.Dynamic, act.clients.Metadata
+	}
 	return reconcile.Env{
-		Client:    r.cluster.Dynamic,
-		Metadata:  r.cluster.Metadata,
-		Resolver:  resolver,
-		Children:  children,
-		Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
+		Client:   client,
+		Metadata: meta,
+		Resolver: resolver,
+		Children: children,
+		// What reaches the hook: what the caller may list, and the
+		// controller's identity or author too.
+		Related: &rights.RelatedLister{
+			ObjectLister: &callerLister{cluster: r.cluster, authorizer: r.authorizer},
+			Access:       rights.Access{Authorizer: r.authorizer},
+			Subject:      act.subject,
+		},
 		Recorder:  r.recorder,
 		Ownership: r.cluster.Schemas,
-		Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},
+		Revisions: reconcile.ClientRevisions{Client: client},
 	}, children, nil
 }
 

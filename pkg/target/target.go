@@ -5,7 +5,9 @@ package target
 
 import (
 	"fmt"
+	"sync"
 
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -29,6 +31,48 @@ type Cluster struct {
 	// child is compared with what the controller applied before; they are
 	// read again whenever discovery is.
 	Schemas *fieldowner.Schemas
+
+	// config is what the clients were made of; As impersonates with it.
+	config *rest.Config
+	// identities are the clients As made, by user name.
+	identities sync.Map
+}
+
+// Clients write to the target cluster as one identity.
+type Clients struct {
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+	Kube     kubernetes.Interface
+}
+
+// As returns clients that impersonate the ServiceAccount namespace/name, so
+// that kube-apiserver's RBAC judges what they do as that ServiceAccount
+// (which gets its groups from kube-apiserver, as `kubectl --as` does). They
+// share the server's connections: impersonation is a header.
+func (c *Cluster) As(namespace, name string) (*Clients, error) {
+	username := serviceaccount.MakeUsername(namespace, name)
+	if got, ok := c.identities.Load(username); ok {
+		return got.(*Clients), nil
+	}
+	if c.config == nil {
+		return nil, fmt.Errorf("can't act as %s: no client configuration", username)
+	}
+	config := rest.CopyConfig(c.config)
+	config.Impersonate = rest.ImpersonationConfig{UserName: username}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
+	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
+	}
+	got, _ := c.identities.LoadOrStore(username, &Clients{Dynamic: dyn, Metadata: meta, Kube: kube})
+	return got.(*Clients), nil
 }
 
 // New connects to the cluster of config.
@@ -48,5 +92,5 @@ func New(config *rest.Config) (*Cluster, error) {
 	disc := NewDiscovery(kube.Discovery())
 	schemas := fieldowner.NewSchemas(disc.Client().OpenAPIV3())
 	disc.OnRefresh(schemas.Reset)
-	return &Cluster{Dynamic: dyn, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas}, nil
+	return &Cluster{Dynamic: dyn, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
 // Storage is every REST endpoint of the compositecontrollers resource.
@@ -48,8 +49,14 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, opts Options) (*Storage, error) {
 	s := NewStrategy(scheme)
 	s.destinations = opts.HookDestinations
+	s.identityRequired = opts.Identity.Required && opts.Identity.Default == nil
 	if opts.Rights != nil {
 		s.rightsWarnings = rightsWarnings(scheme, opts.Rights)
+	}
+	if opts.Authors != nil {
+		s.mayAuthor = func(ctx context.Context, cc *metacontroller.CompositeController) bool {
+			return checkAuthor(ctx, scheme, opts.Authors, cc) == nil
+		}
 	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
@@ -108,6 +115,8 @@ type Options struct {
 	Authors AuthorChecker
 	// HookDestinations are the address ranges hook URLs may not name.
 	HookDestinations hooks.Destinations
+	// Identity is the operator's policy on controller identities.
+	Identity rights.IdentityPolicy
 }
 
 // AuthorChecker refuses, with a Forbidden error, a CompositeController

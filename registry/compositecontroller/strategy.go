@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
@@ -33,6 +34,12 @@ type strategy struct {
 	rightsWarnings func(ctx context.Context, cc *metacontroller.CompositeController) []string
 	// destinations are the address ranges hooks may not be called at.
 	destinations hooks.Destinations
+	// mayAuthor tells whether the request's user passes the author checks
+	// of cc; nil without a target cluster.
+	mayAuthor func(ctx context.Context, cc *metacontroller.CompositeController) bool
+	// identityRequired refuses a controller that names no ServiceAccount
+	// (--require-controller-service-account without a default).
+	identityRequired bool
 }
 
 // expressions compiles the CEL and templates of patches with the patch
@@ -63,20 +70,47 @@ func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // and starts the generation at 1.
 func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
-	cc.Status = metacontroller.CompositeControllerStatus{}
+	cc.Status = metacontroller.CompositeControllerStatus{Author: AuthorOf(ctx)}
 	cc.Generation = 1
+}
+
+// AuthorOf is the user of the request in ctx, as the controller's author;
+// nil when the request has none.
+func AuthorOf(ctx context.Context) *metacontroller.ControllerAuthor {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok || u == nil {
+		return nil
+	}
+	a := &metacontroller.ControllerAuthor{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+	if extra := u.GetExtra(); len(extra) > 0 {
+		a.Extra = make(map[string]metacontroller.ExtraValue, len(extra))
+		for k, v := range extra {
+			a.Extra[k] = v
+		}
+	}
+	return a
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when,
 // and only when, the spec changed, so that status.observedGeneration tells
-// whether the loop runs the current spec.
-func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+// whether the loop runs the current spec; whoever changes the spec becomes
+// its author.
+func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Status = oldCC.Status
 	dropDefaultedModes(newCC, oldCC)
-	if !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec) {
+	switch {
+	case !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec):
 		newCC.Generation = oldCC.Generation + 1
+		newCC.Status.Author = AuthorOf(ctx)
+	case oldCC.Status.Author == nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newCC)):
+		// A controller stored before authors were recorded runs nothing
+		// until someone who passes the author checks writes it again, its
+		// spec unchanged or not (`kubectl apply` of the same manifest, an
+		// annotation); a write by anyone else (the garbage collector
+		// updating metadata) leaves it unknown.
+		newCC.Status.Author = AuthorOf(ctx)
 	}
 }
 
@@ -126,7 +160,18 @@ func defaultMode(v metacontroller.HookVersion) metacontroller.ResponseUnmarshall
 
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	cc := obj.(*metacontroller.CompositeController)
-	return append(validation.ValidateCompositeController(cc, expressions), s.validateDestinations(cc)...)
+	errs := append(validation.ValidateCompositeController(cc, expressions), s.validateDestinations(cc)...)
+	return append(errs, s.validateIdentity(cc)...)
+}
+
+// validateIdentity refuses a controller without a ServiceAccount on a
+// server whose operator runs none with the server's own rights.
+func (s strategy) validateIdentity(cc *metacontroller.CompositeController) field.ErrorList {
+	if s.identityRequired && cc.Spec.ServiceAccount == nil {
+		return field.ErrorList{field.Required(field.NewPath("spec", "serviceAccount"),
+			"this server runs only controllers that act as a ServiceAccount (--require-controller-service-account): name one your user may impersonate")}
+	}
+	return nil
 }
 
 // validateDestinations refuses hook URLs whose host is an address in a
@@ -170,8 +215,14 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	cc := obj.(*metacontroller.CompositeController)
-	return append(validation.ValidateCompositeControllerUpdate(cc, old.(*metacontroller.CompositeController), expressions), s.validateDestinations(cc)...)
+	cc, oldCC := obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController)
+	errs := append(validation.ValidateCompositeControllerUpdate(cc, oldCC, expressions), s.validateDestinations(cc)...)
+	if !apiequality.Semantic.DeepEqual(cc.Spec, oldCC.Spec) {
+		// A controller stored before the flag was set keeps working
+		// through metadata updates; its loop refuses to run it.
+		errs = append(errs, s.validateIdentity(cc)...)
+	}
+	return errs
 }
 
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
@@ -226,6 +277,8 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	newCC.Finalizers = oldCC.Finalizers
 	newCC.OwnerReferences = oldCC.OwnerReferences
 	newCC.Generation = oldCC.Generation
+	// The author is the spec's: a status writer cannot choose it.
+	newCC.Status.Author = oldCC.Status.Author
 }
 
 func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

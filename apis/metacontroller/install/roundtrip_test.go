@@ -244,6 +244,9 @@ spec:
   resyncPeriodSeconds: 30
   workers: 3
   generateSelector: true
+  serviceAccount:
+    namespace: metacontroller
+    name: catset-controller
 `
 
 // strictCodecs returns codecs of a scheme built with Install whose decoders

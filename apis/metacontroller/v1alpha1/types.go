@@ -72,6 +72,15 @@ type CompositeControllerSpec struct {
 	// using the parent's spec.selector.
 	// +optional
 	GenerateSelector *bool `json:"generateSelector,omitempty"`
+
+	// serviceAccount, when set, is the identity the controller acts with:
+	// everything its loop and a live /sync do for it (child, revision and
+	// parent writes, hook credential reads, and every read whose objects
+	// reach a hook) is done impersonating this ServiceAccount, so that
+	// kube-apiserver's RBAC judges it. Writing it requires the right to
+	// impersonate the ServiceAccount. Not in Metacontroller.
+	// +optional
+	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 }
 
 // ResourceRule names a resource by API version and plural resource name.
@@ -510,6 +519,9 @@ const (
 	ConditionReady = "Ready"
 	// ConditionHookReachable is True when the last hook call succeeded.
 	ConditionHookReachable = "HookReachable"
+	// ConditionAuthorized says whether the last sync was allowed all it
+	// read and wrote as the controller's identity or author.
+	ConditionAuthorized = "Authorized"
 )
 
 // CompositeControllerStatus is what the embedded controller last observed.
@@ -538,6 +550,13 @@ type CompositeControllerStatus struct {
 	// lastSyncError is the last sync's error, empty after a success.
 	// +optional
 	LastSyncError string `json:"lastSyncError,omitempty"`
+	// author is who last wrote the controller's spec, recorded by the
+	// server and never taken from the client, as kube-apiserver records the
+	// requester of a CertificateSigningRequest. Without an identity
+	// (spec.serviceAccount), the server checks this user's rights before
+	// the objects it reads reach a hook.
+	// +optional
+	Author *ControllerAuthor `json:"author,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -551,3 +570,33 @@ type CompositeControllerList struct {
 	// items are the CompositeControllers.
 	Items []CompositeController `json:"items"`
 }
+
+// ServiceAccountReference names a ServiceAccount.
+type ServiceAccountReference struct {
+	// namespace is the ServiceAccount's namespace.
+	Namespace string `json:"namespace"`
+	// name is the ServiceAccount's name.
+	Name string `json:"name"`
+}
+
+// ControllerAuthor is the user who wrote a controller's spec, as the
+// authenticator of that request said.
+type ControllerAuthor struct {
+	// username is the user's name.
+	// +optional
+	Username string `json:"username,omitempty"`
+	// uid is the user's uid.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// groups are the user's groups.
+	// +optional
+	// +listType=atomic
+	Groups []string `json:"groups,omitempty"`
+	// extra is the authenticator's extra information about the user.
+	// +optional
+	Extra map[string]ExtraValue `json:"extra,omitempty"`
+}
+
+// ExtraValue is one extra attribute of a user: a list of strings, as in
+// authentication.k8s.io.
+type ExtraValue []string

@@ -92,6 +92,11 @@ func (in CompositeControllerStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ControllerAuthor) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerAuthor"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ControllerRevision) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRevision"
 }
@@ -164,6 +169,11 @@ func (in ResourceRule) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretReference) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.SecretReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ServiceAccountReference) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ServiceAccountReference"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

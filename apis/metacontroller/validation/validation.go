@@ -216,7 +216,17 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 	if len(spec.ChildResources) == 0 {
 		c.warn(fldPath.Child("childResources"), "no child resources are listed, so the controller will manage no children")
 	}
+	if sa := spec.ServiceAccount; sa != nil {
+		c.err(validateServiceAccountReference(sa, fldPath.Child("serviceAccount"))...)
+	}
 	return c
+}
+
+// validateServiceAccountReference checks the identity a controller acts
+// as: a namespace and a ServiceAccount name, as kube-apiserver names them.
+func validateServiceAccountReference(sa *metacontroller.ServiceAccountReference, fldPath *field.Path) field.ErrorList {
+	allErrs := validateDNSLabel(sa.Namespace, fldPath.Child("namespace"))
+	return append(allErrs, validateRequired(sa.Name, fldPath.Child("name"), utilvalidation.IsDNS1123Subdomain)...)
 }
 
 // validateResourceRule checks that a rule names a resource the way the

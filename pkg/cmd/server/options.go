@@ -34,6 +34,7 @@ import (
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
@@ -95,6 +96,11 @@ type Options struct {
 	FinalizeGrace time.Duration
 	// HookDeniedCIDRs are the address ranges hooks may not be called at.
 	HookDeniedCIDRs []string
+	// DefaultServiceAccount is NAMESPACE/NAME, the identity of every
+	// controller that names none; RequireServiceAccount refuses
+	// controllers without one.
+	DefaultServiceAccount string
+	RequireServiceAccount bool
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
 
@@ -245,6 +251,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"is refused when the controller is written, and every address a hook's host name resolves to is checked when "+
 			"connecting (hooks use no proxy). The default keeps hooks off link-local addresses and the cloud metadata "+
 			"endpoints, which would answer with this server's credentials; an empty value denies nothing.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-controller-service-account", o.DefaultServiceAccount,
+		"NAMESPACE/NAME of a ServiceAccount that every controller naming none in spec.serviceAccount acts as, so that the "+
+			"server's own rights serve nobody's controller (Flux's --default-service-account). The server must be allowed to "+
+			"impersonate it; authors still need the rights their controller's loop uses.")
+	fs.BoolVar(&o.RequireServiceAccount, "require-controller-service-account", o.RequireServiceAccount,
+		"Refuse controllers that name no ServiceAccount in spec.serviceAccount (unless --default-controller-service-account gives them one), "+
+			"and run none stored before with the server's own rights: each controller then acts only as its own identity, "+
+			"whose rights kube-apiserver's RBAC judges.")
 	fs.DurationVar(&o.FinalizeGrace, "finalize-grace", o.FinalizeGrace,
 		"Once a parent's finalize hook has answered finalized, how long (from the parent's deletion) the loop keeps retrying "+
 			"child deletes that fail before it removes the finalizer anyway and leaves the children to the garbage collector, "+
@@ -345,7 +359,25 @@ func (o *Options) Validate() error {
 	if _, err := hooks.ParseDestinations(o.HookDeniedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--hook-denied-cidrs: %w", err))
 	}
+	if _, err := o.identityPolicy(); err != nil {
+		errs = append(errs, err)
+	}
 	return utilerrors.NewAggregate(errs)
+}
+
+// identityPolicy reads --default-controller-service-account and
+// --require-controller-service-account.
+func (o *Options) identityPolicy() (rights.IdentityPolicy, error) {
+	p := rights.IdentityPolicy{Required: o.RequireServiceAccount}
+	if o.DefaultServiceAccount == "" {
+		return p, nil
+	}
+	namespace, name, ok := strings.Cut(o.DefaultServiceAccount, "/")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
+		return p, fmt.Errorf("--default-controller-service-account=%q: must be NAMESPACE/NAME", o.DefaultServiceAccount)
+	}
+	p.Default = &v1alpha1.ServiceAccountReference{Namespace: namespace, Name: name}
+	return p, nil
 }
 
 func (o *Options) flagChanged(name string) bool {
@@ -384,6 +416,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, fmt.Errorf("--hook-denied-cidrs: %w", err)
 	}
 	config.ExtraConfig.HookDestinations = destinations
+	if config.ExtraConfig.Identity, err = o.identityPolicy(); err != nil {
+		return nil, err
+	}
 	// The cluster of --kubeconfig (or the one the server runs in) is the
 	// one whose parents and children are synced.
 	if serverConfig.ClientConfig != nil {

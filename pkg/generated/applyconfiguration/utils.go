@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.CompositeControllerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerStatus"):
 		return &metacontrollerv1alpha1.CompositeControllerStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ControllerAuthor"):
+		return &metacontrollerv1alpha1.ControllerAuthorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevision"):
 		return &metacontrollerv1alpha1.ControllerRevisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevisionChildren"):
@@ -82,6 +84,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.ResourceRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &metacontrollerv1alpha1.SecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceAccountReference"):
+		return &metacontrollerv1alpha1.ServiceAccountReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceReference"):
 		return &metacontrollerv1alpha1.ServiceReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StatusConditionCheck"):

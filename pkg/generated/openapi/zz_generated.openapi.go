@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.CompositeControllerRevisionHistory{}.OpenAPIModelName():     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref),
 		v1alpha1.CompositeControllerSpec{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerSpec(ref),
 		v1alpha1.CompositeControllerStatus{}.OpenAPIModelName():              schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerStatus(ref),
+		v1alpha1.ControllerAuthor{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerAuthor(ref),
 		v1alpha1.ControllerRevision{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref),
 		v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName():             schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref),
 		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
@@ -62,6 +63,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PatchSelector{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref),
 		v1alpha1.ResourceRule{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
+		v1alpha1.ServiceAccountReference{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceAccountReference(ref),
 		v1alpha1.ServiceReference{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
 		v1alpha1.StatusConditionCheck{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionCheck(ref),
 		v1alpha1.SyncPatchChange{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchChange(ref),
@@ -706,12 +708,18 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "",
 						},
 					},
+					"serviceAccount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "serviceAccount, when set, is the identity the controller acts with: everything its loop and a live /sync do for it (child, revision and parent writes, hook credential reads, and every read whose objects reach a hook) is done impersonating this ServiceAccount, so that kube-apiserver's RBAC judges it. Writing it requires the right to impersonate the ServiceAccount. Not in Metacontroller.",
+							Ref:         ref(v1alpha1.ServiceAccountReference{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"parentResource"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName()},
+			v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -784,11 +792,85 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "",
 						},
 					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author is who last wrote the controller's spec, recorded by the server and never taken from the client, as kube-apiserver records the requester of a CertificateSigningRequest. Without an identity (spec.serviceAccount), the server checks this user's rights before the objects it reads reach a hook.",
+							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerAuthor(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerAuthor is the user who wrote a controller's spec, as the authenticator of that request said.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"username": {
+						SchemaProps: spec.SchemaProps{
+							Description: "username is the user's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid is the user's uid.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "groups are the user's groups.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"extra": {
+						SchemaProps: spec.SchemaProps{
+							Description: "extra is the authenticator's extra information about the user.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type: []string{"array"},
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													Type:   []string{"string"},
+													Format: "",
+												},
+											},
+										},
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1367,6 +1449,36 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref
 					},
 				},
 				Required: []string{"name", "namespace"},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceAccountReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ServiceAccountReference names a ServiceAccount.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace is the ServiceAccount's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the ServiceAccount's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name"},
 			},
 		},
 	}

@@ -47,6 +47,13 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// a controller-uid label of the parent and select them by it, instead of
 	// using the parent's spec.selector.
 	GenerateSelector *bool `json:"generateSelector,omitempty"`
+	// serviceAccount, when set, is the identity the controller acts with:
+	// everything its loop and a live /sync do for it (child, revision and
+	// parent writes, hook credential reads, and every read whose objects
+	// reach a hook) is done impersonating this ServiceAccount, so that
+	// kube-apiserver's RBAC judges it. Writing it requires the right to
+	// impersonate the ServiceAccount. Not in Metacontroller.
+	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
 }
 
 // CompositeControllerSpecApplyConfiguration constructs a declarative configuration of the CompositeControllerSpec type for use with
@@ -118,5 +125,13 @@ func (b *CompositeControllerSpecApplyConfiguration) WithWorkers(value int32) *Co
 // If called multiple times, the GenerateSelector field is set to the value of the last call.
 func (b *CompositeControllerSpecApplyConfiguration) WithGenerateSelector(value bool) *CompositeControllerSpecApplyConfiguration {
 	b.GenerateSelector = &value
+	return b
+}
+
+// WithServiceAccount sets the ServiceAccount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccount field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *CompositeControllerSpecApplyConfiguration {
+	b.ServiceAccount = value
 	return b
 }

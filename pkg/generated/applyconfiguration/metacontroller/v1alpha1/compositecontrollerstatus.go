@@ -43,6 +43,12 @@ type CompositeControllerStatusApplyConfiguration struct {
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// lastSyncError is the last sync's error, empty after a success.
 	LastSyncError *string `json:"lastSyncError,omitempty"`
+	// author is who last wrote the controller's spec, recorded by the
+	// server and never taken from the client, as kube-apiserver records the
+	// requester of a CertificateSigningRequest. Without an identity
+	// (spec.serviceAccount), the server checks this user's rights before
+	// the objects it reads reach a hook.
+	Author *ControllerAuthorApplyConfiguration `json:"author,omitempty"`
 }
 
 // CompositeControllerStatusApplyConfiguration constructs a declarative configuration of the CompositeControllerStatus type for use with
@@ -109,5 +115,13 @@ func (b *CompositeControllerStatusApplyConfiguration) WithLastSyncTime(value met
 // If called multiple times, the LastSyncError field is set to the value of the last call.
 func (b *CompositeControllerStatusApplyConfiguration) WithLastSyncError(value string) *CompositeControllerStatusApplyConfiguration {
 	b.LastSyncError = &value
+	return b
+}
+
+// WithAuthor sets the Author field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Author field is set to the value of the last call.
+func (b *CompositeControllerStatusApplyConfiguration) WithAuthor(value *ControllerAuthorApplyConfiguration) *CompositeControllerStatusApplyConfiguration {
+	b.Author = value
 	return b
 }

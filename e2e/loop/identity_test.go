@@ -1,0 +1,304 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// helloRules are the rules of a Role or ClusterRole that allow everything
+// the loop of a controller of hellos with ConfigMap and Service children
+// does, and nothing else.
+const helloRules = `rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+`
+
+// grant binds rules, as a Role in namespace ns (a ClusterRole when ns is
+// ""), to subject (a YAML subject entry).
+func grant(t *testing.T, name, ns, rules, subject string) {
+	t.Helper()
+	kind, bindingKind, where := "ClusterRole", "ClusterRoleBinding", ""
+	if ns != "" {
+		kind, bindingKind, where = "Role", "RoleBinding", "\n  namespace: "+ns
+	}
+	manifest := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: %[1]s
+metadata:
+  name: %[3]s%[4]s
+%[5]s---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: %[2]s
+metadata:
+  name: %[3]s%[4]s
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: %[1]s
+  name: %[3]s
+subjects:
+- %[6]s
+`, kind, bindingKind, name, where, rules, subject)
+	if err := stack.Apply(context.Background(), manifest); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _, _ = stack.Kubectl(context.Background(), "delete", strings.ToLower(bindingKind)+","+strings.ToLower(kind), name, "-n", orDefault(ns), "--ignore-not-found")
+	})
+}
+
+func orDefault(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+// condition returns the CompositeController's condition of type typ.
+func condition(t *testing.T, name, typ string) *metav1.Condition {
+	t.Helper()
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(got.Status.Conditions, typ)
+}
+
+// untilWithSpecBumps changes the parent's spec every two seconds until
+// done: each change is a fresh sync, whatever the parent's backoff, and a
+// grant made a moment ago shows only once the delegating authorizer's
+// cache of the refusal expires (seconds).
+func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) map[string]interface{}, done func(parent *unstructured.Unstructured) bool) {
+	t.Helper()
+	i := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
+		if down := stack.Down(); down != nil {
+			return false, down
+		}
+		if parent := getParent(t, ns, name); done(parent) {
+			return true, nil
+		}
+		i++
+		setParentSpec(t, ns, name, spec(i))
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem: the loop
+// lists related objects with the server's rights and sends them to the
+// author's hook, so it sends only those the controller's recorded author
+// may list. An author who may do everything the loop does, but not read
+// Secrets, writes a controller whose customize hook asks for Secrets: the
+// hook gets none, the parent has an Event that says why and the
+// controller's Authorized condition names the author. Once a RoleBinding
+// lets the author list Secrets in the parent's namespace, the hook gets
+// them, with no restart.
+func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	const ctrl, author = "related-author", "related-author"
+	ns := namespace(t, "related-author")
+	if err := stack.Apply(ctx, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, "e2e-related-author", "", helloRules+`- apiGroups: ["metacontroller.k8s.io"]
+  resources: ["compositecontrollers"]
+  verbs: ["get", "list", "create", "update", "patch"]
+`, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
+	kubeconfig, err := stack.UserKubeconfig(author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relatedSecret(t, ns, "token", ctrl)
+
+	c := controller{Name: ctrl, HookURL: hook.URL,
+		Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n"}
+	file := filepath.Join(t.TempDir(), "cc.yaml")
+	if err := os.WriteFile(file, []byte(c.manifest()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
+	if _, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file); err != nil {
+		t.Fatalf("the author was refused a controller they may run: %v\n%s", err, stderr)
+	}
+	waitRunning(t, ctrl)
+	if got, _ := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{}); got.Status.Author == nil || got.Status.Author.Username != author {
+		t.Fatalf("status.author = %+v, want the user who wrote the spec, %s", got.Status.Author, author)
+	}
+
+	spec := func(i int) map[string]interface{} {
+		return map[string]interface{}{"configMaps": []interface{}{"a"}, "color": fmt.Sprint("c", i),
+			"related": map[string]interface{}{"apiVersion": "v1", "resource": "secrets",
+				"labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"related-to": ctrl}}}}
+	}
+	createParent(t, ns, "p", ctrl, spec(0))
+	waitEventReason(t, ns, "p", "RelatedForbidden", fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns))
+	parent := waitObserved(t, ns, "p", 1)
+	if n, _, _ := unstructured.NestedInt64(parent.Object, "status", "relatedObjects"); n != 0 {
+		t.Errorf("the hook got %d related Secrets its author may not list", n)
+	}
+	eventually(t, "the controller's Authorized condition naming the author", func() (bool, error) {
+		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, author) && strings.Contains(c.Message, "list secrets"), nil
+	})
+
+	grant(t, "related-author-reads-secrets", ns, `rules:
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["list"]
+`, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
+	untilWithSpecBumps(t, "the Secret to reach the hook once its author may list it", ns, "p", spec, func(p *unstructured.Unstructured) bool {
+		n, _, _ := unstructured.NestedInt64(p.Object, "status", "relatedObjects")
+		return n == 1
+	})
+}
+
+// TestAControllerActsAsItsServiceAccount: a controller that names a
+// ServiceAccount acts as it, so kube-apiserver's RBAC judges what its loop
+// does. Its ServiceAccount may manage hellos, ConfigMaps and Services in
+// one namespace only: a parent there converges; a parent in another
+// namespace gets nothing (though the server itself has the rights there)
+// and an Event naming the ServiceAccount; a RoleBinding there makes it
+// converge with no restart. Once the ServiceAccount is deleted, the loop
+// does nothing more for the controller and says so, and nothing is deleted.
+func TestAControllerActsAsItsServiceAccount(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	const ctrl = "identity"
+	home, away := namespace(t, "identity-home"), namespace(t, "identity-away")
+	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	saSubject := "{kind: ServiceAccount, name: writer, namespace: " + home + "}"
+	grant(t, "identity-writer", home, helloRules, saSubject)
+	// What an operator grants the server per namespace whose
+	// ServiceAccounts controllers may act as (the chart's
+	// identity.serviceAccountNamespaces).
+	grant(t, "composite-apiserver-impersonate", home, `rules:
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["impersonate", "get"]
+`, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
+
+	controller{Name: ctrl, HookURL: hook.URL,
+		Extra: "  serviceAccount: {namespace: " + home + ", name: writer}\n"}.create(t)
+
+	spec := func(i int) map[string]interface{} {
+		return map[string]interface{}{"configMaps": []interface{}{"a"}, "color": fmt.Sprint("c", i)}
+	}
+	createParent(t, home, "p", ctrl, spec(0))
+	waitObserved(t, home, "p", 1)
+
+	createParent(t, away, "p", ctrl, spec(0))
+	sa := "ServiceAccount " + home + "/writer"
+	waitEventReason(t, away, "p", "Forbidden", sa+" may not list hellos.example.com in namespace "+away)
+	if got := configMaps(t, away); len(got) != 0 {
+		t.Errorf("the loop wrote ConfigMaps where its ServiceAccount may not: %s", names(got))
+	}
+	eventually(t, "the controller's Authorized condition naming the ServiceAccount", func() (bool, error) {
+		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, sa), nil
+	})
+
+	grant(t, "identity-writer", away, helloRules, saSubject)
+	untilWithSpecBumps(t, "the parent where the ServiceAccount was just granted rights to converge", away, "p", spec, func(p *unstructured.Unstructured) bool {
+		observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+		return observed == p.GetGeneration() && childrenAsAsked(p) == nil
+	})
+
+	// The ServiceAccount goes: its RoleBindings stay, and impersonating
+	// it would still work, but the loop does nothing more as it.
+	if err := stack.Kube.CoreV1().ServiceAccounts(home).Delete(ctx, "writer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := configMaps(t, home)
+	gone := sa + ", the controller's identity (spec.serviceAccount), does not exist"
+	// The loop remembers for a few seconds that the ServiceAccount exists.
+	untilWithSpecBumps(t, "a Forbidden Event saying the identity is gone", home, "p", spec, func(*unstructured.Unstructured) bool {
+		return forbiddenCount(t, home, "p", gone) > 0
+	})
+	// From now on nothing is written as it: a change of the parent is
+	// refused again (a fresh Event), and its ConfigMap keeps its data.
+	seen := forbiddenCount(t, home, "p", gone)
+	setParentSpec(t, home, "p", map[string]interface{}{"configMaps": []interface{}{"a"}, "color": "after-the-identity"})
+	eventually(t, "the change after the identity went to be refused", func() (bool, error) {
+		return forbiddenCount(t, home, "p", gone) > seen, nil
+	})
+	after := configMaps(t, home)
+	if names(after) != names(before) {
+		t.Errorf("ConfigMaps changed once the identity was gone: %s, then %s", names(before), names(after))
+	}
+	for _, cm := range after {
+		if cm.Data["color"] == "after-the-identity" {
+			t.Errorf("ConfigMap %s was written as a deleted ServiceAccount", cm.Name)
+		}
+	}
+}
+
+// forbiddenCount is how many times a Forbidden Event whose message contains
+// substring was recorded on the object ns/name.
+func forbiddenCount(t *testing.T, ns, name, substring string) int32 {
+	t.Helper()
+	list, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=Forbidden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range list.Items {
+		if strings.Contains(e.Message, substring) {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
+// TestLockdownRunsNoControllerWithTheServersRights: with
+// --require-controller-service-account, a controller that names no
+// ServiceAccount is refused with a field error, one stored before stops
+// with Ready=False IdentityRequired, and one that names a ServiceAccount
+// its author may impersonate is accepted.
+func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	before := controller{Name: "lockdown-before", HookURL: hook.URL}
+	before.create(t)
+
+	restartWith(t, "--require-controller-service-account")
+
+	err := stack.Apply(ctx, controller{Name: "lockdown-refused", HookURL: hook.URL}.manifest())
+	if err == nil || !strings.Contains(err.Error(), "spec.serviceAccount: Required value") {
+		t.Errorf("a controller without identity was not refused: %v", err)
+	}
+	eventually(t, "the controller stored before to stop with IdentityRequired", func() (bool, error) {
+		c := condition(t, before.Name, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "IdentityRequired", nil
+	})
+	withIdentity := controller{Name: "lockdown-identity", HookURL: hook.URL, Extra: "  serviceAccount: {namespace: default, name: default}\n"}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), withIdentity.Name, metav1.DeleteOptions{})
+	})
+	if err := stack.Apply(ctx, withIdentity.manifest()); err != nil {
+		t.Errorf("a controller with an identity was refused: %v", err)
+	}
+}

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+)
+
+// Impersonator gives clients that act as a ServiceAccount.
+type Impersonator interface {
+	As(namespace, name string) (*target.Clients, error)
+}
+
+// actor is whom one controller's loop acts as and is checked against: its
+// ServiceAccount, through impersonating clients, or the server with the
+// rights of the controller's recorded author.
+type actor struct {
+	subject rights.Subject
+	// clients write (and read credentials) as the identity; nil when the
+	// controller has none and the server's own clients serve.
+	clients *target.Clients
+}
+
+// authorUnknownError is a controller that can't run until someone writes it.
+type authorUnknownError struct{ err error }
+
+func (e *authorUnknownError) Error() string { return e.err.Error() }
+
+// actorFor works out whom cc's loop acts as, and refuses to start one whose
+// identity is missing or whose subject may not read the Secrets and
+// ConfigMaps its hooks' credentials come from: the loop never reads one
+// for a controller whose checks it did not pass.
+func (m *Manager) actorFor(ctx context.Context, cc *v1alpha1.CompositeController, def *definition.Definition) (*actor, error) {
+	subject, err := m.cfg.Identity.SubjectOf(cc)
+	if err != nil {
+		return nil, &authorUnknownError{err: err}
+	}
+	a := &actor{subject: subject}
+	if sa := subject.ServiceAccount; sa != nil {
+		if m.cfg.Impersonator == nil {
+			return nil, fmt.Errorf("can't act as %s: the server has no way to impersonate", subject)
+		}
+		if err := m.serviceAccounts.exists(ctx, *sa); err != nil {
+			return nil, err
+		}
+		if a.clients, err = m.cfg.Impersonator.As(sa.Namespace, sa.Name); err != nil {
+			return nil, err
+		}
+		// The credentials are read as the identity too: RBAC judges.
+		return a, nil
+	}
+	for _, ref := range def.References {
+		if err := m.access.Check(ctx, subject, ref.Right()); err != nil {
+			return nil, forbidden(err)
+		}
+	}
+	return a, nil
+}
+
+// forbidden makes a refusal a forbiddenError, which the manager retries
+// soon: rights are granted at any moment.
+func forbidden(err error) error {
+	var f *rights.ForbiddenError
+	if errors.As(err, &f) {
+		return &forbiddenError{message: err.Error()}
+	}
+	return err
+}
+
+// secrets is where the hooks' credentials are read: as the identity when
+// there is one.
+func (a *actor) secrets(server hooks.SecretSource) hooks.SecretSource {
+	if a.clients == nil {
+		return server
+	}
+	return hooks.NewClusterSecretSource(a.clients.Kube)
+}
+
+// serverRights are the rights the server itself needs for def: all of them
+// without an identity; with one, only the reads of its shared informers and
+// its Events — every write is the identity's.
+func serverRights(def *definition.Definition, a *actor) []definition.Right {
+	if a.clients == nil {
+		return def.Rights
+	}
+	var out []definition.Right
+	for _, r := range def.Rights {
+		if r.Resource == definition.Events.Resource && r.Group == "" ||
+			(r.Verb == "list" || r.Verb == "watch") && r.Subresource == "" &&
+				!(r.Group == definition.ControllerRevisions.Group && r.Resource == definition.ControllerRevisions.Resource) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkReads refuses a sync whose identity may not list what the loop reads
+// for the parent from the server's shared informers: the parent's resource
+// and each child resource, in the parent's namespace. The informers are the
+// server's, shared by every controller; what reaches this controller's hook
+// must be what its identity could list itself.
+func (a *actor) checkReads(ctx context.Context, access rights.Access, def *definition.Definition, namespace string) error {
+	if a.clients == nil {
+		return nil
+	}
+	gvrs := append([]schema.GroupVersionResource{def.Parent.GVR}, def.ChildGVRs()...)
+	for _, gvr := range gvrs {
+		if err := access.Check(ctx, a.subject, rights.List(gvr, namespace)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceAccounts tells whether identities exist, remembering the answer
+// for a few seconds: impersonating a deleted ServiceAccount still works
+// wherever a RoleBinding names it, so the loop looks for itself.
+type serviceAccounts struct {
+	get func(ctx context.Context, namespace, name string) error
+
+	mu      sync.Mutex
+	checked map[v1alpha1.ServiceAccountReference]saAnswer
+}
+
+type saAnswer struct {
+	err     error
+	expires time.Time
+}
+
+const serviceAccountTTL = 5 * time.Second
+
+func newServiceAccounts(m *Manager) *serviceAccounts {
+	return &serviceAccounts{
+		get: func(ctx context.Context, namespace, name string) error {
+			_, err := m.cfg.Kube.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
+		checked: map[v1alpha1.ServiceAccountReference]saAnswer{},
+	}
+}
+
+func (s *serviceAccounts) exists(ctx context.Context, sa v1alpha1.ServiceAccountReference) error {
+	s.mu.Lock()
+	answer, ok := s.checked[sa]
+	s.mu.Unlock()
+	if ok && time.Now().Before(answer.expires) {
+		return answer.err
+	}
+	err := s.get(ctx, sa.Namespace, sa.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = &forbiddenError{message: fmt.Sprintf("ServiceAccount %s/%s, the controller's identity (spec.serviceAccount), does not exist: nothing is done for the controller until it does", sa.Namespace, sa.Name)}
+	case err != nil:
+		return fmt.Errorf("can't tell whether ServiceAccount %s/%s exists: %w", sa.Namespace, sa.Name, err)
+	}
+	s.mu.Lock()
+	s.checked[sa] = saAnswer{err: err, expires: time.Now().Add(serviceAccountTTL)}
+	s.mu.Unlock()
+	return err
+}
+
+// deniedMessage says in one line what a sync could not read.
+func deniedMessage(denied []error) string {
+	parts := make([]string, 0, len(denied))
+	for _, err := range denied {
+		parts = append(parts, err.Error())
+	}
+	return "related objects not sent to the hook: " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,144 @@
+package rights
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// Subject is whom a controller's reads and writes are checked against: its
+// ServiceAccount when it has an identity (spec.serviceAccount, or the
+// server's default), otherwise the recorded author of its spec.
+type Subject struct {
+	User user.Info
+	// ServiceAccount is the identity; nil when the subject is the author.
+	ServiceAccount *v1alpha1.ServiceAccountReference
+}
+
+// ErrAuthorUnknown is a controller without identity whose author was never
+// recorded (it was stored by a version that did not record authors): no
+// check could pass for it, so it runs nothing.
+var ErrAuthorUnknown = errors.New("who wrote this controller's spec is not known (it was stored before composite-apiserver recorded authors), so nothing its hooks would receive can be checked against their rights; write it again (for example `kubectl apply` of its manifest, or `kubectl annotate`) as a user allowed everything its loop does")
+
+// ErrIdentityRequired is a controller without identity on a server that
+// runs only controllers with one (--require-controller-service-account).
+var ErrIdentityRequired = errors.New("this server runs only controllers that name a ServiceAccount to act as (--require-controller-service-account): set spec.serviceAccount")
+
+// IdentityPolicy is what the operator says about controller identities.
+type IdentityPolicy struct {
+	// Default, when set, is the identity of every controller that names
+	// none.
+	Default *v1alpha1.ServiceAccountReference
+	// Required refuses controllers without an identity (unless Default
+	// gives them one).
+	Required bool
+}
+
+// Identity is the ServiceAccount cc acts as; nil for the server's own
+// identity.
+func (p IdentityPolicy) Identity(cc *v1alpha1.CompositeController) *v1alpha1.ServiceAccountReference {
+	if cc.Spec.ServiceAccount != nil {
+		return cc.Spec.ServiceAccount
+	}
+	return p.Default
+}
+
+// SubjectOf is whom cc's reads and writes are checked against.
+func (p IdentityPolicy) SubjectOf(cc *v1alpha1.CompositeController) (Subject, error) {
+	if sa := p.Identity(cc); sa != nil {
+		return ServiceAccountSubject(*sa), nil
+	}
+	if p.Required {
+		return Subject{}, ErrIdentityRequired
+	}
+	a := cc.Status.Author
+	if a == nil || a.Username == "" {
+		return Subject{}, ErrAuthorUnknown
+	}
+	info := &user.DefaultInfo{Name: a.Username, UID: a.UID, Groups: a.Groups}
+	if len(a.Extra) > 0 {
+		info.Extra = make(map[string][]string, len(a.Extra))
+		for k, v := range a.Extra {
+			info.Extra[k] = v
+		}
+	}
+	return Subject{User: info}, nil
+}
+
+// ServiceAccountSubject is the subject of a controller acting as sa, with
+// the groups kube-apiserver gives a ServiceAccount it impersonates.
+func ServiceAccountSubject(sa v1alpha1.ServiceAccountReference) Subject {
+	info := serviceaccount.UserInfo(sa.Namespace, sa.Name, "")
+	groups := append(info.GetGroups(), user.AllAuthenticated)
+	return Subject{User: &user.DefaultInfo{Name: info.GetName(), Groups: groups}, ServiceAccount: &sa}
+}
+
+// String names the subject as messages do.
+func (s Subject) String() string {
+	if s.ServiceAccount != nil {
+		return fmt.Sprintf("ServiceAccount %s/%s", s.ServiceAccount.Namespace, s.ServiceAccount.Name)
+	}
+	if s.User == nil {
+		return "nobody"
+	}
+	return fmt.Sprintf("the controller's author %q", s.User.GetName())
+}
+
+// Access asks whether a subject may do something, through the server's
+// delegated authorizer: kube-apiserver's SubjectAccessReviews, whose
+// answers it caches for seconds, so a sync that asks again costs nothing.
+type Access struct {
+	Authorizer authorizer.Authorizer
+}
+
+// ForbiddenError is a right a controller's subject lacks.
+type ForbiddenError struct {
+	Subject Subject
+	Right   Right
+	Reason  string
+}
+
+func (e *ForbiddenError) Error() string {
+	msg := fmt.Sprintf("%s may not %s", e.Subject, e.Right)
+	switch {
+	case e.Right.Name != "":
+	case e.Right.Namespace != "":
+		msg += " in namespace " + e.Right.Namespace
+	default:
+		msg += " in all namespaces"
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Check answers nil when subject may do r, a *ForbiddenError when not.
+func (a Access) Check(ctx context.Context, subject Subject, r Right) error {
+	if a.Authorizer == nil {
+		return nil
+	}
+	decision, reason, err := a.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
+		User: subject.User, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
+		Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
+	})
+	if decision == authorizer.DecisionAllow {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("can't check whether %s may %s: %w", subject, r, err)
+	}
+	return &ForbiddenError{Subject: subject, Right: r, Reason: reason}
+}
+
+// List is the right to list gvr in namespace ("" for all namespaces).
+func List(gvr schema.GroupVersionResource, namespace string) Right {
+	return Right{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace}
+}

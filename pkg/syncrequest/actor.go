@@ -1,0 +1,54 @@
+package syncrequest
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+)
+
+// actor is whom a sync acts as besides its caller: the controller's
+// identity, or the server checked against the controller's author, as the
+// loop does (pkg/controller).
+type actor struct {
+	subject rights.Subject
+	// clients write as the identity; nil for the server's own.
+	clients *target.Clients
+	// secrets is where the hooks' credentials are read.
+	secrets hooks.SecretSource
+}
+
+// actorFor refuses, as Forbidden, a sync of a controller whose subject is
+// unknown or may not read the Secrets and ConfigMaps its hooks' credentials
+// come from; without a target cluster nothing is read and nobody checked.
+func (r *Runner) actorFor(ctx context.Context, cc *v1alpha1.CompositeController, def *definition.Definition) (*actor, error) {
+	if r.cluster == nil {
+		return &actor{secrets: r.controllers.secrets}, nil
+	}
+	refuse := func(err error) error {
+		return apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), cc.Name, err)
+	}
+	subject, err := r.Identity.SubjectOf(cc)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	if sa := subject.ServiceAccount; sa != nil {
+		clients, err := r.cluster.As(sa.Namespace, sa.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &actor{subject: subject, clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
+	}
+	access := rights.Access{Authorizer: r.authorizer}
+	for _, ref := range def.References {
+		if err := access.Check(ctx, subject, ref.Right()); err != nil {
+			return nil, refuse(err)
+		}
+	}
+	return &actor{subject: subject, secrets: r.controllers.secrets}, nil
+}

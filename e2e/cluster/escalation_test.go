@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestNoEscalationThroughACompositeController: a controller's loop acts
@@ -161,5 +163,75 @@ func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
 	}
 	if _, _, err := stack.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
 		t.Error("the refused controller exists")
+	}
+}
+
+// TestNamingAServiceAccountNeedsTheRightToImpersonateIt: a controller that
+// names a ServiceAccount acts as it, so writing one is what `kubectl --as`
+// is: a user who may write CompositeControllers but not impersonate the
+// ServiceAccount is refused, naming the right; once a Role lets them
+// impersonate it, the same controller is accepted — with none of the rights
+// its loop uses, which are the ServiceAccount's to have.
+func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
+	hook := setUpHellos(t)
+	ctx := context.Background()
+	const user, ns = "sa-author", "esc-identity"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sa-author"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+		},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sa-author"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kubeconfig, err := stack.UserKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, ns)
+	file := filepath.Join(t.TempDir(), "cc.yaml")
+	manifest := framework.HelloController("esc-identity", hook.URL, "InPlace", "  serviceAccount: {namespace: "+ns+", name: runner}\n")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", "esc-identity", "--ignore-not-found") })
+
+	_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
+	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "impersonate serviceaccounts "+ns+"/runner") {
+		t.Errorf("a user who may not impersonate the ServiceAccount wrote a controller acting as it: err=%v\n%s", err, stderr)
+	}
+
+	impersonate := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "impersonate-runner", Namespace: ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"runner"}, Verbs: []string{"impersonate"}}},
+	}
+	if _, err := stack.Kube.RbacV1().Roles(ns).Create(ctx, impersonate, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	impersonateBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "impersonate-runner", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: impersonate.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	if _, err := stack.Kube.RbacV1().RoleBindings(ns).Create(ctx, impersonateBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The delegating authorizer caches the refusal for seconds.
+	var lastErr string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
+		lastErr = stderr
+		return err == nil, nil
+	}); err != nil {
+		t.Errorf("a user who may impersonate the ServiceAccount was refused: %s", lastErr)
 	}
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // helloRules are the rules of a Role or ClusterRole that allow everything
@@ -163,6 +166,16 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, author) && strings.Contains(c.Message, "list secrets"), nil
 	})
 
+	// A preview by an administrator, who may list Secrets, sends the
+	// author's hook none either, and says why.
+	preview := previewAsAdmin(t, ctrl, ns, "p")
+	if !strings.Contains(strings.Join(preview.Status.Warnings, "\n"), fmt.Sprintf("related objects not sent to the hook: the controller's author %q may not list secrets", author)) {
+		t.Errorf("the preview does not say why no related object was sent: %q", preview.Status.Warnings)
+	}
+	if strings.Contains(string(preview.Status.HookRequest.Raw), `"Secret.v1"`) && strings.Contains(string(preview.Status.HookRequest.Raw), `"token"`) {
+		t.Errorf("an administrator's preview sent the author's hook a Secret its author may not list: %s", preview.Status.HookRequest.Raw)
+	}
+
 	grant(t, "related-author-reads-secrets", ns, `rules:
 - apiGroups: [""]
   resources: ["secrets"]
@@ -172,6 +185,23 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 		n, _, _ := unstructured.NestedInt64(p.Object, "status", "relatedObjects")
 		return n == 1
 	})
+}
+
+// previewAsAdmin previews the sync of the live parent ns/name with
+// controller ctrl, as an administrator.
+func previewAsAdmin(t *testing.T, ctrl, ns, name string) *v1alpha1.SyncRequest {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":%q}}}`, ns, name)
+	out := &v1alpha1.SyncRequest{}
+	err := cc.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync").
+		Param("dryRun", "All").Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(context.Background()).Into(out)
+	if err != nil {
+		t.Fatalf("preview of %s/%s: %v", ns, name, err)
+	}
+	if out.Status.HookRequest == nil {
+		t.Fatalf("the preview of %s/%s carries no hook request: %+v", ns, name, out.Status)
+	}
+	return out
 }
 
 // TestAControllerActsAsItsServiceAccount: a controller that names a
@@ -301,4 +331,68 @@ func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
 	if err := stack.Apply(ctx, withIdentity.manifest()); err != nil {
 		t.Errorf("a controller with an identity was refused: %v", err)
 	}
+}
+
+// TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain:
+// a controller stored by a version that recorded no author (its stored
+// status.author removed in etcd, as such a version left it) stops, Ready
+// False with reason AuthorUnknown: nothing it would send a hook can be
+// checked against anyone's rights. Once an administrator writes it again —
+// an annotation is enough — they are its author and it runs again.
+func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	const ctrl = "author-unknown"
+	controller{Name: ctrl, HookURL: hook.URL}.create(t)
+
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{stack.EtcdURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	got, err := client.Get(ctx, framework.CompositeEtcdPrefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, kv := range got.Kvs {
+		if strings.HasSuffix(string(kv.Key), "/compositecontrollers/"+ctrl) {
+			key = string(kv.Key)
+		}
+	}
+	if key == "" {
+		t.Fatalf("no etcd key of CompositeController %s under %s", ctrl, framework.CompositeEtcdPrefix)
+	}
+	stored, err := client.Get(ctx, key)
+	if err != nil || len(stored.Kvs) != 1 {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	var obj map[string]interface{}
+	if err := json.Unmarshal(stored.Kvs[0].Value, &obj); err != nil {
+		t.Fatalf("the stored controller is not JSON: %v", err)
+	}
+	status, _ := obj["status"].(map[string]interface{})
+	if status["author"] == nil {
+		t.Fatalf("the stored controller has no author: %s", stored.Kvs[0].Value)
+	}
+	delete(status, "author")
+	data, _ := json.Marshal(obj)
+	if _, err := client.Put(ctx, key, string(data)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
+		c := condition(t, ctrl, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "AuthorUnknown", nil
+	})
+
+	if _, stderr, err := stack.Kubectl(ctx, "annotate", "cc", ctrl, "reviewed=yes"); err != nil {
+		t.Fatalf("annotate: %v\n%s", err, stderr)
+	}
+	eventually(t, "the controller written again by an administrator to run", func() (bool, error) {
+		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Author != nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
 }

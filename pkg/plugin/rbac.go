@@ -66,6 +66,9 @@ func writeClusterRole(w io.Writer, cc *v1alpha1.CompositeController) error {
 	if err != nil {
 		return fmt.Errorf("can't read CompositeController %q: %w", cc.Name, err)
 	}
+	if sa := cc.Spec.ServiceAccount; sa != nil {
+		return writeIdentityRole(w, def, *sa)
+	}
 	data, err := yaml.Marshal(ControllerRole(def))
 	if err != nil {
 		return fmt.Errorf("can't encode the ClusterRole: %w", err)
@@ -75,6 +78,47 @@ func writeClusterRole(w io.Writer, cc *v1alpha1.CompositeController) error {
 		header += "# Its customize hook's related resources also need get, list and watch.\n"
 	}
 	_, err = io.WriteString(w, header+string(data))
+	return err
+}
+
+// writeIdentityRole prints, for a controller that acts as sa, a ClusterRole
+// of what its loop does as sa and a ClusterRoleBinding of it to sa: the
+// loop's rights without the Events, which the server records itself.
+func writeIdentityRole(w io.Writer, def *definition.Definition, sa v1alpha1.ServiceAccountReference) error {
+	role := ControllerRole(def)
+	role.Name = "composite-controller-" + def.Name
+	role.Labels = nil
+	var rules []rbacv1.PolicyRule
+	for _, r := range role.Rules {
+		if r.APIGroups[0] == definition.Events.Group {
+			r.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool { return res == definition.Events.Resource })
+		}
+		if len(r.Resources) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	role.Rules = rules
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+	}
+	roleData, err := yaml.Marshal(role)
+	if err != nil {
+		return fmt.Errorf("can't encode the ClusterRole: %w", err)
+	}
+	bindingData, err := yaml.Marshal(binding)
+	if err != nil {
+		return fmt.Errorf("can't encode the ClusterRoleBinding: %w", err)
+	}
+	header := fmt.Sprintf("# What %s %q does as its identity, ServiceAccount %s/%s.\n", def.Kind, def.Name, sa.Namespace, sa.Name) +
+		"# Bound in all namespaces here: to confine it, bind the ClusterRole with a RoleBinding per namespace instead.\n" +
+		fmt.Sprintf("# composite-apiserver also needs impersonate and get on serviceaccounts in namespace %s.\n", sa.Namespace)
+	if def.Hooks.Customize != nil {
+		header += "# Its customize hook's related resources also need list.\n"
+	}
+	_, err = io.WriteString(w, header+string(roleData)+"---\n"+string(bindingData))
 	return err
 }
 

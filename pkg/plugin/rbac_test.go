@@ -149,3 +149,44 @@ func TestRBACIsWhatTheLoopChecks(t *testing.T) {
 		})
 	}
 }
+
+// A controller with an identity gets the rights its loop uses bound to its
+// ServiceAccount, without the Events the server records itself, and no
+// aggregation label: nothing of it is granted to the server.
+func TestRBACOfAControllerWithAServiceAccount(t *testing.T) {
+	cc := controllerWithChildren("hello", v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"})
+	cc.Spec.ServiceAccount = &v1alpha1.ServiceAccountReference{Namespace: "team", Name: "hello"}
+	var out bytes.Buffer
+	if err := writeClusterRole(&out, cc); err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("want a ClusterRole and a ClusterRoleBinding, got:\n%s", out.String())
+	}
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	if err := yaml.Unmarshal([]byte(docs[0]), &role); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), &binding); err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != "composite-controller-hello" || len(role.Labels) != 0 {
+		t.Errorf("role %s labels %v: want composite-controller-hello, not aggregated to the server", role.Name, role.Labels)
+	}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			if res == "events" {
+				t.Errorf("the identity is granted Events, which the server records: %+v", r)
+			}
+		}
+	}
+	want := rbacv1.Subject{Kind: "ServiceAccount", Namespace: "team", Name: "hello"}
+	if len(binding.Subjects) != 1 || binding.Subjects[0] != want || binding.RoleRef.Name != role.Name {
+		t.Errorf("binding %+v, want %s bound to %+v", binding, role.Name, want)
+	}
+	if !strings.Contains(out.String(), "impersonate") {
+		t.Errorf("the output does not say the server must be allowed to impersonate the ServiceAccount:\n%s", out.String())
+	}
+}

@@ -1,0 +1,64 @@
+package compositecontroller
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+)
+
+func as(t *testing.T, name string) context.Context {
+	return genericapirequest.WithUser(ctx(t), &user.DefaultInfo{Name: name, UID: name + "-uid", Groups: []string{"team"}, Extra: map[string][]string{"scopes": {"a"}}})
+}
+
+// The author of a controller is whoever last wrote its spec, as the request
+// said, never as the client wrote it: not in the body, not through /status,
+// not by a write that changes only metadata.
+func TestTheServerRecordsWhoWroteTheSpec(t *testing.T) {
+	storage := newStorage(t)
+	in := validCompositeController("authored")
+	in.Status.Author = &metacontroller.ControllerAuthor{Username: "forged"}
+	obj, err := storage.CompositeController.Create(as(t, "alice"), in, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := obj.(*metacontroller.CompositeController)
+	if a := created.Status.Author; a == nil || a.Username != "alice" || a.UID != "alice-uid" || len(a.Groups) != 1 || a.Extra["scopes"][0] != "a" {
+		t.Fatalf("author after create = %+v, want alice as the request said", a)
+	}
+
+	write := func(ctx context.Context, updater rest.Updater, cc *metacontroller.CompositeController) *metacontroller.CompositeController {
+		t.Helper()
+		obj, _, err := updater.Update(ctx, cc.Name, rest.DefaultUpdatedObjectInfo(cc), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*metacontroller.CompositeController)
+	}
+	// Through /status, bob cannot make himself the author.
+	forged := created.DeepCopy()
+	forged.Status.Author = &metacontroller.ControllerAuthor{Username: "bob"}
+	if got := write(as(t, "bob"), storage.Status, forged); got.Status.Author.Username != "alice" {
+		t.Errorf("a status write changed the author to %q", got.Status.Author.Username)
+	}
+	// A label is not the spec.
+	labelled := created.DeepCopy()
+	labelled.ResourceVersion = ""
+	labelled.Labels = map[string]string{"team": "b"}
+	if got := write(as(t, "bob"), storage.CompositeController, labelled); got.Status.Author.Username != "alice" {
+		t.Errorf("a metadata write changed the author to %q", got.Status.Author.Username)
+	}
+	// A spec change makes its writer the author.
+	changed := created.DeepCopy()
+	changed.ResourceVersion = ""
+	changed.Spec.ResyncPeriodSeconds = ptr.To[int32](30)
+	if got := write(as(t, "carol"), storage.CompositeController, changed); got.Status.Author.Username != "carol" {
+		t.Errorf("after carol changed the spec the author is %q", got.Status.Author.Username)
+	}
+}

@@ -238,6 +238,17 @@ table() {
         x(r), "p50 ≤ " limit[i] "×", met(r <= limit[i]))
     }
 
+    split(sizes, idsz, ",")
+    what = sprintf("B2 with a per-controller identity (spec.serviceAccount): %s parents × 10 ConfigMaps, loop objects/s", idsz[1])
+    n = ""
+    for (k in ran) if (k ~ /^BenchmarkLoopConvergenceWithIdentity\/.*\/identity$/ && m[k, "identity-vs-plain"] != "") n = k
+    if (n != "") {
+      r = v(n, "identity-vs-plain")
+      row(what, sprintf("%.2f× the objects/s without an identity (means of alternating rounds)", r), "the same controller without an identity, alternating in the same run", x(1 / r) " cost", "≤ 1.2× cost", met(1 / r <= 1.2))
+    } else {
+      row(what, why("BenchmarkLoopConvergenceWithIdentity"), "—", "—", "≤ 1.2× cost", "**no**")
+    }
+
     n = "BenchmarkIsolation/hanging"
     n0 = "BenchmarkIsolation/without"
     what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)

@@ -188,7 +188,7 @@ func (s *syncBench) setUpPatched(ctx context.Context) error {
 	if s.patched != nil {
 		return nil
 	}
-	cc, err := createControllerWith(ctx, "bench-sync-patches", twoInlinePatches)
+	cc, err := createControllerWith(ctx, "bench-sync-patches", twoInlinePatches, "")
 	if err != nil {
 		return err
 	}

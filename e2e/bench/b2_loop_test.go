@@ -171,12 +171,27 @@ type layout struct {
 // parents and children. The controller is deleted when b ends, so that it
 // writes nothing while the next benchmark measures.
 func startMeasuredController(ctx context.Context, b *testing.B, name string, parents, perNamespace int) (layout, *hookStats, *watcher) {
+	return startMeasuredControllerAs(ctx, b, name, parents, perNamespace, false)
+}
+
+// startMeasuredControllerAs is startMeasuredController; with identity the
+// controller acts as a ServiceAccount of its first namespace, allowed what
+// its loop does there (and the server to impersonate it).
+func startMeasuredControllerAs(ctx context.Context, b *testing.B, name string, parents, perNamespace int, identity bool) (layout, *hookStats, *watcher) {
 	b.Helper()
 	l := newLayout(name, parents, perNamespace)
 	if err := l.create(ctx, parents); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := createController(ctx, name); err != nil {
+	extra := ""
+	if identity {
+		ns := l.namespace(0)
+		if err := stack.Apply(ctx, identityRBAC(ns, name)); err != nil {
+			b.Fatal(err)
+		}
+		extra = "  serviceAccount: {namespace: " + ns + ", name: " + name + "}\n"
+	}
+	if _, err := createControllerWith(ctx, name, "", extra); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { deleteController(name) })
@@ -427,7 +442,7 @@ func BenchmarkLoopConvergence(b *testing.B) {
 				}
 				// A p50 of the parents that did converge says nothing
 				// of the others: compare converged sizes only.
-				p50, paced, converged := runLoop(b, parents, baselineRate)
+				p50, paced, converged, _ := runLoop(b, parents, baselineRate, false)
 				switch {
 				case i == 0 && paced > 0:
 					firstPaced = paced
@@ -452,11 +467,11 @@ func BenchmarkLoopConvergence(b *testing.B) {
 // runLoop measures one convergence of parents and returns its p50, the
 // p50 of the paced parents created after it (0 when it did not converge),
 // and whether it converged within loop.timeout.
-func runLoop(b *testing.B, parents int, baselineRate float64) (p50, paced time.Duration, converged bool) {
+func runLoop(b *testing.B, parents int, baselineRate float64, identity bool) (p50, paced time.Duration, converged bool, rate float64) {
 	ctx := context.Background()
 	name := uniqueName("bench-loop")
 	children := *loopChildren
-	l, hook, w := startMeasuredController(ctx, b, name, parents, *loopPerNamespace)
+	l, hook, w := startMeasuredControllerAs(ctx, b, name, parents, *loopPerNamespace, identity)
 	before, err := writeCounts(ctx, "configmaps", "hellos", "events")
 	if err != nil {
 		b.Fatal(err)
@@ -513,7 +528,7 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (p50, paced time.D
 
 	done := parents + cms + observed
 	objects := parents + parents*children + parents
-	rate := float64(done) / elapsed.Seconds()
+	rate = float64(done) / elapsed.Seconds()
 	reportCPU(b, cpuBefore, done)
 	lat := w.latencies()
 	b.ReportMetric(0, "ns/op")
@@ -550,7 +565,7 @@ func runLoop(b *testing.B, parents int, baselineRate float64) (p50, paced time.D
 		b.Logf("loop: idle %.1f s after convergence (no hook call for 1 s)", settled.Seconds())
 		paced = runPaced(ctx, b, w, name, l, parents)
 	}
-	return percentile(lat, 0.5), paced, converged
+	return percentile(lat, 0.5), paced, converged, rate
 }
 
 // waitIdle waits until hook has had no call for quiet, or for at most
@@ -684,4 +699,85 @@ func profileAPIServer(ctx context.Context, b *testing.B, file string) {
 	if err != nil {
 		b.Logf("no kube-apiserver CPU profile: %v", err)
 	}
+}
+
+// BenchmarkLoopConvergenceWithIdentity is B2 at the first size of
+// loop.parents with and without a per-controller identity, alternately,
+// in the same run: what acting as a ServiceAccount (impersonating
+// clients, and the access reviews of what reaches the hook) costs the
+// loop. It reports the identity's objects/s as a ratio of the plain loop's.
+func BenchmarkLoopConvergenceWithIdentity(b *testing.B) {
+	setUp(b)
+	parents := loopParents[0]
+	var plain, identity []float64
+	for round := 0; round < *identityRounds; round++ {
+		for _, as := range []bool{false, true} {
+			name := fmt.Sprintf("parents=%d/round=%d/plain", parents, round)
+			if as {
+				name = fmt.Sprintf("parents=%d/round=%d/identity", parents, round)
+			}
+			b.Run(name, func(b *testing.B) {
+				_, _, converged, rate := runLoop(b, parents, 1, as)
+				if !converged {
+					return
+				}
+				if !as {
+					plain = append(plain, rate)
+					return
+				}
+				identity = append(identity, rate)
+				if round == *identityRounds-1 && len(plain) > 0 {
+					// The last run reports the whole run's ratio: a
+					// benchmark with sub-benchmarks prints no line of its
+					// own.
+					ratio := mean(identity) / mean(plain)
+					b.ReportMetric(ratio, "identity-vs-plain")
+					b.Logf("loop: with an identity %.0f objects/s, without %.0f (means of %d rounds): %.2f×", mean(identity), mean(plain), len(plain), ratio)
+				}
+			})
+		}
+	}
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// identityRBAC is a ServiceAccount name in namespace ns, allowed what a
+// benchmark controller's loop does there, and the server's right to
+// impersonate it.
+func identityRBAC(ns, name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %[2]s, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[2]s, namespace: %[1]s}
+rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["impersonate", "get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[2]s, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[2]s}
+subjects:
+- {kind: ServiceAccount, name: %[2]s, namespace: %[1]s}
+- {kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}
+`, ns, name)
 }

@@ -195,14 +195,19 @@ spec:
 // createController applies the benchmark controller name with the
 // in-process hook and waits until its loop runs.
 func createController(ctx context.Context, name string) (*v1alpha1.CompositeController, error) {
-	return createControllerWith(ctx, name, "")
+	return createControllerWith(ctx, name, "", "")
 }
 
 // createControllerWith is createController with hooks appended under
-// spec.hooks, as controllerManifestWith has them.
-func createControllerWith(ctx context.Context, name, hooks string) (*v1alpha1.CompositeController, error) {
+// spec.hooks, as controllerManifestWith has them, and extra appended to
+// the spec (two-space indented).
+func createControllerWith(ctx context.Context, name, hooks, extra string) (*v1alpha1.CompositeController, error) {
 	url := env.hook.register(name)
-	if err := stack.Apply(ctx, controllerManifestWith(name, url, hooks)); err != nil {
+	manifest := controllerManifestWith(name, url, hooks)
+	if extra != "" {
+		manifest = strings.Replace(manifest, "  generateSelector: true\n", "  generateSelector: true\n"+extra, 1)
+	}
+	if err := stack.Apply(ctx, manifest); err != nil {
 		return nil, err
 	}
 	var got *v1alpha1.CompositeController

@@ -75,6 +75,7 @@ var (
 	loopProfileSeconds  = flag.Int("loop.cpuprofile-seconds", 10, "BenchmarkLoopConvergence: how long kube-apiserver's CPU profiles of -loop.cpuprofile last, from the start of the baseline and of the loop")
 	loopPaced           = flag.Int("loop.paced", 100, "BenchmarkLoopConvergence: parents created one by one, loop.paced-rate a second, once the others converged: their p50 is the latency of a new parent among that many converged ones, without the queue of a burst")
 	loopPacedRate       = flag.Float64("loop.paced-rate", 10, "BenchmarkLoopConvergence: parents a second of the paced measurement")
+	identityRounds      = flag.Int("loop.identity-rounds", 2, "BenchmarkLoopConvergenceWithIdentity: rounds at the first -loop.parents size, each without and then with a per-controller identity")
 	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")
 
 	resyncParents      = flag.Int("resync.parents", 2000, "BenchmarkConvergedResync: converged parents")

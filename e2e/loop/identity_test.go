@@ -75,12 +75,14 @@ func orDefault(ns string) string {
 	return ns
 }
 
-// condition returns the CompositeController's condition of type typ.
+// condition returns the CompositeController's condition of type typ, nil
+// when it has none or can't be read (eventually polls on).
 func condition(t *testing.T, name, typ string) *metav1.Condition {
 	t.Helper()
 	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Logf("get CompositeController %s: %v", name, err)
+		return nil
 	}
 	return meta.FindStatusCondition(got.Status.Conditions, typ)
 }
@@ -394,5 +396,68 @@ func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(
 			return false, err
 		}
 		return got.Status.Author != nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+}
+
+// TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead: a controller's
+// hook credentials come from a Secret its author may read, so it is
+// accepted and runs. Once the author may no longer read it, the loop
+// (started again by a restart of the server) does not read it for them:
+// the controller is Ready False, Forbidden, naming the author and the
+// Secret.
+func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	const ctrl, author = "credentials-author", "credentials-author"
+	ns := namespace(t, "credentials-author")
+	grant(t, "e2e-credentials-author", "", helloRules+`- apiGroups: ["metacontroller.k8s.io"]
+  resources: ["compositecontrollers"]
+  verbs: ["get", "list", "create", "update", "patch"]
+`, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
+	grant(t, "reads-hook-token", ns, `rules:
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: ["hook-token"]
+  verbs: ["get"]
+`, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook-token", Namespace: ns}, StringData: map[string]string{"token": "s3cret"}}
+	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := stack.UserKubeconfig(author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := strings.Replace(controller{Name: ctrl, HookURL: hook.URL}.manifest(), "        timeout: 3s\n",
+		"        timeout: 3s\n        authorization:\n          secretRef: {namespace: "+ns+", name: hook-token, key: token}\n", 1)
+	if !strings.Contains(manifest, "hook-token") {
+		t.Fatalf("no place for the credentials in:\n%s", manifest)
+	}
+	file := filepath.Join(t.TempDir(), "cc.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
+	var lastErr string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
+		lastErr = stderr
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the author was refused a controller whose credentials they may read: %s", lastErr)
+	}
+	waitRunning(t, ctrl)
+
+	if _, stderr, err := stack.Kubectl(ctx, "delete", "rolebinding", "reads-hook-token", "-n", ns); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	// The delegating authorizer may remember the grant for seconds: the
+	// restart that starts the loop again comes after that.
+	time.Sleep(11 * time.Second)
+	restartWith(t)
+	eventually(t, "the controller whose author may no longer read its credentials to stop", func() (bool, error) {
+		c := condition(t, ctrl, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" &&
+			strings.Contains(c.Message, fmt.Sprintf("the controller's author %q may not get secrets %s/hook-token", author, ns)), nil
 	})
 }

@@ -153,7 +153,7 @@ func (c completedConfig) New() (*Server, error) {
 		// Only with a target cluster is there a loop to escalate through,
 		// and rights of the server's to check.
 		authz = c.GenericConfig.Authorization.Authorizer
-		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
+		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube, Identity: c.ExtraConfig.Identity}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)

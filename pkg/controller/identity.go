@@ -89,24 +89,6 @@ func (a *actor) secrets(server hooks.SecretSource) hooks.SecretSource {
 	return hooks.NewClusterSecretSource(a.clients.Kube)
 }
 
-// serverRights are the rights the server itself needs for def: all of them
-// without an identity; with one, only the reads of its shared informers and
-// its Events — every write is the identity's.
-func serverRights(def *definition.Definition, a *actor) []definition.Right {
-	if a.clients == nil {
-		return def.Rights
-	}
-	var out []definition.Right
-	for _, r := range def.Rights {
-		if r.Resource == definition.Events.Resource && r.Group == "" ||
-			(r.Verb == "list" || r.Verb == "watch") && r.Subresource == "" &&
-				!(r.Group == definition.ControllerRevisions.Group && r.Resource == definition.ControllerRevisions.Resource) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // checkReads refuses a sync whose identity may not list what the loop reads
 // for the parent from the server's shared informers: the parent's resource
 // and each child resource, in the parent's namespace. The informers are the

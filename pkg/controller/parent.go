@@ -108,7 +108,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		return nil, err
 	}
 	checker := rights.Checker{Kube: m.cfg.Kube}
-	if missing, err := checker.MissingOf(ctx, serverRights(def, pc.actor)); err != nil {
+	if missing, err := checker.MissingOf(ctx, rights.ServerRights(def, pc.actor.clients != nil)); err != nil {
 		return nil, err
 	} else if len(missing) > 0 {
 		return nil, &forbiddenError{message: rights.Describe(def.Name, missing)}

@@ -40,6 +40,9 @@ func Needed(def *definition.Definition) []Right { return def.Rights }
 // answer is fresh, and a grant shows within seconds.
 type Checker struct {
 	Kube kubernetes.Interface
+	// Identity tells which controllers act as a ServiceAccount, for which
+	// the server needs only its reads.
+	Identity IdentityPolicy
 
 	mu    sync.Mutex
 	cache map[Right]cached
@@ -144,6 +147,25 @@ func (c *Checker) store(rights []Right, allowed []bool) {
 	}
 }
 
+// ServerRights are the rights the server itself needs for def: all of them
+// when the controller acts with the server's identity; with an identity of
+// its own, only the reads of the server's shared informers and its Events,
+// every write being the identity's.
+func ServerRights(def *definition.Definition, identity bool) []Right {
+	if !identity {
+		return Needed(def)
+	}
+	var out []Right
+	for _, r := range Needed(def) {
+		events := r.Group == definition.Events.Group && r.Resource == definition.Events.Resource
+		revisions := r.Group == definition.ControllerRevisions.Group && r.Resource == definition.ControllerRevisions.Resource
+		if events || (r.Verb == "list" || r.Verb == "watch") && r.Subresource == "" && !revisions {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // MissingRights says what cc needs and the server lacks, with the fix; ""
 // when nothing is missing. It is asked when cc is applied, before the loop
 // compiled it.
@@ -152,7 +174,7 @@ func (c *Checker) MissingRights(ctx context.Context, cc *v1alpha1.CompositeContr
 	if err != nil {
 		return "", err
 	}
-	missing, err := c.Missing(ctx, def)
+	missing, err := c.MissingOf(ctx, ServerRights(def, c.Identity.Identity(cc) != nil))
 	if err != nil || len(missing) == 0 {
 		return "", err
 	}

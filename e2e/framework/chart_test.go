@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -317,5 +318,64 @@ func verify(t *testing.T, what string, caPEM, certPEM []byte, usage x509.ExtKeyU
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
 		t.Errorf("%s does not verify for %q (%v): %v", what, dnsName, usage, err)
+	}
+}
+
+// The server may impersonate ServiceAccounts only, and only in the
+// namespaces the operator lists: none by default; with identity values, a
+// Role in each listed namespace, and the lockdown flags on the server.
+func TestChartImpersonatesServiceAccountsOnlyWhereListed(t *testing.T) {
+	plain, err := RenderChart(chartNamespace, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "impersonate") {
+		t.Errorf("the default chart grants impersonation:\n%s", plain)
+	}
+	modes, err := ChartModes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := RenderChart(chartNamespace, modes["identity"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, o := range objs {
+		if o.Kind != "Role" && o.Kind != "ClusterRole" {
+			continue
+		}
+		var role rbacv1.Role
+		if err := yaml.Unmarshal([]byte(o.YAML), &role); err != nil {
+			t.Fatal(err)
+		}
+		impersonates := false
+		for _, r := range role.Rules {
+			if slices.Contains(r.Verbs, "impersonate") || slices.Contains(r.Verbs, "*") {
+				impersonates = true
+				if len(r.Resources) != 1 || r.Resources[0] != "serviceaccounts" {
+					t.Errorf("%s %s: impersonation of %v, want serviceaccounts only", o.Kind, o.Name, r.Resources)
+				}
+			}
+		}
+		if !impersonates {
+			continue
+		}
+		if o.Kind != "Role" {
+			t.Errorf("impersonation granted by ClusterRole %s, want namespaced Roles only", o.Name)
+		}
+		roles = append(roles, role.Namespace+"/"+role.Name)
+	}
+	if len(roles) != 1 || !strings.HasPrefix(roles[0], "default/") {
+		t.Errorf("impersonating Roles %v, want one in the listed namespace default", roles)
+	}
+	for _, flag := range []string{"--require-controller-service-account", "--default-controller-service-account=default/composite-controllers"} {
+		if !strings.Contains(rendered, flag) {
+			t.Errorf("the identity mode does not run the server with %s", flag)
+		}
 	}
 }

@@ -253,6 +253,26 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, sa), nil
 	})
 
+	// A live /sync by an administrator, who may write there, acts as the
+	// ServiceAccount too, and is refused.
+	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, away)
+	answer := &v1alpha1.SyncRequest{}
+	err := cc.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync").
+		Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Into(answer)
+	// Refused as a whole (the ServiceAccount may not list what the hook
+	// would get), or item by item in the plan by kube-apiserver: either
+	// way naming the ServiceAccount.
+	said := fmt.Sprint(err)
+	for _, item := range answer.Status.Plan {
+		said += "\n" + item.Error
+	}
+	if !strings.Contains(said, sa) && !strings.Contains(said, "system:serviceaccount:"+home+":writer") {
+		t.Errorf("an administrator's live sync did not act as the controller's ServiceAccount: %s", said)
+	}
+	if got := configMaps(t, away); len(got) != 0 {
+		t.Errorf("a live sync wrote ConfigMaps where the controller's ServiceAccount may not: %s", names(got))
+	}
+
 	grant(t, "identity-writer", away, helloRules, saSubject)
 	untilWithSpecBumps(t, "the parent where the ServiceAccount was just granted rights to converge", away, "p", spec, func(p *unstructured.Unstructured) bool {
 		observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")

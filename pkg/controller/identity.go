@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -87,24 +86,6 @@ func (a *actor) secrets(server hooks.SecretSource) hooks.SecretSource {
 		return server
 	}
 	return hooks.NewClusterSecretSource(a.clients.Kube)
-}
-
-// checkReads refuses a sync whose identity may not list what the loop reads
-// for the parent from the server's shared informers: the parent's resource
-// and each child resource, in the parent's namespace. The informers are the
-// server's, shared by every controller; what reaches this controller's hook
-// must be what its identity could list itself.
-func (a *actor) checkReads(ctx context.Context, access rights.Access, def *definition.Definition, namespace string) error {
-	if a.clients == nil {
-		return nil
-	}
-	gvrs := append([]schema.GroupVersionResource{def.Parent.GVR}, def.ChildGVRs()...)
-	for _, gvr := range gvrs {
-		if err := access.Check(ctx, a.subject, rights.List(gvr, namespace)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // serviceAccounts tells whether identities exist, remembering the answer

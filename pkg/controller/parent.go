@@ -468,7 +468,7 @@ func (pc *parentController) checkActor(ctx context.Context, parent *unstructured
 	if err := pc.m.serviceAccounts.exists(ctx, *sa); err != nil {
 		return err
 	}
-	return pc.actor.checkReads(ctx, pc.m.access, pc.rec.Def, parent.GetNamespace())
+	return pc.m.access.CheckReads(ctx, pc.actor.subject, pc.rec.Def, parent.GetNamespace())
 }
 
 // onlyStatusChanged tells whether two versions of a parent differ in

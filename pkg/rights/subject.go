@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 // Subject is whom a controller's reads and writes are checked against: its
@@ -141,4 +142,19 @@ func (a Access) Check(ctx context.Context, subject Subject, r Right) error {
 // List is the right to list gvr in namespace ("" for all namespaces).
 func List(gvr schema.GroupVersionResource, namespace string) Right {
 	return Right{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace}
+}
+
+// CheckReads refuses what subject may not list of what a sync reads for a
+// parent in namespace and sends to the hook: the parent's resource and
+// each child resource. The loop reads them from the server's informers,
+// shared by every controller, and a /sync with its caller's rights; either
+// way a controller with an identity must get only what it could list.
+func (a Access) CheckReads(ctx context.Context, subject Subject, def *definition.Definition, namespace string) error {
+	gvrs := append([]schema.GroupVersionResource{def.Parent.GVR}, def.ChildGVRs()...)
+	for _, gvr := range gvrs {
+		if err := a.Check(ctx, subject, List(gvr, namespace)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -119,6 +119,13 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if err != nil {
 		return nil, err
 	}
+	if act.subject.ServiceAccount != nil {
+		// What the hook gets must be what the controller's identity
+		// could list, whoever the caller is.
+		if err := (rights.Access{Authorizer: r.authorizer}).CheckReads(ctx, act.subject, def, parent.GetNamespace()); err != nil {
+			return nil, apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), cc.Name, err)
+		}
+	}
 	opts := reconcile.Options{DryRun: dryRun}
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err

@@ -160,9 +160,11 @@ func (s strategy) validateDestinations(cc *metacontroller.CompositeController) f
 	return errs
 }
 
+// WarningsOnCreate names each conversion from Metacontroller's earliest
+// shape first, then what validation advises and the rights the server lacks.
 func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc, expressions)
+	warnings := append(legacyShapeWarnings(cc), validation.Warnings(cc, expressions)...)
 	if s.rightsWarnings != nil {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}
@@ -176,11 +178,23 @@ func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) f
 
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc, expressions)
+	warnings := append(legacyShapeWarnings(cc), validation.Warnings(cc, expressions)...)
 	if s.rightsWarnings != nil && !apiequality.Semantic.DeepEqual(cc.Spec, old.(*metacontroller.CompositeController).Spec) {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}
 	return warnings
+}
+
+// legacyShapeWarnings takes the record the conversion from v1alpha1 left on
+// an object written in Metacontroller's earliest shape and answers a
+// warning per conversion, as Kubernetes warns of a deprecated field. The
+// conversion has no request to warn on; the strategy does. Taking the record
+// leaves the object as it will be stored.
+func legacyShapeWarnings(cc *metacontroller.CompositeController) []string {
+	if l := cc.TakeLegacyShape(); l != nil {
+		return l.Conversions
+	}
+	return nil
 }
 
 // Canonicalize has nothing to normalise: defaulting already did.

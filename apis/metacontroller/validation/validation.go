@@ -89,6 +89,7 @@ var (
 // the name only has to be usable as a path segment.
 func ValidateCompositeController(cc *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&cc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
+	allErrs = append(allErrs, legacyShapeErrors(cc)...)
 	allErrs = append(allErrs, checkSpec(&cc.Spec, exprs).errs...)
 	return allErrs
 }
@@ -99,8 +100,20 @@ func ValidateCompositeController(cc *metacontroller.CompositeController, exprs E
 // as on creation.
 func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, legacyShapeErrors(newCC)...)
 	allErrs = append(allErrs, checkSpec(&newCC.Spec, exprs).errs...)
 	return allErrs
+}
+
+// legacyShapeErrors are the contradictions the conversion from
+// Metacontroller's earliest shape found in the fields the client sent
+// (both resource and resources, a hook path beside a webhook url, ...);
+// only the request's object carries them.
+func legacyShapeErrors(cc *metacontroller.CompositeController) field.ErrorList {
+	if cc.LegacyShape == nil {
+		return nil
+	}
+	return cc.LegacyShape.Errors
 }
 
 // ValidateCompositeControllerStatusUpdate validates an update through the

@@ -1,0 +1,251 @@
+package v1alpha1_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// catset is the CompositeController of the hook contract this project was
+// founded on, in Metacontroller's earliest shape, verbatim.
+const catset = `
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: catset-controller
+spec:
+  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
+  childResources:
+    - apiVersion: v1
+      resources: ["pods", "persistentvolumeclaims"]
+  clientConfig:
+    service: {name: catset-controller, namespace: metacontroller}
+  hooks:
+    sync: {path: /sync}
+`
+
+// current is catset in today's shape, as the server stores and serves it
+// (defaults included).
+const current = `
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: catset-controller
+spec:
+  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
+  childResources:
+  - {apiVersion: v1, resource: pods, updateStrategy: {method: OnDelete, statusChecks: {}}}
+  - {apiVersion: v1, resource: persistentvolumeclaims, updateStrategy: {method: OnDelete, statusChecks: {}}}
+  hooks:
+    sync:
+      version: v1
+      webhook:
+        service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
+        path: /sync
+status: {}
+`
+
+type codec struct {
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+}
+
+func newCodec() codec {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	return codec{scheme: scheme, codecs: serializer.NewCodecFactory(scheme)}
+}
+
+// decode reads a manifest as the server reads a request body: v1alpha1,
+// defaulted, converted to the internal type.
+func (c codec) decode(t *testing.T, manifest string) *metacontroller.CompositeController {
+	t.Helper()
+	data, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := c.codecs.UniversalDecoder(metacontroller.SchemeGroupVersion).Decode(data, nil, nil)
+	if err != nil {
+		t.Fatalf("can't decode: %v", err)
+	}
+	return obj.(*metacontroller.CompositeController)
+}
+
+// encode writes an internal object as the server stores and serves it.
+func (c codec) encode(t *testing.T, cc *metacontroller.CompositeController) map[string]interface{} {
+	t.Helper()
+	data, err := runtime.Encode(c.codecs.LegacyCodec(v1alpha1.SchemeGroupVersion), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]interface{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m["metadata"].(map[string]interface{}), "creationTimestamp")
+	return m
+}
+
+func asMap(t *testing.T, manifest string) map[string]interface{} {
+	t.Helper()
+	var m map[string]interface{}
+	if err := yaml.Unmarshal([]byte(manifest), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestEarliestShapeIsStoredInTodaysShape: the founding document's manifest
+// converts into today's fields with a warning per conversion, is written
+// back in today's shape only, and reads back as the same object with
+// nothing left to warn of.
+func TestEarliestShapeIsStoredInTodaysShape(t *testing.T) {
+	c := newCodec()
+	cc := c.decode(t, catset)
+
+	if cc.LegacyShape == nil {
+		t.Fatal("no record of the conversion")
+	}
+	if len(cc.LegacyShape.Errors) != 0 {
+		t.Fatalf("errors: %v", cc.LegacyShape.Errors)
+	}
+	wantWarnings := []string{
+		`spec.childResources[0].resources: deprecated (Metacontroller's earliest CompositeController shape): converted into one spec.childResources entry per resource: {apiVersion: v1, resource: pods}, {apiVersion: v1, resource: persistentvolumeclaims}`,
+		`spec.hooks.sync.path: deprecated (Metacontroller's earliest CompositeController shape): converted into spec.hooks.sync.webhook.path "/sync" on spec.hooks.sync.webhook.service metacontroller/catset-controller`,
+		`spec.clientConfig: deprecated (Metacontroller's earliest CompositeController shape): converted into the webhook.service of spec.hooks.sync`,
+	}
+	if !reflect.DeepEqual(wantWarnings, cc.LegacyShape.Conversions) {
+		t.Errorf("warnings (-want +got):\n%s", diff.Diff(wantWarnings, cc.LegacyShape.Conversions))
+	}
+
+	stored := c.encode(t, cc)
+	if !reflect.DeepEqual(asMap(t, current), stored) {
+		t.Errorf("stored (-want +got):\n%s", diff.Diff(asMap(t, current), stored))
+	}
+
+	again := c.decode(t, current)
+	if again.LegacyShape != nil {
+		t.Errorf("today's shape recorded as a conversion: %+v", again.LegacyShape)
+	}
+	cc.LegacyShape = nil
+	if !reflect.DeepEqual(cc, again) {
+		t.Errorf("read back (-converted +stored):\n%s", diff.Diff(cc, again))
+	}
+}
+
+// TestEarliestShapeMergedWithTodaysAgrees: an apply of the earliest shape
+// over the stored object (kubectl apply's merge patch keeps the stored
+// webhook beside the manifest's path; server-side apply keeps the stored
+// entries beside the manifest's resources) converts into the same object.
+func TestEarliestShapeMergedWithTodaysAgrees(t *testing.T) {
+	c := newCodec()
+	want := c.decode(t, current)
+	merged := c.decode(t, `
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata: {name: catset-controller}
+spec:
+  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
+  childResources:
+  - {apiVersion: v1, resource: pods, updateStrategy: {method: OnDelete}}
+  - {apiVersion: v1, resource: persistentvolumeclaims, updateStrategy: {method: OnDelete}}
+  - {apiVersion: v1, resources: [pods, persistentvolumeclaims]}
+  clientConfig:
+    service: {name: catset-controller, namespace: metacontroller}
+  updateStrategy: Apply
+  hooks:
+    sync:
+      path: /sync
+      version: v1
+      webhook:
+        service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
+        path: /sync
+`)
+	if merged.LegacyShape == nil || len(merged.LegacyShape.Errors) != 0 {
+		t.Fatalf("record: %+v", merged.LegacyShape)
+	}
+	if got := merged.LegacyShape.Conversions; len(got) != 4 || !strings.HasPrefix(got[3], "spec.updateStrategy: deprecated") {
+		t.Errorf("warnings: %q", got)
+	}
+	if !reflect.DeepEqual(want.Spec, merged.Spec) {
+		t.Errorf("spec (-stored +merged):\n%s", diff.Diff(want.Spec, merged.Spec))
+	}
+}
+
+// TestEarliestShapeContradictionsAreFieldErrors: deprecated fields that
+// contradict each other or today's fields are refused with a field error
+// naming them, never settled by a silent choice.
+func TestEarliestShapeContradictionsAreFieldErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec string
+		want field.ErrorList
+	}{{
+		name: "resource and resources in one entry",
+		spec: `
+  childResources: [{apiVersion: v1, resource: configmaps, resources: [pods]}]
+  hooks: {sync: {webhook: {url: "http://hook/sync"}}}`,
+		want: field.ErrorList{field.Forbidden(field.NewPath("spec", "childResources").Index(0).Child("resources"), "may not be set with spec.childResources[0].resource: give one resource per entry")},
+	}, {
+		name: "a hook path and a webhook url",
+		spec: `
+  clientConfig: {service: {name: hook, namespace: ns}}
+  hooks: {sync: {path: /sync, webhook: {url: "http://hook/sync"}}}`,
+		want: field.ErrorList{field.Forbidden(field.NewPath("spec", "hooks", "sync", "path"), "may not be set with spec.hooks.sync.webhook.url: give the hook as a url or as a path on spec.clientConfig.service")},
+	}, {
+		name: "clientConfig and a hook's webhook of another service",
+		spec: `
+  clientConfig: {service: {name: hook, namespace: ns}}
+  hooks: {sync: {path: /sync, webhook: {service: {name: other, namespace: ns}}}}`,
+		want: field.ErrorList{field.Invalid(field.NewPath("spec", "hooks", "sync", "webhook", "service"), "ns/other", "differs from spec.clientConfig.service (ns/hook), which spec.hooks.sync.path says to use: set one of them")},
+	}, {
+		name: "a hook path and another webhook path",
+		spec: `
+  clientConfig: {service: {name: hook, namespace: ns}}
+  hooks: {sync: {path: /sync, webhook: {service: {name: hook, namespace: ns}, path: /other}}}`,
+		want: field.ErrorList{field.Invalid(field.NewPath("spec", "hooks", "sync", "path"), "/sync", `differs from spec.hooks.sync.webhook.path "/other": set one of them`)},
+	}, {
+		name: "clientConfig and a hook given as a webhook",
+		spec: `
+  clientConfig: {service: {name: hook, namespace: ns}}
+  hooks: {sync: {webhook: {url: "http://hook/sync"}}}`,
+		want: field.ErrorList{field.Forbidden(field.NewPath("spec", "clientConfig"), "is used only by hooks given by path (spec.hooks.<hook>.path), and none is; spec.hooks.sync.webhook set: give the Service there as webhook.service")},
+	}, {
+		name: "a hook path without clientConfig",
+		spec: `
+  hooks: {sync: {path: /sync}}`,
+		want: field.ErrorList{field.Required(field.NewPath("spec", "clientConfig", "service"), "the Service of spec.hooks.sync.path")},
+	}, {
+		name: "an updateStrategy other than Apply",
+		spec: `
+  updateStrategy: Patch
+  hooks: {sync: {webhook: {url: "http://hook/sync"}}}`,
+		want: field.ErrorList{field.NotSupported(field.NewPath("spec", "updateStrategy"), "Patch", []string{"Apply"})},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := newCodec().decode(t, `
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata: {name: c}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}`+tc.spec)
+			if cc.LegacyShape == nil {
+				t.Fatal("no record of the conversion")
+			}
+			if !reflect.DeepEqual(tc.want.ToAggregate().Error(), cc.LegacyShape.Errors.ToAggregate().Error()) {
+				t.Errorf("errors (-want +got):\n%s", diff.Diff(tc.want.ToAggregate().Error(), cc.LegacyShape.Errors.ToAggregate().Error()))
+			}
+		})
+	}
+}

@@ -60,21 +60,25 @@ func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 }
 
 // PrepareForCreate clears the status, which only the controller may write,
-// and starts the generation at 1.
+// starts the generation at 1, and makes managedFields name the fields an
+// object in Metacontroller's earliest shape is stored in.
 func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
 	cc.Status = metacontroller.CompositeControllerStatus{}
 	cc.Generation = 1
+	translateLegacyManagedFields(cc)
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when,
 // and only when, the spec changed, so that status.observedGeneration tells
-// whether the loop runs the current spec.
+// whether the loop runs the current spec. managedFields name the fields an
+// object in Metacontroller's earliest shape is stored in.
 func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Status = oldCC.Status
 	dropDefaultedModes(newCC, oldCC)
+	translateLegacyManagedFields(newCC)
 	if !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec) {
 		newCC.Generation = oldCC.Generation + 1
 	}

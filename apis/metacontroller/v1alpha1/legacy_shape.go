@@ -128,6 +128,10 @@ func convertLegacyChildResources(in *CompositeControllerSpec, out *metacontrolle
 			add(converted, false)
 			continue
 		}
+		if l.ChildResources == nil {
+			l.ChildResources = map[string][]string{}
+		}
+		l.ChildResources[r.APIVersion] = append(l.ChildResources[r.APIVersion], r.Resources...)
 		var names []string
 		for _, res := range r.Resources {
 			one := *converted.DeepCopy()
@@ -142,9 +146,11 @@ func convertLegacyChildResources(in *CompositeControllerSpec, out *metacontrolle
 
 // convertLegacyHooks turns each hook given by path into a webhook with
 // spec.clientConfig.service and that path. A webhook the hook also has may
-// only agree with it (an apply that merges the stored hook with the
-// earliest shape's brings both); a url, another service or another path is
-// a contradiction, answered as field errors naming both fields.
+// agree with it (an apply that merges the stored hook with the earliest
+// shape's brings both); a url, another service or another path is recorded
+// as a conflict, which validation answers with field errors naming both
+// fields unless the webhook is the stored one (metacontroller.
+// LegacyHookConflict).
 func convertLegacyHooks(in *CompositeControllerSpec, out *metacontroller.CompositeControllerSpec, specPath *field.Path, l *metacontroller.LegacyShape, s conversion.Scope) error {
 	var service *ServiceReference
 	if in.ClientConfig != nil {
@@ -179,19 +185,19 @@ func convertLegacyHooks(in *CompositeControllerSpec, out *metacontroller.Composi
 				l.Errors = append(l.Errors, field.Required(specPath.Child("clientConfig", "service"), fmt.Sprintf("the Service of %s", p.Child("path"))))
 				continue
 			}
-			if errs := legacyHookConflicts(h.in, service, p, specPath); len(errs) > 0 {
-				l.Errors = append(l.Errors, errs...)
-				continue
-			}
 			if h.out.Webhook == nil {
 				h.out.Webhook = &metacontroller.Webhook{}
+			} else if errs := legacyHookConflicts(h.in, service, p, specPath); len(errs) > 0 {
+				l.HookConflicts = append(l.HookConflicts, metacontroller.LegacyHookConflict{Hook: h.name, Webhook: h.out.Webhook.DeepCopy(), Errors: errs})
 			}
+			h.out.Webhook.URL = nil
 			h.out.Webhook.Service = &metacontroller.ServiceReference{}
 			if err := Convert_v1alpha1_ServiceReference_To_metacontroller_ServiceReference(service, h.out.Webhook.Service, s); err != nil {
 				return err
 			}
 			path := *h.in.Path
 			h.out.Webhook.Path = &path
+			l.HooksByPath = append(l.HooksByPath, h.name)
 			l.Conversions = append(l.Conversions, fmt.Sprintf("%s: %s: converted into %s %q on %s %s/%s",
 				p.Child("path"), deprecated, p.Child("webhook", "path"), path, p.Child("webhook", "service"), service.Namespace, service.Name))
 		}
@@ -223,7 +229,7 @@ func legacyHookConflicts(h *Hook, service *ServiceReference, p, specPath *field.
 	if w.URL != nil {
 		errs = append(errs, field.Forbidden(p.Child("path"), fmt.Sprintf("may not be set with %s: give the hook as a url or as a path on spec.clientConfig.service", p.Child("webhook", "url"))))
 	}
-	if w.Service != nil && !apiequality.Semantic.DeepEqual(w.Service, service) {
+	if w.Service != nil && !sameService(w.Service, service) {
 		errs = append(errs, field.Invalid(p.Child("webhook", "service"), fmt.Sprintf("%s/%s", w.Service.Namespace, w.Service.Name),
 			fmt.Sprintf("differs from %s (%s/%s), which %s says to use: set one of them", specPath.Child("clientConfig", "service"), service.Namespace, service.Name, p.Child("path"))))
 	}
@@ -231,4 +237,15 @@ func legacyHookConflicts(h *Hook, service *ServiceReference, p, specPath *field.
 		errs = append(errs, field.Invalid(p.Child("path"), *h.Path, fmt.Sprintf("differs from %s %q: set one of them", p.Child("webhook", "path"), *w.Path)))
 	}
 	return errs
+}
+
+// sameService says whether a hook's webhook.service agrees with
+// spec.clientConfig.service: each of its fields is unset or the same. A
+// field left unset is one a merge (server-side apply pruning what the
+// applier owned) did not keep, not one the client chose.
+func sameService(w, cc *ServiceReference) bool {
+	same := func(a, b string) bool { return a == "" || a == b }
+	return same(w.Name, cc.Name) && same(w.Namespace, cc.Namespace) &&
+		(w.Port == nil || cc.Port == nil || *w.Port == *cc.Port) &&
+		(w.Protocol == nil || cc.Protocol == nil || strings.EqualFold(*w.Protocol, *cc.Protocol))
 }

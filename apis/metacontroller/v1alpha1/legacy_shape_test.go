@@ -15,6 +15,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // catset is the CompositeController of the hook contract this project was
@@ -117,8 +119,8 @@ func TestEarliestShapeIsStoredInTodaysShape(t *testing.T) {
 	if cc.LegacyShape == nil {
 		t.Fatal("no record of the conversion")
 	}
-	if len(cc.LegacyShape.Errors) != 0 {
-		t.Fatalf("errors: %v", cc.LegacyShape.Errors)
+	if errs := allErrors(cc.LegacyShape); len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
 	}
 	wantWarnings := []string{
 		`spec.childResources[0].resources: deprecated (Metacontroller's earliest CompositeController shape): converted into one spec.childResources entry per resource: {apiVersion: v1, resource: pods}, {apiVersion: v1, resource: persistentvolumeclaims}`,
@@ -172,7 +174,7 @@ spec:
         service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
         path: /sync
 `)
-	if merged.LegacyShape == nil || len(merged.LegacyShape.Errors) != 0 {
+	if merged.LegacyShape == nil || len(allErrors(merged.LegacyShape)) != 0 {
 		t.Fatalf("record: %+v", merged.LegacyShape)
 	}
 	if got := merged.LegacyShape.Conversions; len(got) != 4 || !strings.HasPrefix(got[3], "spec.updateStrategy: deprecated") {
@@ -243,9 +245,92 @@ spec:
 			if cc.LegacyShape == nil {
 				t.Fatal("no record of the conversion")
 			}
-			if !reflect.DeepEqual(tc.want.ToAggregate().Error(), cc.LegacyShape.Errors.ToAggregate().Error()) {
-				t.Errorf("errors (-want +got):\n%s", diff.Diff(tc.want.ToAggregate().Error(), cc.LegacyShape.Errors.ToAggregate().Error()))
+			if !reflect.DeepEqual(tc.want.ToAggregate().Error(), allErrors(cc.LegacyShape).ToAggregate().Error()) {
+				t.Errorf("errors (-want +got):\n%s", diff.Diff(tc.want.ToAggregate().Error(), allErrors(cc.LegacyShape).ToAggregate().Error()))
 			}
 		})
 	}
 }
+
+// allErrors are the field errors of a conversion, hook conflicts included
+// (validation drops those of a webhook kept from the stored object).
+func allErrors(l *metacontroller.LegacyShape) field.ErrorList {
+	errs := append(field.ErrorList(nil), l.Errors...)
+	for _, c := range l.HookConflicts {
+		errs = append(errs, c.Errors...)
+	}
+	return errs
+}
+
+// TestEditedEarliestShapeReplacesTheStoredWebhook: kubectl apply of an
+// edited manifest in the earliest shape sends a merge patch with the new
+// path and clientConfig, which keeps the stored webhook beside them. That
+// webhook is not the client's: the path and clientConfig replace it, and
+// the update is valid. The same object as a create, or with a webhook that
+// is not the stored one, contradicts itself and is refused naming both
+// fields.
+func TestEditedEarliestShapeReplacesTheStoredWebhook(t *testing.T) {
+	c := newCodec()
+	stored := c.decode(t, current)
+	stored.ResourceVersion = "1"
+	merged := func(webhookExtra string) *metacontroller.CompositeController {
+		cc := c.decode(t, `
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata: {name: catset-controller, resourceVersion: "1"}
+spec:
+  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
+  childResources:
+  - {apiVersion: v1, resources: [pods]}
+  clientConfig:
+    service: {name: catset-controller-v2, namespace: metacontroller}
+  hooks:
+    sync:
+      path: /v2/sync
+      version: v1
+      webhook:
+        service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
+        path: /sync`+webhookExtra+`
+`)
+		return cc
+	}
+	legacyErrs := func(errs field.ErrorList) []string {
+		var out []string
+		for _, e := range errs {
+			if strings.HasPrefix(e.Field, "spec.hooks.sync") || strings.HasPrefix(e.Field, "spec.clientConfig") {
+				out = append(out, e.Error())
+			}
+		}
+		return out
+	}
+	exprs := variables.Expressions{}
+
+	update := merged("")
+	if errs := validation.ValidateCompositeControllerUpdate(update, stored, exprs); len(errs) != 0 {
+		t.Errorf("the update is refused: %v", errs)
+	}
+	want := metacontroller.Webhook{
+		Service: &metacontroller.ServiceReference{Name: "catset-controller-v2", Namespace: "metacontroller", Port: ptr(int32(80)), Protocol: ptr("http")},
+		Path:    ptr("/v2/sync"),
+	}
+	if got := update.Spec.Hooks.Sync.Webhook; !reflect.DeepEqual(*got, want) {
+		t.Errorf("sync webhook after the update:\n%s", diff.Diff(want, *got))
+	}
+	if got := update.Spec.ChildResources; len(got) != 1 || got[0].Resource != "pods" {
+		t.Errorf("childResources after the update: %+v", got)
+	}
+
+	wantErrs := []string{
+		`spec.hooks.sync.webhook.service: Invalid value: "metacontroller/catset-controller": differs from spec.clientConfig.service (metacontroller/catset-controller-v2), which spec.hooks.sync.path says to use: set one of them`,
+		`spec.hooks.sync.path: Invalid value: "/v2/sync": differs from spec.hooks.sync.webhook.path "/sync": set one of them`,
+	}
+	if got := legacyErrs(validation.ValidateCompositeController(merged(""), exprs)); !reflect.DeepEqual(got, wantErrs) {
+		t.Errorf("as a create:\n%s", diff.Diff(wantErrs, got))
+	}
+	notStored := merged("\n        timeout: 5s")
+	if got := legacyErrs(validation.ValidateCompositeControllerUpdate(notStored, stored, exprs)); !reflect.DeepEqual(got, wantErrs) {
+		t.Errorf("with a webhook that is not the stored one:\n%s", diff.Diff(wantErrs, got))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -19,46 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
-
-// catsetController is the CompositeController of the hook contract this
-// project was founded on, in Metacontroller's earliest shape, verbatim:
-// several resources in one childResources entry, the hooks' Service in
-// spec.clientConfig, the sync hook as a path on it.
-const catsetController = `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: catset-controller
-spec:
-  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
-  childResources:
-    - apiVersion: v1
-      resources: ["pods", "persistentvolumeclaims"]
-  clientConfig:
-    service: {name: catset-controller, namespace: metacontroller}
-  hooks:
-    sync: {path: /sync}
-`
-
-// catsetControllerSpec is its spec in today's shape, as the server stores
-// it, shows it and sends it to the hook.
-const catsetControllerSpec = `
-parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
-childResources:
-- apiVersion: v1
-  resource: pods
-  updateStrategy: {method: OnDelete, statusChecks: {}}
-- apiVersion: v1
-  resource: persistentvolumeclaims
-  updateStrategy: {method: OnDelete, statusChecks: {}}
-hooks:
-  sync:
-    version: v1
-    webhook:
-      service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
-      path: /sync
-`
 
 var catsets = schema.GroupVersionResource{Group: "ctl.enisoc.com", Version: "v1", Resource: "catsets"}
 
@@ -85,19 +48,19 @@ func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 	hook := startCatsetHook(t)
 	restartResolving(t, map[string]string{"catset-controller.metacontroller": hook.addr})
 
-	_, stderr, err := stack.KubectlAs(ctx, stack.AdminKubeconfig, strings.NewReader(catsetController), "apply", "-f", "-")
+	_, stderr, err := stack.KubectlAs(ctx, stack.AdminKubeconfig, strings.NewReader(framework.EarliestShapeController), "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply of the earliest shape: %v\n%s", err, stderr)
 	}
 	t.Cleanup(func() {
 		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "catset-controller", metav1.DeleteOptions{})
 	})
-	for _, field := range []string{"spec.childResources[0].resources", "spec.clientConfig", "spec.hooks.sync.path"} {
-		if !strings.Contains(stderr, "Warning: "+field+": deprecated") {
-			t.Errorf("kubectl apply printed no warning about %s; stderr:\n%s", field, stderr)
+	for _, w := range framework.EarliestShapeWarnings {
+		if !strings.Contains(stderr, "Warning: "+w.Field+": deprecated") || !strings.Contains(stderr, w.Text) {
+			t.Errorf("kubectl apply printed no warning at %s saying %q; stderr:\n%s", w.Field, w.Text, stderr)
 		}
 	}
-	wantSpec := yamlObject(t, catsetControllerSpec)
+	wantSpec := yamlObject(t, framework.EarliestShapeStoredSpec)
 	shown, stderr, err := stack.Kubectl(ctx, "get", "cc", "catset-controller", "-o", "yaml")
 	if err != nil {
 		t.Fatalf("kubectl get: %v\n%s", err, stderr)

@@ -6,70 +6,31 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// earliestShapeManifest is the CompositeController of the hook contract this
-// project was founded on, in Metacontroller's earliest shape: several
-// resources in one childResources entry, the hooks' Service in
-// spec.clientConfig, the sync hook as a path. Verbatim but for its name
-// (%s), so that parallel runs do not share an object.
-const earliestShapeManifest = `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
-  childResources:
-    - apiVersion: v1
-      resources: ["pods", "persistentvolumeclaims"]
-  clientConfig:
-    service: {name: catset-controller, namespace: metacontroller}
-  hooks:
-    sync: {path: /sync}
-`
-
-// earliestShapeStoredSpec is that manifest's spec as the server stores and
-// shows it: today's shape only, defaults filled.
-const earliestShapeStoredSpec = `
-parentResource: {apiVersion: ctl.enisoc.com/v1, resource: catsets}
-childResources:
-- apiVersion: v1
-  resource: pods
-  updateStrategy: {method: OnDelete, statusChecks: {}}
-- apiVersion: v1
-  resource: persistentvolumeclaims
-  updateStrategy: {method: OnDelete, statusChecks: {}}
-hooks:
-  sync:
-    version: v1
-    webhook:
-      service: {name: catset-controller, namespace: metacontroller, port: 80, protocol: http}
-      path: /sync
-`
-
-// earliestShapeWarnings are the warnings kubectl must print for that
-// manifest, one per conversion: the field, then a part of its message.
-var earliestShapeWarnings = []struct{ field, text string }{
-	{"spec.childResources[0].resources", "one spec.childResources entry per resource: {apiVersion: v1, resource: pods}, {apiVersion: v1, resource: persistentvolumeclaims}"},
-	{"spec.clientConfig", "converted into the webhook.service of spec.hooks.sync"},
-	{"spec.hooks.sync.path", `converted into spec.hooks.sync.webhook.path "/sync" on spec.hooks.sync.webhook.service metacontroller/catset-controller`},
+// earliestShapeManifest is framework.EarliestShapeController named name, so
+// that parallel runs do not share an object.
+func earliestShapeManifest(name string) string {
+	return strings.Replace(framework.EarliestShapeController, "\n  name: catset-controller\n", "\n  name: "+name+"\n", 1)
 }
 
 func TestEarliestShapeAppliesWithWarningsAndReadsBackInTodaysShape(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
-	wantSpec := yamlToMap(t, earliestShapeStoredSpec)
+	wantSpec := yamlToMap(t, framework.EarliestShapeStoredSpec)
 
 	checkWarnings := func(t *testing.T, what, stderr string) {
 		t.Helper()
 		warnings := warningLines(stderr)
-		for _, w := range earliestShapeWarnings {
-			if !hasWarning(warnings, w.field, w.text) {
-				t.Errorf("%s printed no warning at %s saying %q; stderr:\n%s", what, w.field, w.text, stderr)
+		for _, w := range framework.EarliestShapeWarnings {
+			if !hasWarning(warnings, w.Field, w.Text) {
+				t.Errorf("%s printed no warning at %s saying %q; stderr:\n%s", what, w.Field, w.Text, stderr)
 			}
 		}
-		if len(warnings) != len(earliestShapeWarnings) {
-			t.Errorf("%s printed %d warnings, want %d:\n%s", what, len(warnings), len(earliestShapeWarnings), strings.Join(warnings, "\n"))
+		if len(warnings) != len(framework.EarliestShapeWarnings) {
+			t.Errorf("%s printed %d warnings, want %d:\n%s", what, len(warnings), len(framework.EarliestShapeWarnings), strings.Join(warnings, "\n"))
 		}
 	}
 	// readBack checks what `kubectl get -o yaml` shows: today's shape
@@ -95,7 +56,7 @@ func TestEarliestShapeAppliesWithWarningsAndReadsBackInTodaysShape(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := uniqueName("earliest-" + strings.ReplaceAll(tc.name, " ", "-"))
-			path := writeManifest(t, fmt.Sprintf(earliestShapeManifest, name))
+			path := writeManifest(t, earliestShapeManifest(name))
 
 			stdout, stderr, err := s.kubectl(append(tc.first, "-f", path)...)
 			if err != nil {
@@ -133,12 +94,12 @@ func TestEarliestShapeAppliesWithWarningsAndReadsBackInTodaysShape(t *testing.T)
 	for _, apply := range [][]string{{"apply"}, {"apply", "--server-side"}} {
 		t.Run("edited then "+strings.Join(apply, " "), func(t *testing.T) {
 			name := uniqueName("earliest-edited")
-			s.mustKubectl(t, append(apply, "-f", writeManifest(t, fmt.Sprintf(earliestShapeManifest, name)))...)
+			s.mustKubectl(t, append(apply, "-f", writeManifest(t, earliestShapeManifest(name)))...)
 			edited := strings.NewReplacer(
 				`resources: ["pods", "persistentvolumeclaims"]`, `resources: ["pods"]`,
 				`{name: catset-controller, namespace: metacontroller}`, `{name: catset-controller-v2, namespace: metacontroller}`,
 				`{path: /sync}`, `{path: /v2/sync}`,
-			).Replace(fmt.Sprintf(earliestShapeManifest, name))
+			).Replace(earliestShapeManifest(name))
 			stdout, stderr, err := s.kubectl(append(apply, "-f", writeManifest(t, edited))...)
 			if err != nil {
 				t.Fatalf("kubectl %s of the edited manifest: %v\nstderr:\n%s\nstdout:\n%s", apply, err, stderr, stdout)

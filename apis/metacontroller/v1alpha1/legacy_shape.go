@@ -25,7 +25,7 @@ import (
 // shape, moves that shape into today's fields and records what it did for
 // the strategy to answer.
 func Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController(in *CompositeController, out *metacontroller.CompositeController, s conversion.Scope) error {
-	if err := autoConvert_v1alpha1_CompositeController_To_metacontroller_CompositeController(in, out, s); err != nil {
+	if err := autoConvert_v1alpha1_CompositeController_To_metacontroller_CompositeController(withoutHookPaths(in), out, s); err != nil {
 		return err
 	}
 	legacy, err := convertLegacyShape(&in.Spec, &out.Spec, s)
@@ -57,11 +57,40 @@ func Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_Com
 	return autoConvert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(in, out, s)
 }
 
-// Convert_v1alpha1_Hook_To_metacontroller_Hook converts today's fields;
-// path is the object's conversion's to handle, as it needs
-// spec.clientConfig.
+// Convert_v1alpha1_Hook_To_metacontroller_Hook converts today's fields. A
+// path is a CompositeController's conversion's to handle, as it needs
+// spec.clientConfig, and it takes it out first; a hook of any other kind
+// (they share this type) that has one is refused, never silently dropped.
 func Convert_v1alpha1_Hook_To_metacontroller_Hook(in *Hook, out *metacontroller.Hook, s conversion.Scope) error {
+	if in.Path != nil {
+		return fmt.Errorf("a hook's path (%q) is accepted only in a CompositeController, with spec.clientConfig (Metacontroller's earliest shape): give the hook a webhook with url, or service and path", *in.Path)
+	}
 	return autoConvert_v1alpha1_Hook_To_metacontroller_Hook(in, out, s)
+}
+
+// withoutHookPaths returns cc, or a shallow copy of it whose hooks have no
+// path, for the conversion of today's fields; convertLegacyShape converts
+// the paths.
+func withoutHookPaths(cc *CompositeController) *CompositeController {
+	if cc.Spec.Hooks == nil {
+		return cc
+	}
+	hooks := *cc.Spec.Hooks
+	changed := false
+	for _, h := range []**Hook{&hooks.Customize, &hooks.Sync, &hooks.Finalize, &hooks.PreUpdateChild, &hooks.PostUpdateChild} {
+		if *h != nil && (*h).Path != nil {
+			without := **h
+			without.Path = nil
+			*h = &without
+			changed = true
+		}
+	}
+	if !changed {
+		return cc
+	}
+	out := *cc
+	out.Spec.Hooks = &hooks
+	return &out
 }
 
 // deprecated prefixes every warning of a conversion, as Kubernetes words

@@ -334,3 +334,15 @@ spec:
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestHookPathOutsideACompositeControllerIsRefused: hooks of every kind
+// share the Hook type, but only a CompositeController has a clientConfig
+// for a path to be on; any other conversion of a hook with a path fails
+// rather than dropping it.
+func TestHookPathOutsideACompositeControllerIsRefused(t *testing.T) {
+	c := newCodec()
+	err := c.scheme.Convert(&v1alpha1.Hook{Path: ptr("/sync")}, &metacontroller.Hook{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "accepted only in a CompositeController") {
+		t.Errorf("converting a hook with a path: %v, want it refused", err)
+	}
+}

@@ -101,6 +101,10 @@ const deprecated = "deprecated (Metacontroller's earliest CompositeController sh
 // already converted from today's fields of in, and returns what it did;
 // nil when in has none of them.
 func convertLegacyShape(in *CompositeControllerSpec, out *metacontroller.CompositeControllerSpec, s conversion.Scope) (*metacontroller.LegacyShape, error) {
+	if !hasLegacyShape(in) {
+		// Every stored object, read after read: nothing to do.
+		return nil, nil
+	}
 	l := &metacontroller.LegacyShape{}
 	specPath := field.NewPath("spec")
 	convertLegacyChildResources(in, out, specPath.Child("childResources"), l)
@@ -119,6 +123,26 @@ func convertLegacyShape(in *CompositeControllerSpec, out *metacontroller.Composi
 		return nil, nil
 	}
 	return l, nil
+}
+
+// hasLegacyShape says whether spec sets a field of the earliest shape.
+func hasLegacyShape(spec *CompositeControllerSpec) bool {
+	if spec.ClientConfig != nil || spec.UpdateStrategy != nil {
+		return true
+	}
+	for _, r := range spec.ChildResources {
+		if r.Resources != nil {
+			return true
+		}
+	}
+	if h := spec.Hooks; h != nil {
+		for _, hook := range []*Hook{h.Customize, h.Sync, h.Finalize, h.PreUpdateChild, h.PostUpdateChild} {
+			if hook != nil && hook.Path != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // convertLegacyChildResources turns each entry listing resources into one

@@ -147,9 +147,9 @@ func hasLegacyShape(spec *CompositeControllerSpec) bool {
 
 // convertLegacyChildResources turns each entry listing resources into one
 // entry per resource, in order, each with the entry's update strategy. An
-// entry equal to one already there is dropped: an apply that merges the
-// stored entries with the earliest shape's (client-side apply's merge
-// patch, server-side apply of the same manifest again) brings both.
+// entry equal to one already there is dropped: a server-side apply of the
+// earliest shape over stored entries another field manager owns (and so
+// keeps) brings both.
 func convertLegacyChildResources(in *CompositeControllerSpec, out *metacontroller.CompositeControllerSpec, path *field.Path, l *metacontroller.LegacyShape) {
 	expanded := false
 	for _, r := range in.ChildResources {

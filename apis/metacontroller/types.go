@@ -24,6 +24,11 @@ type CompositeController struct {
 	// only by the server through the status subresource.
 	// +optional
 	Status CompositeControllerStatus `json:"status,omitempty"`
+
+	// LegacyShape records the conversion of a request's object from
+	// Metacontroller's earliest shape, for the strategy to answer; nil
+	// otherwise. Never stored or served.
+	LegacyShape *LegacyShape `json:"-"`
 }
 
 // CompositeControllerSpec is Metacontroller's CompositeController spec, field

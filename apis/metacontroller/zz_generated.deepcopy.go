@@ -138,6 +138,10 @@ func (in *CompositeController) DeepCopyInto(out *CompositeController) {
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	in.Spec.DeepCopyInto(&out.Spec)
 	in.Status.DeepCopyInto(&out.Status)
+	if in.LegacyShape != nil {
+		in, out := &in.LegacyShape, &out.LegacyShape
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

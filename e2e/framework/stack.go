@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +96,10 @@ type Stack struct {
 	// on purpose (kcmlog.go).
 	disruptionsMu sync.Mutex
 	disruptions   []disruption
+
+	// compositeHosts are names composite-apiserver resolves to addresses
+	// of a test's choosing (SetCompositeHosts).
+	compositeHosts map[string]string
 }
 
 // watch records p's exit when nobody asked it to end: TestMain then fails
@@ -399,7 +404,14 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 	}
 	args = append(args, s.opts.CompositeArgs...)
 	args = append(args, extraArgs...)
-	p, err := StartProcess("composite-apiserver", s.logDir(), s.Bin.CompositeAPIServer, args...)
+	bin := s.Bin.CompositeAPIServer
+	if len(s.compositeHosts) > 0 {
+		var err error
+		if bin, args, err = s.resolvingHosts(bin, args); err != nil {
+			return err
+		}
+	}
+	p, err := StartProcess("composite-apiserver", s.logDir(), bin, args...)
 	if err != nil {
 		return err
 	}
@@ -414,6 +426,45 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 	}
 	s.Recovered()
 	return nil
+}
+
+// SetCompositeHosts makes composite-apiserver, from its next start on,
+// resolve each name of hosts to its address, as cluster DNS resolves the
+// <name>.<namespace> of a Service a hook is given by: the server runs in a
+// mount namespace of its own whose /etc/hosts also has these names (root
+// and util-linux's unshare needed). nil goes back to the machine's
+// resolution. The machine's /etc/hosts is never changed.
+func (s *Stack) SetCompositeHosts(hosts map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compositeHosts = hosts
+}
+
+// resolvingHosts returns the command that runs bin with args in a mount
+// namespace where /etc/hosts is the machine's plus s.compositeHosts.
+func (s *Stack) resolvingHosts(bin string, args []string) (string, []string, error) {
+	hosts, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		return "", nil, err
+	}
+	names := make([]string, 0, len(s.compositeHosts))
+	for name := range s.compositeHosts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.Write(hosts)
+	b.WriteString("\n# SetCompositeHosts\n")
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s %s\n", s.compositeHosts[name], name)
+	}
+	file := filepath.Join(s.Dir, "composite-hosts")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		return "", nil, err
+	}
+	// unshare and sh exec in turn: the process started is the server.
+	script := `mount --bind "$0" /etc/hosts && exec "$@"`
+	return "unshare", append([]string{"--mount", "--", "sh", "-c", script, file, bin}, args...), nil
 }
 
 // StartReplica starts another composite-apiserver on the stack's etcd and

@@ -67,11 +67,13 @@ func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 }
 
 // PrepareForCreate clears the status, which only the controller may write,
-// and starts the generation at 1.
+// starts the generation at 1, and makes managedFields name the fields an
+// object in Metacontroller's earliest shape is stored in.
 func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
 	cc.Status = metacontroller.CompositeControllerStatus{Author: AuthorOf(ctx)}
 	cc.Generation = 1
+	translateLegacyManagedFields(cc)
 }
 
 // AuthorOf is the user of the request in ctx, as the controller's author;
@@ -94,12 +96,14 @@ func AuthorOf(ctx context.Context) *metacontroller.ControllerAuthor {
 // PrepareForUpdate keeps the stored status and bumps the generation when,
 // and only when, the spec changed, so that status.observedGeneration tells
 // whether the loop runs the current spec; whoever changes the spec becomes
-// its author.
+// its author. managedFields name the fields an object in Metacontroller's
+// earliest shape is stored in.
 func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Status = oldCC.Status
 	dropDefaultedModes(newCC, oldCC)
+	translateLegacyManagedFields(newCC)
 	switch {
 	case !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec):
 		newCC.Generation = oldCC.Generation + 1
@@ -205,9 +209,11 @@ func (s strategy) validateDestinations(cc *metacontroller.CompositeController) f
 	return errs
 }
 
+// WarningsOnCreate names each conversion from Metacontroller's earliest
+// shape first, then what validation advises and the rights the server lacks.
 func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc, expressions)
+	warnings := append(legacyShapeWarnings(cc), validation.Warnings(cc, expressions)...)
 	if s.rightsWarnings != nil {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}
@@ -227,11 +233,23 @@ func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) f
 
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	cc := obj.(*metacontroller.CompositeController)
-	warnings := validation.Warnings(cc, expressions)
+	warnings := append(legacyShapeWarnings(cc), validation.Warnings(cc, expressions)...)
 	if s.rightsWarnings != nil && !apiequality.Semantic.DeepEqual(cc.Spec, old.(*metacontroller.CompositeController).Spec) {
 		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
 	}
 	return warnings
+}
+
+// legacyShapeWarnings takes the record the conversion from v1alpha1 left on
+// an object written in Metacontroller's earliest shape and answers a
+// warning per conversion, as Kubernetes warns of a deprecated field. The
+// conversion has no request to warn on; the strategy does. Taking the record
+// leaves the object as it will be stored.
+func legacyShapeWarnings(cc *metacontroller.CompositeController) []string {
+	if l := cc.TakeLegacyShape(); l != nil {
+		return l.Conversions
+	}
+	return nil
 }
 
 // Canonicalize has nothing to normalise: defaulting already did.

@@ -49,6 +49,13 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				p.Webhook.ResponseUnMarshallMode = &mode
 			}
 		},
+		// The record of a conversion from Metacontroller's earliest shape
+		// belongs to one request: it is never encoded.
+		func(cc *metacontroller.CompositeController, c randfill.Continue) {
+			c.FillNoCustom(cc)
+			cc.LegacyShape = nil
+		},
+		func(*metacontroller.LegacyShape, randfill.Continue) {},
 		func(r *metacontroller.CompositeControllerChildResourceRule, c randfill.Continue) {
 			c.FillNoCustom(r) // fuzz self without calling this function again
 

@@ -434,13 +434,25 @@ func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
 
 // unsetFields lists, as Type.field, the fields of the struct types reachable
 // from v's type that are zero in every instance found in v.
+// earliestShapeFields are the deprecated fields of Metacontroller's earliest
+// shape: they are converted into today's fields and never written back, so
+// no manifest round-trips them (v1alpha1's legacy_shape_test.go covers
+// them).
+var earliestShapeFields = map[string]bool{
+	"v1alpha1.CompositeControllerSpec.ClientConfig":           true,
+	"v1alpha1.ClientConfig.Service":                           true,
+	"v1alpha1.CompositeControllerSpec.UpdateStrategy":         true,
+	"v1alpha1.CompositeControllerChildResourceRule.Resources": true,
+	"v1alpha1.Hook.Path":                                      true,
+}
+
 func unsetFields(v interface{}) []string {
 	all := map[string]bool{}
 	collectFields(reflect.TypeOf(v), all, map[reflect.Type]bool{})
 	markSetFields(reflect.ValueOf(v), all)
 	var unset []string
 	for f, set := range all {
-		if !set {
+		if !set && !earliestShapeFields[f] {
 			unset = append(unset, f)
 		}
 	}

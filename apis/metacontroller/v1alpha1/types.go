@@ -81,7 +81,35 @@ type CompositeControllerSpec struct {
 	// impersonate the ServiceAccount. Not in Metacontroller.
 	// +optional
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+
+	// Deprecated: clientConfig is Metacontroller's earliest way to say where
+	// the hooks are served: the Service of every hook given by a path. It is
+	// accepted and converted, with a warning, into webhook.service of each
+	// such hook, and never stored or returned.
+	// +optional
+	ClientConfig *ClientConfig `json:"clientConfig,omitempty"`
+
+	// Deprecated: updateStrategy "Apply" is Metacontroller's earliest
+	// spec-wide update strategy. It is accepted with a warning, as what this
+	// server always does (children are server-side applied), and never
+	// stored or returned; childResources[].updateStrategy says how children
+	// are updated. No other value is accepted.
+	// +optional
+	UpdateStrategy *string `json:"updateStrategy,omitempty"`
 }
+
+// ClientConfig is where Metacontroller's earliest shape calls the hooks.
+//
+// Deprecated: give each hook a webhook with service and path.
+type ClientConfig struct {
+	// service through which every hook given by a path is reached.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+}
+
+// LegacyUpdateStrategyApply is the only spec-wide updateStrategy of
+// Metacontroller's earliest shape, and what this server always does.
+const LegacyUpdateStrategyApply = "Apply"
 
 // ResourceRule names a resource by API version and plural resource name.
 type ResourceRule struct {
@@ -147,6 +175,14 @@ type CompositeControllerChildResourceRule struct {
 	// updateStrategy says how children of this resource are updated.
 	// +optional
 	UpdateStrategy *CompositeControllerChildUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Deprecated: resources is Metacontroller's earliest way to list several
+	// resources of one apiVersion in one entry. It is accepted and converted,
+	// with a warning, into one entry per resource (each with this entry's
+	// updateStrategy), and never stored or returned. Exclusive with resource.
+	// +optional
+	// +listType=atomic
+	Resources []string `json:"resources,omitempty"`
 }
 
 // CompositeControllerChildUpdateStrategy is how children are updated.
@@ -344,6 +380,13 @@ type Hook struct {
 	// webhook calls the hook over HTTP(S).
 	// +optional
 	Webhook *Webhook `json:"webhook,omitempty"`
+
+	// Deprecated: path is Metacontroller's earliest way to give a hook: a
+	// path on the Service of spec.clientConfig. It is accepted and converted,
+	// with a warning, into webhook.service and webhook.path, and never
+	// stored or returned. Exclusive with webhook.url.
+	// +optional
+	Path *string `json:"path,omitempty"`
 }
 
 // ResponseUnmarshallMode says how strictly a hook's JSON answer is decoded.

@@ -86,21 +86,6 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
-	if err := s.AddGeneratedConversionFunc((*CompositeController)(nil), (*metacontroller.CompositeController)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController(a.(*CompositeController), b.(*metacontroller.CompositeController), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddGeneratedConversionFunc((*metacontroller.CompositeController)(nil), (*CompositeController)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_metacontroller_CompositeController_To_v1alpha1_CompositeController(a.(*metacontroller.CompositeController), b.(*CompositeController), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddGeneratedConversionFunc((*CompositeControllerChildResourceRule)(nil), (*metacontroller.CompositeControllerChildResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(a.(*CompositeControllerChildResourceRule), b.(*metacontroller.CompositeControllerChildResourceRule), scope)
-	}); err != nil {
-		return err
-	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.CompositeControllerChildResourceRule)(nil), (*CompositeControllerChildResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_CompositeControllerChildResourceRule_To_v1alpha1_CompositeControllerChildResourceRule(a.(*metacontroller.CompositeControllerChildResourceRule), b.(*CompositeControllerChildResourceRule), scope)
 	}); err != nil {
@@ -153,11 +138,6 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.CompositeControllerRevisionHistory)(nil), (*CompositeControllerRevisionHistory)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_CompositeControllerRevisionHistory_To_v1alpha1_CompositeControllerRevisionHistory(a.(*metacontroller.CompositeControllerRevisionHistory), b.(*CompositeControllerRevisionHistory), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddGeneratedConversionFunc((*CompositeControllerSpec)(nil), (*metacontroller.CompositeControllerSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(a.(*CompositeControllerSpec), b.(*metacontroller.CompositeControllerSpec), scope)
 	}); err != nil {
 		return err
 	}
@@ -223,11 +203,6 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.EndpointConfig)(nil), (*EndpointConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(a.(*metacontroller.EndpointConfig), b.(*EndpointConfig), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddGeneratedConversionFunc((*Hook)(nil), (*metacontroller.Hook)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_Hook_To_metacontroller_Hook(a.(*Hook), b.(*metacontroller.Hook), scope)
 	}); err != nil {
 		return err
 	}
@@ -476,6 +451,31 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*metacontroller.CompositeController)(nil), (*CompositeController)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_CompositeController_To_v1alpha1_CompositeController(a.(*metacontroller.CompositeController), b.(*CompositeController), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CompositeControllerChildResourceRule)(nil), (*metacontroller.CompositeControllerChildResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(a.(*CompositeControllerChildResourceRule), b.(*metacontroller.CompositeControllerChildResourceRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CompositeControllerSpec)(nil), (*metacontroller.CompositeControllerSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(a.(*CompositeControllerSpec), b.(*metacontroller.CompositeControllerSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CompositeController)(nil), (*metacontroller.CompositeController)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController(a.(*CompositeController), b.(*metacontroller.CompositeController), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*Hook)(nil), (*metacontroller.Hook)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_Hook_To_metacontroller_Hook(a.(*Hook), b.(*metacontroller.Hook), scope)
+	}); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -590,11 +590,6 @@ func autoConvert_v1alpha1_CompositeController_To_metacontroller_CompositeControl
 	return nil
 }
 
-// Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController is an autogenerated conversion function.
-func Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController(in *CompositeController, out *metacontroller.CompositeController, s conversion.Scope) error {
-	return autoConvert_v1alpha1_CompositeController_To_metacontroller_CompositeController(in, out, s)
-}
-
 func autoConvert_metacontroller_CompositeController_To_v1alpha1_CompositeController(in *metacontroller.CompositeController, out *CompositeController, s conversion.Scope) error {
 	out.ObjectMeta = in.ObjectMeta
 	if err := Convert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeControllerSpec(&in.Spec, &out.Spec, s); err != nil {
@@ -603,26 +598,24 @@ func autoConvert_metacontroller_CompositeController_To_v1alpha1_CompositeControl
 	if err := Convert_metacontroller_CompositeControllerStatus_To_v1alpha1_CompositeControllerStatus(&in.Status, &out.Status, s); err != nil {
 		return err
 	}
+	// WARNING: in.LegacyShape requires manual conversion: does not exist in peer-type
 	return nil
-}
-
-// Convert_metacontroller_CompositeController_To_v1alpha1_CompositeController is an autogenerated conversion function.
-func Convert_metacontroller_CompositeController_To_v1alpha1_CompositeController(in *metacontroller.CompositeController, out *CompositeController, s conversion.Scope) error {
-	return autoConvert_metacontroller_CompositeController_To_v1alpha1_CompositeController(in, out, s)
 }
 
 func autoConvert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(in *CompositeControllerChildResourceRule, out *metacontroller.CompositeControllerChildResourceRule, s conversion.Scope) error {
-	*out = *(*metacontroller.CompositeControllerChildResourceRule)(unsafe.Pointer(in))
+	if err := Convert_v1alpha1_ResourceRule_To_metacontroller_ResourceRule(&in.ResourceRule, &out.ResourceRule, s); err != nil {
+		return err
+	}
+	out.UpdateStrategy = (*metacontroller.CompositeControllerChildUpdateStrategy)(unsafe.Pointer(in.UpdateStrategy))
+	// WARNING: in.Resources requires manual conversion: does not exist in peer-type
 	return nil
 }
 
-// Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule is an autogenerated conversion function.
-func Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(in *CompositeControllerChildResourceRule, out *metacontroller.CompositeControllerChildResourceRule, s conversion.Scope) error {
-	return autoConvert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(in, out, s)
-}
-
 func autoConvert_metacontroller_CompositeControllerChildResourceRule_To_v1alpha1_CompositeControllerChildResourceRule(in *metacontroller.CompositeControllerChildResourceRule, out *CompositeControllerChildResourceRule, s conversion.Scope) error {
-	*out = *(*CompositeControllerChildResourceRule)(unsafe.Pointer(in))
+	if err := Convert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule(&in.ResourceRule, &out.ResourceRule, s); err != nil {
+		return err
+	}
+	out.UpdateStrategy = (*CompositeControllerChildUpdateStrategy)(unsafe.Pointer(in.UpdateStrategy))
 	return nil
 }
 
@@ -652,7 +645,52 @@ func Convert_metacontroller_CompositeControllerChildUpdateStrategy_To_v1alpha1_C
 }
 
 func autoConvert_v1alpha1_CompositeControllerHooks_To_metacontroller_CompositeControllerHooks(in *CompositeControllerHooks, out *metacontroller.CompositeControllerHooks, s conversion.Scope) error {
-	*out = *(*metacontroller.CompositeControllerHooks)(unsafe.Pointer(in))
+	if in.Customize != nil {
+		in, out := &in.Customize, &out.Customize
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Customize = nil
+	}
+	if in.Sync != nil {
+		in, out := &in.Sync, &out.Sync
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Sync = nil
+	}
+	if in.Finalize != nil {
+		in, out := &in.Finalize, &out.Finalize
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Finalize = nil
+	}
+	if in.PreUpdateChild != nil {
+		in, out := &in.PreUpdateChild, &out.PreUpdateChild
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PreUpdateChild = nil
+	}
+	if in.PostUpdateChild != nil {
+		in, out := &in.PostUpdateChild, &out.PostUpdateChild
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PostUpdateChild = nil
+	}
+	out.Patches = *(*[]metacontroller.PatchHook)(unsafe.Pointer(&in.Patches))
 	return nil
 }
 
@@ -662,7 +700,52 @@ func Convert_v1alpha1_CompositeControllerHooks_To_metacontroller_CompositeContro
 }
 
 func autoConvert_metacontroller_CompositeControllerHooks_To_v1alpha1_CompositeControllerHooks(in *metacontroller.CompositeControllerHooks, out *CompositeControllerHooks, s conversion.Scope) error {
-	*out = *(*CompositeControllerHooks)(unsafe.Pointer(in))
+	if in.Customize != nil {
+		in, out := &in.Customize, &out.Customize
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Customize = nil
+	}
+	if in.Sync != nil {
+		in, out := &in.Sync, &out.Sync
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Sync = nil
+	}
+	if in.Finalize != nil {
+		in, out := &in.Finalize, &out.Finalize
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Finalize = nil
+	}
+	if in.PreUpdateChild != nil {
+		in, out := &in.PreUpdateChild, &out.PreUpdateChild
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PreUpdateChild = nil
+	}
+	if in.PostUpdateChild != nil {
+		in, out := &in.PostUpdateChild, &out.PostUpdateChild
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PostUpdateChild = nil
+	}
+	out.Patches = *(*[]PatchHook)(unsafe.Pointer(&in.Patches))
 	return nil
 }
 
@@ -673,7 +756,17 @@ func Convert_metacontroller_CompositeControllerHooks_To_v1alpha1_CompositeContro
 
 func autoConvert_v1alpha1_CompositeControllerList_To_metacontroller_CompositeControllerList(in *CompositeControllerList, out *metacontroller.CompositeControllerList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]metacontroller.CompositeController)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]metacontroller.CompositeController, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_CompositeController_To_metacontroller_CompositeController(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -684,7 +777,17 @@ func Convert_v1alpha1_CompositeControllerList_To_metacontroller_CompositeControl
 
 func autoConvert_metacontroller_CompositeControllerList_To_v1alpha1_CompositeControllerList(in *metacontroller.CompositeControllerList, out *CompositeControllerList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]CompositeController)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]CompositeController, len(*in))
+		for i := range *in {
+			if err := Convert_metacontroller_CompositeController_To_v1alpha1_CompositeController(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -734,17 +837,68 @@ func Convert_metacontroller_CompositeControllerRevisionHistory_To_v1alpha1_Compo
 }
 
 func autoConvert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(in *CompositeControllerSpec, out *metacontroller.CompositeControllerSpec, s conversion.Scope) error {
-	*out = *(*metacontroller.CompositeControllerSpec)(unsafe.Pointer(in))
+	if err := Convert_v1alpha1_CompositeControllerParentResourceRule_To_metacontroller_CompositeControllerParentResourceRule(&in.ParentResource, &out.ParentResource, s); err != nil {
+		return err
+	}
+	if in.ChildResources != nil {
+		in, out := &in.ChildResources, &out.ChildResources
+		*out = make([]metacontroller.CompositeControllerChildResourceRule, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_CompositeControllerChildResourceRule_To_metacontroller_CompositeControllerChildResourceRule(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.ChildResources = nil
+	}
+	if in.Hooks != nil {
+		in, out := &in.Hooks, &out.Hooks
+		*out = new(metacontroller.CompositeControllerHooks)
+		if err := Convert_v1alpha1_CompositeControllerHooks_To_metacontroller_CompositeControllerHooks(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Hooks = nil
+	}
+	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
+	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
+	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
+	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	// WARNING: in.ClientConfig requires manual conversion: does not exist in peer-type
+	// WARNING: in.UpdateStrategy requires manual conversion: does not exist in peer-type
 	return nil
 }
 
-// Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec is an autogenerated conversion function.
-func Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(in *CompositeControllerSpec, out *metacontroller.CompositeControllerSpec, s conversion.Scope) error {
-	return autoConvert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(in, out, s)
-}
-
 func autoConvert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeControllerSpec(in *metacontroller.CompositeControllerSpec, out *CompositeControllerSpec, s conversion.Scope) error {
-	*out = *(*CompositeControllerSpec)(unsafe.Pointer(in))
+	if err := Convert_metacontroller_CompositeControllerParentResourceRule_To_v1alpha1_CompositeControllerParentResourceRule(&in.ParentResource, &out.ParentResource, s); err != nil {
+		return err
+	}
+	if in.ChildResources != nil {
+		in, out := &in.ChildResources, &out.ChildResources
+		*out = make([]CompositeControllerChildResourceRule, len(*in))
+		for i := range *in {
+			if err := Convert_metacontroller_CompositeControllerChildResourceRule_To_v1alpha1_CompositeControllerChildResourceRule(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.ChildResources = nil
+	}
+	if in.Hooks != nil {
+		in, out := &in.Hooks, &out.Hooks
+		*out = new(CompositeControllerHooks)
+		if err := Convert_metacontroller_CompositeControllerHooks_To_v1alpha1_CompositeControllerHooks(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Hooks = nil
+	}
+	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
+	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
+	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
+	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	return nil
 }
 
@@ -880,17 +1034,15 @@ func Convert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(in *metaco
 }
 
 func autoConvert_v1alpha1_Hook_To_metacontroller_Hook(in *Hook, out *metacontroller.Hook, s conversion.Scope) error {
-	*out = *(*metacontroller.Hook)(unsafe.Pointer(in))
+	out.Version = (*metacontroller.HookVersion)(unsafe.Pointer(in.Version))
+	out.Webhook = (*metacontroller.Webhook)(unsafe.Pointer(in.Webhook))
+	// WARNING: in.Path requires manual conversion: does not exist in peer-type
 	return nil
 }
 
-// Convert_v1alpha1_Hook_To_metacontroller_Hook is an autogenerated conversion function.
-func Convert_v1alpha1_Hook_To_metacontroller_Hook(in *Hook, out *metacontroller.Hook, s conversion.Scope) error {
-	return autoConvert_v1alpha1_Hook_To_metacontroller_Hook(in, out, s)
-}
-
 func autoConvert_metacontroller_Hook_To_v1alpha1_Hook(in *metacontroller.Hook, out *Hook, s conversion.Scope) error {
-	*out = *(*Hook)(unsafe.Pointer(in))
+	out.Version = (*HookVersion)(unsafe.Pointer(in.Version))
+	out.Webhook = (*Webhook)(unsafe.Pointer(in.Webhook))
 	return nil
 }
 

@@ -177,6 +177,11 @@ func SetObjectDefaults_CompositeController(in *CompositeController) {
 			SetDefaults_BasicAuthConfig(a.BasicAuth)
 		}
 	}
+	if in.Spec.ClientConfig != nil {
+		if in.Spec.ClientConfig.Service != nil {
+			SetDefaults_ServiceReference(in.Spec.ClientConfig.Service)
+		}
+	}
 }
 
 func SetObjectDefaults_CompositeControllerList(in *CompositeControllerList) {

@@ -42,6 +42,11 @@ func (in ChildUpdateStatusChecks) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClientConfig) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ClientConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClientTLSConfig) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ClientTLSConfig"
 }

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -89,6 +90,7 @@ var (
 // the name only has to be usable as a path segment.
 func ValidateCompositeController(cc *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&cc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
+	allErrs = append(allErrs, legacyShapeErrors(cc, nil)...)
 	allErrs = append(allErrs, checkSpec(&cc.Spec, exprs).errs...)
 	return allErrs
 }
@@ -99,8 +101,44 @@ func ValidateCompositeController(cc *metacontroller.CompositeController, exprs E
 // as on creation.
 func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, legacyShapeErrors(newCC, oldCC)...)
 	allErrs = append(allErrs, checkSpec(&newCC.Spec, exprs).errs...)
 	return allErrs
+}
+
+// legacyShapeErrors are the contradictions the conversion from
+// Metacontroller's earliest shape found in the fields the client sent
+// (both resource and resources, a hook path beside a webhook url, ...);
+// only the request's object carries them. On an update (old is the stored
+// object), a hook path beside exactly the stored webhook is no
+// contradiction: a merge kept that webhook, and the path replaced it.
+func legacyShapeErrors(cc, old *metacontroller.CompositeController) field.ErrorList {
+	if cc.LegacyShape == nil {
+		return nil
+	}
+	errs := append(field.ErrorList(nil), cc.LegacyShape.Errors...)
+	for _, c := range cc.LegacyShape.HookConflicts {
+		if old != nil {
+			if stored := hookByName(old.Spec.Hooks, c.Hook); stored != nil && apiequality.Semantic.DeepEqual(stored.Webhook, c.Webhook) {
+				continue
+			}
+		}
+		errs = append(errs, c.Errors...)
+	}
+	return errs
+}
+
+// hookByName returns the hook of hooks at spec.hooks.<name>, nil if none.
+func hookByName(hooks *metacontroller.CompositeControllerHooks, name string) *metacontroller.Hook {
+	if hooks == nil {
+		return nil
+	}
+	for _, h := range append(calledHooks(hooks), uncalledHooks(hooks)...) {
+		if h.name == name {
+			return h.hook
+		}
+	}
+	return nil
 }
 
 // ValidateCompositeControllerStatusUpdate validates an update through the

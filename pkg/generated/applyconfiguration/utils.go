@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.CABundleConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ChildUpdateStatusChecks"):
 		return &metacontrollerv1alpha1.ChildUpdateStatusChecksApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClientConfig"):
+		return &metacontrollerv1alpha1.ClientConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClientTLSConfig"):
 		return &metacontrollerv1alpha1.ClientTLSConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeController"):

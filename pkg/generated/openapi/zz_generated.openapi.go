@@ -37,6 +37,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.BasicAuthConfig{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_BasicAuthConfig(ref),
 		v1alpha1.CABundleConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_CABundleConfig(ref),
 		v1alpha1.ChildUpdateStatusChecks{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_ChildUpdateStatusChecks(ref),
+		v1alpha1.ClientConfig{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientConfig(ref),
 		v1alpha1.ClientTLSConfig{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientTLSConfig(ref),
 		v1alpha1.CompositeController{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController(ref),
 		v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName():   schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerChildResourceRule(ref),
@@ -269,6 +270,27 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ChildUpdateStatusCh
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClientConfig is where Metacontroller's earliest shape calls the hooks.\n\nDeprecated: give each hook a webhook with service and path.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"service": {
+						SchemaProps: spec.SchemaProps{
+							Description: "service through which every hook given by a path is reached.",
+							Ref:         ref(v1alpha1.ServiceReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ServiceReference{}.OpenAPIModelName()},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientTLSConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -384,6 +406,25 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 						SchemaProps: spec.SchemaProps{
 							Description: "updateStrategy says how children of this resource are updated.",
 							Ref:         ref(v1alpha1.CompositeControllerChildUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"resources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Deprecated: resources is Metacontroller's earliest way to list several resources of one apiVersion in one entry. It is accepted and converted, with a warning, into one entry per resource (each with this entry's updateStrategy), and never stored or returned. Exclusive with resource.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},
@@ -714,12 +755,25 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Ref:         ref(v1alpha1.ServiceAccountReference{}.OpenAPIModelName()),
 						},
 					},
+					"clientConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Deprecated: clientConfig is Metacontroller's earliest way to say where the hooks are served: the Service of every hook given by a path. It is accepted and converted, with a warning, into webhook.service of each such hook, and never stored or returned.",
+							Ref:         ref(v1alpha1.ClientConfig{}.OpenAPIModelName()),
+						},
+					},
+					"updateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Deprecated: updateStrategy \"Apply\" is Metacontroller's earliest spec-wide update strategy. It is accepted with a warning, as what this server always does (children are server-side applied), and never stored or returned; childResources[].updateStrategy says how children are updated. No other value is accepted.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"parentResource"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
+			v1alpha1.ClientConfig{}.OpenAPIModelName(), v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1101,6 +1155,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref common.Ref
 						SchemaProps: spec.SchemaProps{
 							Description: "webhook calls the hook over HTTP(S).",
 							Ref:         ref(v1alpha1.Webhook{}.OpenAPIModelName()),
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Deprecated: path is Metacontroller's earliest way to give a hook: a path on the Service of spec.clientConfig. It is accepted and converted, with a warning, into webhook.service and webhook.path, and never stored or returned. Exclusive with webhook.url.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

@@ -27,6 +27,11 @@ type CompositeControllerChildResourceRuleApplyConfiguration struct {
 	ResourceRuleApplyConfiguration `json:""`
 	// updateStrategy says how children of this resource are updated.
 	UpdateStrategy *CompositeControllerChildUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
+	// Deprecated: resources is Metacontroller's earliest way to list several
+	// resources of one apiVersion in one entry. It is accepted and converted,
+	// with a warning, into one entry per resource (each with this entry's
+	// updateStrategy), and never stored or returned. Exclusive with resource.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // CompositeControllerChildResourceRuleApplyConfiguration constructs a declarative configuration of the CompositeControllerChildResourceRule type for use with
@@ -56,5 +61,15 @@ func (b *CompositeControllerChildResourceRuleApplyConfiguration) WithResource(va
 // If called multiple times, the UpdateStrategy field is set to the value of the last call.
 func (b *CompositeControllerChildResourceRuleApplyConfiguration) WithUpdateStrategy(value *CompositeControllerChildUpdateStrategyApplyConfiguration) *CompositeControllerChildResourceRuleApplyConfiguration {
 	b.UpdateStrategy = value
+	return b
+}
+
+// WithResources adds the given value to the Resources field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Resources field.
+func (b *CompositeControllerChildResourceRuleApplyConfiguration) WithResources(values ...string) *CompositeControllerChildResourceRuleApplyConfiguration {
+	for i := range values {
+		b.Resources = append(b.Resources, values[i])
+	}
 	return b
 }

@@ -54,6 +54,17 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// kube-apiserver's RBAC judges it. Writing it requires the right to
 	// impersonate the ServiceAccount. Not in Metacontroller.
 	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
+	// Deprecated: clientConfig is Metacontroller's earliest way to say where
+	// the hooks are served: the Service of every hook given by a path. It is
+	// accepted and converted, with a warning, into webhook.service of each
+	// such hook, and never stored or returned.
+	ClientConfig *ClientConfigApplyConfiguration `json:"clientConfig,omitempty"`
+	// Deprecated: updateStrategy "Apply" is Metacontroller's earliest
+	// spec-wide update strategy. It is accepted with a warning, as what this
+	// server always does (children are server-side applied), and never
+	// stored or returned; childResources[].updateStrategy says how children
+	// are updated. No other value is accepted.
+	UpdateStrategy *string `json:"updateStrategy,omitempty"`
 }
 
 // CompositeControllerSpecApplyConfiguration constructs a declarative configuration of the CompositeControllerSpec type for use with
@@ -133,5 +144,21 @@ func (b *CompositeControllerSpecApplyConfiguration) WithGenerateSelector(value b
 // If called multiple times, the ServiceAccount field is set to the value of the last call.
 func (b *CompositeControllerSpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *CompositeControllerSpecApplyConfiguration {
 	b.ServiceAccount = value
+	return b
+}
+
+// WithClientConfig sets the ClientConfig field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ClientConfig field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithClientConfig(value *ClientConfigApplyConfiguration) *CompositeControllerSpecApplyConfiguration {
+	b.ClientConfig = value
+	return b
+}
+
+// WithUpdateStrategy sets the UpdateStrategy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UpdateStrategy field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithUpdateStrategy(value string) *CompositeControllerSpecApplyConfiguration {
+	b.UpdateStrategy = &value
 	return b
 }

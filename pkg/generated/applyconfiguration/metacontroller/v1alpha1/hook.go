@@ -31,6 +31,11 @@ type HookApplyConfiguration struct {
 	Version *metacontrollerv1alpha1.HookVersion `json:"version,omitempty"`
 	// webhook calls the hook over HTTP(S).
 	Webhook *WebhookApplyConfiguration `json:"webhook,omitempty"`
+	// Deprecated: path is Metacontroller's earliest way to give a hook: a
+	// path on the Service of spec.clientConfig. It is accepted and converted,
+	// with a warning, into webhook.service and webhook.path, and never
+	// stored or returned. Exclusive with webhook.url.
+	Path *string `json:"path,omitempty"`
 }
 
 // HookApplyConfiguration constructs a declarative configuration of the Hook type for use with
@@ -52,5 +57,13 @@ func (b *HookApplyConfiguration) WithVersion(value metacontrollerv1alpha1.HookVe
 // If called multiple times, the Webhook field is set to the value of the last call.
 func (b *HookApplyConfiguration) WithWebhook(value *WebhookApplyConfiguration) *HookApplyConfiguration {
 	b.Webhook = value
+	return b
+}
+
+// WithPath sets the Path field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Path field is set to the value of the last call.
+func (b *HookApplyConfiguration) WithPath(value string) *HookApplyConfiguration {
+	b.Path = &value
 	return b
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
@@ -758,17 +759,7 @@ metadata: {name: %[2]s, namespace: %[1]s}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: %[2]s, namespace: %[1]s}
-rules:
-- apiGroups: ["example.com"]
-  resources: ["hellos"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["example.com"]
-  resources: ["hellos/status"]
-  verbs: ["get", "update"]
-- apiGroups: [""]
-  resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: [""]
+%[3]s- apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
 ---
@@ -779,5 +770,5 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[2]s}
 subjects:
 - {kind: ServiceAccount, name: %[2]s, namespace: %[1]s}
 - {kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}
-`, ns, name)
+`, ns, name, framework.HelloLoopRules)
 }

@@ -225,13 +225,7 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 	if _, err := stack.Kube.RbacV1().RoleBindings(ns).Create(ctx, impersonateBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	// The delegating authorizer caches the refusal for seconds.
-	var lastErr string
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
-		lastErr = stderr
-		return err == nil, nil
-	}); err != nil {
-		t.Errorf("a user who may impersonate the ServiceAccount was refused: %s", lastErr)
+	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+		t.Errorf("a user who may impersonate the ServiceAccount was refused: %s", stderr)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +56,36 @@ rules:
   resources: ["configmaps", "services", "secrets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 `
+
+// HelloLoopRules are the rules of a Role or ClusterRole allowing exactly
+// what the loop of a controller of hellos with ConfigMap children does
+// (and Service children, which HelloController also has): what its author,
+// or the ServiceAccount it acts as, needs.
+const HelloLoopRules = `rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+`
+
+// ApplyAsOnceAllowed runs `kubectl apply -f file` as kubeconfig's user until
+// it succeeds, for up to 30 seconds: composite-apiserver's delegating
+// authorizer remembers a refusal for seconds after a grant. It returns
+// the last stderr when it never succeeds.
+func (s *Stack) ApplyAsOnceAllowed(ctx context.Context, kubeconfig, file string) (string, error) {
+	var lastErr string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, stderr, err := s.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
+		lastErr = stderr
+		return err == nil, nil
+	})
+	return lastErr, err
+}
 
 // Apply runs `kubectl apply` of manifest as the administrator.
 func (s *Stack) Apply(ctx context.Context, manifest string, extraArgs ...string) error {

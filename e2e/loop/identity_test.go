@@ -21,21 +21,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// helloRules are the rules of a Role or ClusterRole that allow everything
-// the loop of a controller of hellos with ConfigMap and Service children
-// does, and nothing else.
-const helloRules = `rules:
-- apiGroups: ["example.com"]
-  resources: ["hellos"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["example.com"]
-  resources: ["hellos/status"]
-  verbs: ["get", "update"]
-- apiGroups: [""]
-  resources: ["configmaps", "services"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`
-
 // grant binds rules, as a Role in namespace ns (a ClusterRole when ns is
 // ""), to subject (a YAML subject entry).
 func grant(t *testing.T, name, ns, rules, subject string) {
@@ -127,7 +112,7 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 	if err := stack.Apply(ctx, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
-	grant(t, "e2e-related-author", "", helloRules+`- apiGroups: ["metacontroller.k8s.io"]
+	grant(t, "e2e-related-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
@@ -223,7 +208,7 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	saSubject := "{kind: ServiceAccount, name: writer, namespace: " + home + "}"
-	grant(t, "identity-writer", home, helloRules, saSubject)
+	grant(t, "identity-writer", home, framework.HelloLoopRules, saSubject)
 	// What an operator grants the server per namespace whose
 	// ServiceAccounts controllers may act as (the chart's
 	// identity.serviceAccountNamespaces).
@@ -273,7 +258,7 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 		t.Errorf("a live sync wrote ConfigMaps where the controller's ServiceAccount may not: %s", names(got))
 	}
 
-	grant(t, "identity-writer", away, helloRules, saSubject)
+	grant(t, "identity-writer", away, framework.HelloLoopRules, saSubject)
 	untilWithSpecBumps(t, "the parent where the ServiceAccount was just granted rights to converge", away, "p", spec, func(p *unstructured.Unstructured) bool {
 		observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
 		return observed == p.GetGeneration() && childrenAsAsked(p) == nil
@@ -430,7 +415,7 @@ func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
 	ctx := context.Background()
 	const ctrl, author = "credentials-author", "credentials-author"
 	ns := namespace(t, "credentials-author")
-	grant(t, "e2e-credentials-author", "", helloRules+`- apiGroups: ["metacontroller.k8s.io"]
+	grant(t, "e2e-credentials-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
@@ -458,13 +443,8 @@ func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
-	var lastErr string
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
-		lastErr = stderr
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("the author was refused a controller whose credentials they may read: %s", lastErr)
+	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+		t.Fatalf("the author was refused a controller whose credentials they may read: %s", stderr)
 	}
 	waitRunning(t, ctrl)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerrevision"
+	"github.com/composite-apiserver/composite-apiserver/registry/decoratorcontroller"
 )
 
 var (
@@ -160,6 +161,14 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations}
+	if opts.Rights != nil {
+		decoratorOpts.Rights, decoratorOpts.Authors = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}, &rights.Escalation{Authorizer: authz}
+	}
+	decorators, err := decoratorcontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, decoratorOpts)
+	if err != nil {
+		return nil, err
+	}
 	revisions, err := controllerrevision.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
 	if err != nil {
 		return nil, err
@@ -170,6 +179,8 @@ func (c completedConfig) New() (*Server, error) {
 		"compositecontrollers/status": storage.Status,
 		"compositecontrollers/sync":   storage.Sync,
 		"controllerrevisions":         revisions,
+		"decoratorcontrollers":        decorators.DecoratorController,
+		"decoratorcontrollers/status": decorators.Status,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

@@ -65,14 +65,29 @@ type Definition struct {
 	Name       string
 	UID        types.UID
 	Generation int64
-	// Object is the controller as written: hooks receive it as
-	// request.controller, and Events are recorded on it.
+	// Object is the CompositeController as written: hooks receive it as
+	// request.controller, and Events are recorded on it. Nil for a
+	// DecoratorController, which is in Decorator.
 	Object *v1alpha1.CompositeController
+	// Decorator is the DecoratorController as written; nil for a
+	// CompositeController.
+	Decorator *v1alpha1.DecoratorController
+	// Decorated are a DecoratorController's resources; Parents gives one
+	// view of the definition per resource.
+	Decorated []Decorated
 
 	Parent   Resource
 	Children []Child
 	// ParentLabels is the parent label selector, Everything when unset.
 	ParentLabels labels.Selector
+	// ParentAnnotations is a decorator's annotation selector; nil selects
+	// every parent.
+	ParentAnnotations labels.Selector
+	// ChildAnnotation, when set (a DecoratorController's attachments),
+	// makes a parent's children the objects it controls that carry this
+	// annotation with the controller's name, instead of those the parent's
+	// selector matches.
+	ChildAnnotation string
 	// IgnoreStatusChanges: a parent's change of status alone does not
 	// trigger a sync.
 	IgnoreStatusChanges bool
@@ -304,8 +319,10 @@ func (d *Definition) Stale(resolver KindResolver) bool {
 		now := resolve(was.GVR, resolver)
 		return now.Err != nil || (was.Err == nil && now.Kind == was.Kind && now.Namespaced == was.Namespaced)
 	}
-	if !same(d.Parent) {
-		return true
+	for _, p := range d.parentResources() {
+		if !same(p) {
+			return true
+		}
 	}
 	for _, c := range d.Children {
 		if !same(c.Resource) {

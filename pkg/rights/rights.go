@@ -148,6 +148,19 @@ func (c *Checker) MissingRights(ctx context.Context, cc *v1alpha1.CompositeContr
 	if err != nil {
 		return "", err
 	}
+	return c.missingRights(ctx, def)
+}
+
+// MissingDecoratorRights is MissingRights for a DecoratorController.
+func (c *Checker) MissingDecoratorRights(ctx context.Context, dc *v1alpha1.DecoratorController) (string, error) {
+	def, err := definition.CompileDecorator(dc, nil)
+	if err != nil {
+		return "", err
+	}
+	return c.missingRights(ctx, def)
+}
+
+func (c *Checker) missingRights(ctx context.Context, def *definition.Definition) (string, error) {
 	missing, err := c.Missing(ctx, def)
 	if err != nil || len(missing) == 0 {
 		return "", err

@@ -4,33 +4,29 @@ package compositecontroller
 
 import (
 	"context"
-	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 // strategy is how the main resource is created and updated: users own the
 // spec, the server owns the status.
 type strategy struct {
+	controllerregistry.Controller
 	runtime.ObjectTyper
 	names.NameGenerator
 	// rightsWarnings says, on create and on a spec change, which rights
 	// the server lacks to run the controller; nil without a target cluster.
-	rightsWarnings func(ctx context.Context, cc *metacontroller.CompositeController) []string
+	rightsWarnings func(ctx context.Context, cc runtime.Object) []string
 	// destinations are the address ranges hooks may not be called at.
 	destinations hooks.Destinations
 }
@@ -46,17 +42,6 @@ var _ rest.RESTDeleteStrategy = strategy{}
 // NewStrategy returns the strategy of the compositecontrollers resource.
 func NewStrategy(typer runtime.ObjectTyper) strategy {
 	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
-}
-
-func (strategy) NamespaceScoped() bool { return false }
-
-// GetResetFields tells server-side apply that status is not the user's:
-// fields a user applies under status through the main resource are
-// dropped, and nobody's ownership of them is recorded.
-func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"metacontroller.k8s.io/v1alpha1": fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
 }
 
 // PrepareForCreate clears the status, which only the controller may write,
@@ -133,29 +118,19 @@ func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorL
 // range the server does not call hooks at (--hook-denied-cidrs). A host
 // name is checked when the hook is called, address by address.
 func (s strategy) validateDestinations(cc *metacontroller.CompositeController) field.ErrorList {
-	var errs field.ErrorList
 	if cc.Spec.Hooks == nil {
 		return nil
 	}
+	h := cc.Spec.Hooks
 	hooksPath := field.NewPath("spec", "hooks")
-	check := func(path *field.Path, w *metacontroller.Webhook) {
-		if w == nil || w.URL == nil {
-			return
+	errs := controllerregistry.ValidateHookDestinations(s.destinations, hooksPath,
+		[]controllerregistry.NamedHook{{Name: "sync", Hook: h.Sync}, {Name: "finalize", Hook: h.Finalize}, {Name: "customize", Hook: h.Customize}})
+	for i := range h.Patches {
+		if w := h.Patches[i].Webhook; w != nil && w.URL != nil {
+			if err := s.destinations.CheckURL(*w.URL); err != nil {
+				errs = append(errs, field.Forbidden(hooksPath.Child("patches").Index(i).Child("webhook", "url"), err.Error()))
+			}
 		}
-		if err := s.destinations.CheckURL(*w.URL); err != nil {
-			errs = append(errs, field.Forbidden(path.Child("webhook", "url"), err.Error()))
-		}
-	}
-	for _, h := range []struct {
-		name string
-		hook *metacontroller.Hook
-	}{{"sync", cc.Spec.Hooks.Sync}, {"finalize", cc.Spec.Hooks.Finalize}, {"customize", cc.Spec.Hooks.Customize}} {
-		if h.hook != nil {
-			check(hooksPath.Child(h.name), h.hook.Webhook)
-		}
-	}
-	for i := range cc.Spec.Hooks.Patches {
-		check(hooksPath.Child("patches").Index(i), cc.Spec.Hooks.Patches[i].Webhook)
 	}
 	return errs
 }
@@ -183,37 +158,18 @@ func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object)
 	return warnings
 }
 
-// Canonicalize has nothing to normalise: defaulting already did.
-func (strategy) Canonicalize(obj runtime.Object) {}
-
-func (strategy) AllowCreateOnUpdate(ctx context.Context) bool { return false }
-
-// AllowUnconditionalUpdate lets `kubectl replace` without a resourceVersion
-// work as it does for built-in resources.
-func (strategy) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
-
 // statusStrategy is how the status subresource updates an object: the
 // controller owns the status, and nothing else changes through it.
 type statusStrategy struct {
 	strategy
+	controllerregistry.Status
 }
 
 var _ rest.RESTUpdateStrategy = statusStrategy{}
 
 // NewStatusStrategy returns the strategy of compositecontrollers/status.
 func NewStatusStrategy(s strategy) statusStrategy {
-	return statusStrategy{s}
-}
-
-// GetResetFields makes server-side apply through /status ignore everything
-// but status.
-func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"metacontroller.k8s.io/v1alpha1": fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata"),
-		),
-	}
+	return statusStrategy{strategy: s}
 }
 
 // PrepareForUpdate keeps everything but the status as stored.
@@ -221,36 +177,14 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Spec = oldCC.Spec
-	newCC.Labels = oldCC.Labels
-	newCC.Annotations = oldCC.Annotations
-	newCC.Finalizers = oldCC.Finalizers
-	newCC.OwnerReferences = oldCC.OwnerReferences
-	newCC.Generation = oldCC.Generation
+	controllerregistry.KeepMetadata(&newCC.ObjectMeta, &oldCC.ObjectMeta)
 }
 
 func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateCompositeControllerStatusUpdate(obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController))
 }
 
-// AllowUnconditionalUpdate is false: a status writer must say which
-// version it read, so that two writers never silently overwrite each other.
-func (statusStrategy) AllowUnconditionalUpdate(ctx context.Context) bool { return false }
-
 // WarningsOnUpdate has nothing to say: the spec cannot change here.
 func (statusStrategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	return nil
-}
-
-// GetAttrs returns the labels and fields a list or watch may select on.
-func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	cc, ok := obj.(*metacontroller.CompositeController)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a CompositeController: %T", obj)
-	}
-	return labels.Set(cc.Labels), generic.ObjectMetaFieldsSet(&cc.ObjectMeta, false), nil
-}
-
-// MatchCompositeController is the filter of lists and watches.
-func MatchCompositeController(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
 }

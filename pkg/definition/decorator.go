@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -133,6 +134,7 @@ func (d *Definition) Parents() []*Definition {
 		view.ParentLabels = r.Labels
 		view.ParentAnnotations = r.Annotations
 		view.IgnoreStatusChanges = r.IgnoreStatusChanges
+		view.Rights = viewRights(d, r.GVR)
 		out = append(out, &view)
 	}
 	return out
@@ -176,4 +178,43 @@ func (d *Definition) Selects(obj *unstructured.Unstructured) bool {
 // the decorator's annotation with its name.
 func (d *Definition) OwnsChild(obj metav1.Object) bool {
 	return d.ChildAnnotation == "" || obj.GetAnnotations()[d.ChildAnnotation] == d.Name
+}
+
+// WithoutStatusRights is d without the right to write its parent's status:
+// for a decorated resource without a status subresource, whose status, if
+// any, is written with the object itself.
+func (d *Definition) WithoutStatusRights() *Definition {
+	out := *d
+	out.Rights = nil
+	for _, r := range d.Rights {
+		if r.Subresource == "status" && r.Group == d.Parent.GVR.Group && r.Resource == d.Parent.GVR.Resource {
+			continue
+		}
+		out.Rights = append(out.Rights, r)
+	}
+	return &out
+}
+
+// viewRights are the rights a decorator's loop on the resource parent uses:
+// d's without those on its other resources (unless they are attachments
+// too).
+func viewRights(d *Definition, parent schema.GroupVersionResource) []Right {
+	var out []Right
+	for _, r := range d.Rights {
+		other := d.IsParent(r.Group, r.Resource) && (r.Group != parent.Group || r.Resource != parent.Resource)
+		if other && !isChildResource(d, r.Group, r.Resource) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func isChildResource(d *Definition, group, resource string) bool {
+	for _, c := range d.Children {
+		if c.GVR.Group == group && c.GVR.Resource == resource {
+			return true
+		}
+	}
+	return false
 }

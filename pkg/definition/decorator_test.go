@@ -64,6 +64,11 @@ func TestCompileDecorator(t *testing.T) {
 	if views[1].Selects(obj(nil, nil)) || !views[1].Selects(obj(map[string]string{"app": "web"}, nil)) {
 		t.Errorf("the pods view selects by label")
 	}
+	for _, r := range views[1].Rights {
+		if r.Resource == "statefulsets" {
+			t.Errorf("the pods view has the right %s of the statefulsets view", r)
+		}
+	}
 	var rights []string
 	for _, r := range def.Rights {
 		rights = append(rights, r.String())

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -238,6 +239,15 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 			_, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "h-a", metav1.GetOptions{})
 			return err
 		})
+	})
+	t.Run("Events and metrics say what the loop did", func(t *testing.T) {
+		waitEventReason(t, ns, "c", "ChildCreated", "Create Secret "+ns+"/c-b")
+		waitEventReason(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b")
+		// A cluster-scoped object's Events are in the default namespace.
+		waitEventReason(t, metav1.NamespaceDefault, name, "Started", "Started controller: "+name)
+		if m := compositeMetrics(t); !strings.Contains(m, `composite_controller_syncs_total{controller="decoratorcontroller/`+name+`",result="success"}`) {
+			t.Errorf("/metrics has no successful syncs of the decorator")
+		}
 	})
 	t.Run("the DecoratorController's status counts what it decorates", func(t *testing.T) {
 		eventually(t, "status.objects 1 (the ConfigMap)", func() (bool, error) {

@@ -1225,6 +1225,36 @@ func (in *SyncRequestStatus) DeepCopyInto(out *SyncRequestStatus) {
 		*out = new(runtime.RawExtension)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ParentLabels != nil {
+		in, out := &in.ParentLabels, &out.ParentLabels
+		*out = make(map[string]*string, len(*in))
+		for key, val := range *in {
+			var outVal *string
+			if val == nil {
+				(*out)[key] = nil
+			} else {
+				in, out := &val, &outVal
+				*out = new(string)
+				**out = **in
+			}
+			(*out)[key] = outVal
+		}
+	}
+	if in.ParentAnnotations != nil {
+		in, out := &in.ParentAnnotations, &out.ParentAnnotations
+		*out = make(map[string]*string, len(*in))
+		for key, val := range *in {
+			var outVal *string
+			if val == nil {
+				(*out)[key] = nil
+			} else {
+				in, out := &val, &outVal
+				*out = new(string)
+				**out = **in
+			}
+			(*out)[key] = outVal
+		}
+	}
 	if in.Children != nil {
 		in, out := &in.Children, &out.Children
 		*out = make([]runtime.RawExtension, len(*in))

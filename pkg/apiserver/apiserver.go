@@ -155,13 +155,14 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
-	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	opts.Syncer = runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
 		return nil, err
 	}
-	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner}
 	if opts.Rights != nil {
 		decoratorOpts.Rights, decoratorOpts.Authors = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}, &rights.Escalation{Authorizer: authz}
 	}
@@ -181,6 +182,7 @@ func (c completedConfig) New() (*Server, error) {
 		"controllerrevisions":         revisions,
 		"decoratorcontrollers":        decorators.DecoratorController,
 		"decoratorcontrollers/status": decorators.Status,
+		"decoratorcontrollers/sync":   decorators.Sync,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

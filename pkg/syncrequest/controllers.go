@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -55,16 +56,27 @@ func newControllers(secrets hooks.SecretSource, dest hooks.Destinations) *contro
 // is built each time and not kept: the caller closes nothing either way,
 // the cache does when it drops an entry.
 func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver) (*definition.Definition, *hooks.ControllerHooks, error) {
+	return c.getCompiled(ctx, cc, func() (*definition.Definition, error) { return definition.Compile(cc, resolver) })
+}
+
+// getDecorator is get for a DecoratorController.
+func (c *controllers) getDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, resolver definition.KindResolver) (*definition.Definition, *hooks.ControllerHooks, error) {
+	return c.getCompiled(ctx, dc, func() (*definition.Definition, error) { return definition.CompileDecorator(dc, resolver) })
+}
+
+// getCompiled returns the controller cc compiled by compile, and its hooks.
+func (c *controllers) getCompiled(ctx context.Context, cc metav1.Object, compile func() (*definition.Definition, error)) (*definition.Definition, *hooks.ControllerHooks, error) {
+	uid, generation := cc.GetUID(), cc.GetGeneration()
 	now := c.now()
 	c.mu.Lock()
 	c.sweepLocked(now)
-	if e, ok := c.byUID[cc.UID]; ok && cc.UID != "" && e.generation == cc.Generation {
+	if e, ok := c.byUID[uid]; ok && uid != "" && e.generation == generation {
 		e.used = now
 		c.mu.Unlock()
 		return e.def, e.hooks, nil
 	}
 	c.mu.Unlock()
-	def, err := definition.Compile(cc, resolver)
+	def, err := compile()
 	if err != nil {
 		return nil, nil, compileError{err}
 	}
@@ -72,15 +84,15 @@ func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController,
 	if err != nil {
 		return nil, nil, err
 	}
-	if cc.UID == "" {
+	if uid == "" {
 		return def, built, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.byUID[cc.UID]; ok {
+	if old, ok := c.byUID[uid]; ok {
 		old.hooks.Close()
 	}
-	c.byUID[cc.UID] = &compiled{generation: cc.Generation, def: def, hooks: built, used: now}
+	c.byUID[uid] = &compiled{generation: generation, def: def, hooks: built, used: now}
 	return def, built, nil
 }
 

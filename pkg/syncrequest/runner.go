@@ -83,21 +83,43 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 // otherwise the sync happens now (finalizer, adoption, children, status,
 // Events) and the answer says what was done.
 func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+	resolver := r.resolver()
+	return r.run(ctx, req, dryRun, resolver, func() (*definition.Definition, *hooks.ControllerHooks, error) {
+		return r.controllers.get(ctx, cc, resolver)
+	})
+}
+
+// RunDecorator is Run for a DecoratorController: the parent is the object
+// it decorates, of the resource its apiVersion and kind name.
+func (r *Runner) RunDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+	resolver := r.resolver()
+	return r.run(ctx, req, dryRun, resolver, func() (*definition.Definition, *hooks.ControllerHooks, error) {
+		return r.controllers.getDecorator(ctx, dc, resolver)
+	})
+}
+
+func (r *Runner) resolver() definition.KindResolver {
+	if r.cluster != nil {
+		return definition.RESTMapperResolver(r.cluster.Discovery)
+	}
+	return definition.GuessingResolver()
+}
+
+func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool, resolver definition.KindResolver, get func() (*definition.Definition, *hooks.ControllerHooks, error)) (*v1alpha1.SyncRequestStatus, error) {
 	start := time.Now()
 	if err := r.checkRequest(req, dryRun); err != nil {
 		return nil, err
 	}
-	resolver := definition.GuessingResolver()
-	if r.cluster != nil {
-		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
-	}
-	def, controllerHooks, err := r.controllers.get(ctx, cc, resolver)
+	def, controllerHooks, err := get()
 	var invalid compileError
 	switch {
 	case errors.As(err, &invalid):
 		return nil, apierrors.NewBadRequest(invalid.Error())
 	case err != nil:
 		return nil, hookFailed(err)
+	}
+	if def, err = parentView(def, req, resolver); err != nil {
+		return nil, err
 	}
 	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
 	parent, err := r.parent(ctx, def, req)
@@ -134,7 +156,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		// The loop leaves such a parent alone, and so does a live sync; a
 		// preview says why its plan is empty.
 		if !dryRun {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("CompositeController %q does not sync %s %s: %s", cc.Name, parent.GetKind(), parent.GetName(), res.Skipped))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %q does not sync %s %s: %s", def.Kind, def.Name, parent.GetKind(), parent.GetName(), res.Skipped))
 		}
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
@@ -227,6 +249,9 @@ func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error
 		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
 	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
 		return err
+	}
+	if d := plan.Decoration; d != nil {
+		status.ParentLabels, status.ParentAnnotations = d.Labels, d.Annotations
 	}
 	if status.Patches, err = patchSteps(plan.Patches); err != nil {
 		return err
@@ -357,8 +382,8 @@ func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent is not a Kubernetes object: %v", err))
 		}
 		if parent.GetAPIVersion() != def.Parent.APIVersion() {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; CompositeController %q manages %s of %s",
-				parent.GetAPIVersion(), def.Name, gvr.Resource, def.Parent.APIVersion()))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; %s %q manages %s of %s",
+				parent.GetAPIVersion(), def.Kind, def.Name, gvr.Resource, def.Parent.APIVersion()))
 		}
 		if parent.GetName() == "" {
 			return nil, apierrors.NewBadRequest("spec.parent.metadata.name is required")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -19,6 +20,8 @@ import (
 type Storage struct {
 	DecoratorController *REST
 	Status              *controllerregistry.StatusREST
+	// Sync is nil when NewStorage was given no Syncer.
+	Sync *controllerregistry.SyncREST
 }
 
 // REST is the decoratorcontrollers resource, stored in etcd.
@@ -40,6 +43,10 @@ func (r *REST) Categories() []string { return []string{"metacontroller"} }
 // Options are what the registry takes from the rest of the server; each
 // may be nil (standalone mode has no target cluster).
 type Options struct {
+	// Syncer runs /sync.
+	Syncer interface {
+		RunDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error)
+	}
 	// Rights warns on apply about rights the server lacks.
 	Rights interface {
 		MissingDecoratorRights(ctx context.Context, dc *v1alpha1.DecoratorController) (string, error)
@@ -85,8 +92,18 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, fmt.Errorf("can't complete the decoratorcontrollers store: %w", err)
 	}
-	return &Storage{
+	storage := &Storage{
 		DecoratorController: &REST{store},
 		Status:              controllerregistry.NewStatusREST(store, statusStrategy{strategy: s}),
-	}, nil
+	}
+	if opts.Syncer != nil {
+		storage.Sync = controllerregistry.NewSyncREST(store, scheme, func(ctx context.Context, stored runtime.Object, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+			dc, err := controllerregistry.Versioned[v1alpha1.DecoratorController](scheme, stored)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return opts.Syncer.RunDecorator(ctx, dc, req, dryRun)
+		})
+	}
+	return storage, nil
 }

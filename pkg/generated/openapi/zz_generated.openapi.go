@@ -1614,6 +1614,20 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref
 				Description: "ParentReference names a parent object of the controller's parent resource.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion and kind say which of a DecoratorController's resources the object is of; needed only when it decorates more than one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the object; see apiVersion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
 							Description: "namespace of the parent; empty for a cluster-scoped parent resource.",
@@ -2245,6 +2259,35 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 						SchemaProps: spec.SchemaProps{
 							Description: "parentStatus is the status the hook returned for the parent.",
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"parentLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentLabels and parentAnnotations are what a DecoratorController's hook sets on the object it decorates; a null value removes one.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"parentAnnotations": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 					"children": {

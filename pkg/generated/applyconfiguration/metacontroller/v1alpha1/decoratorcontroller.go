@@ -96,6 +96,12 @@ func ExtractDecoratorControllerStatus(decoratorController *metacontrollerv1alpha
 	return ExtractDecoratorControllerFrom(decoratorController, fieldManager, "status")
 }
 
+// ExtractDecoratorControllerSync extracts the applied configuration owned by fieldManager from
+// decoratorController for the sync subresource.
+func ExtractDecoratorControllerSync(decoratorController *metacontrollerv1alpha1.DecoratorController, fieldManager string) (*DecoratorControllerApplyConfiguration, error) {
+	return ExtractDecoratorControllerFrom(decoratorController, fieldManager, "sync")
+}
+
 func (b DecoratorControllerApplyConfiguration) IsApplyConfiguration() {}
 
 // WithKind sets the Kind field in the declarative configuration to the given value

@@ -51,6 +51,8 @@ type DecoratorControllerInterface interface {
 	Apply(ctx context.Context, decoratorController *applyconfigurationmetacontrollerv1alpha1.DecoratorControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.DecoratorController, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, decoratorController *applyconfigurationmetacontrollerv1alpha1.DecoratorControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.DecoratorController, err error)
+	Sync(ctx context.Context, decoratorControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (*metacontrollerv1alpha1.SyncRequest, error)
+
 	DecoratorControllerExpansion
 }
 
@@ -75,4 +77,18 @@ func newDecoratorControllers(c *MetacontrollerV1alpha1Client) *decoratorControll
 			},
 		),
 	}
+}
+
+// Sync takes the representation of a syncRequest and creates it.  Returns the server's representation of the syncRequest, and an error, if there is any.
+func (c *decoratorControllers) Sync(ctx context.Context, decoratorControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (result *metacontrollerv1alpha1.SyncRequest, err error) {
+	result = &metacontrollerv1alpha1.SyncRequest{}
+	err = c.GetClient().Post().
+		Resource("decoratorcontrollers").
+		Name(decoratorControllerName).
+		SubResource("sync").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(syncRequest).
+		Do(ctx).
+		Into(result)
+	return
 }

@@ -19,10 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1alpha1 "github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	metacontrollerv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 	typedmetacontrollerv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/typed/metacontroller/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeDecoratorControllers implements DecoratorControllerInterface
@@ -50,4 +54,15 @@ func newFakeDecoratorControllers(fake *FakeMetacontrollerV1alpha1) typedmetacont
 		),
 		fake,
 	}
+}
+
+// Sync takes the representation of a syncRequest and creates it.  Returns the server's representation of the syncRequest, and an error, if there is any.
+func (c *fakeDecoratorControllers) Sync(ctx context.Context, decoratorControllerName string, syncRequest *v1alpha1.SyncRequest, opts v1.CreateOptions) (result *v1alpha1.SyncRequest, err error) {
+	emptyResult := &v1alpha1.SyncRequest{}
+	obj, err := c.Fake.
+		Invokes(testing.NewRootCreateSubresourceActionWithOptions(c.Resource(), decoratorControllerName, "sync", syncRequest, opts), emptyResult)
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.SyncRequest), err
 }

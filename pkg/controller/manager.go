@@ -199,6 +199,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("can't sync the CompositeController and DecoratorController informers")
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
+	go m.noticeLeftovers(ctx)
 	go func() {
 		for m.processNext(ctx) {
 		}

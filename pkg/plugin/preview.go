@@ -73,13 +73,17 @@ func (o *previewOptions) run(cmd *cobra.Command, controller string, streams gene
 		return err
 	}
 	req.sync.Spec.ServerDryRun = o.serverDryRun
-	ccs, err := client()
+	ctrl, err := parseControllerArg(controller)
 	if err != nil {
 		return err
 	}
-	answer, err := ccs.Sync(cmd.Context(), controller, req.sync, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	clients, err := client()
 	if err != nil {
-		return fmt.Errorf("can't preview %s with CompositeController %q: %w", req.parent, controller, err)
+		return err
+	}
+	answer, err := ctrl.sync(cmd.Context(), clients, req.sync, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return fmt.Errorf("can't preview %s with %s: %w", req.parent, ctrl, err)
 	}
 	writeWarnings(streams.ErrOut, append(req.warnings, answer.Status.Warnings...))
 	if o.saveRequest != "" {

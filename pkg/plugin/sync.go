@@ -61,13 +61,17 @@ func (o *syncOptions) run(cmd *cobra.Command, controller string, streams generic
 		return err
 	}
 	parent := req.parent
-	ccs, err := client()
+	ctrl, err := parseControllerArg(controller)
 	if err != nil {
 		return err
 	}
-	answer, err := ccs.Sync(cmd.Context(), controller, req.sync, metav1.CreateOptions{})
+	clients, err := client()
 	if err != nil {
-		return fmt.Errorf("can't sync %s with CompositeController %q: %w", parent, controller, err)
+		return err
+	}
+	answer, err := ctrl.sync(cmd.Context(), clients, req.sync, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("can't sync %s with %s: %w", parent, ctrl, err)
 	}
 	writeWarnings(streams.ErrOut, answer.Status.Warnings)
 	if o.output == outputTable {
@@ -78,7 +82,7 @@ func (o *syncOptions) run(cmd *cobra.Command, controller string, streams generic
 		return err
 	}
 	if failed, tried := failures(answer.Status.Plan); failed > 0 {
-		return fmt.Errorf("can't sync %s with CompositeController %q: %d of %d actions failed", parent, controller, failed, tried)
+		return fmt.Errorf("can't sync %s with %s: %d of %d actions failed", parent, ctrl, failed, tried)
 	}
 	return nil
 }

@@ -32,7 +32,8 @@ object's annotations say what to answer:
 Every object gets the label decorated=yes and the annotation
 decorated-by=hook.py; an object with a status subresource (a Hello) also the
 status {decorated: true, attachments: <observed>}. The finalize hook answers
-finalized with no attachments.
+finalized with no attachments. /sync-crd-role is Metacontroller's crd-roles
+example hook.
 
 Usage: hook.py PORT  (0 picks a free port; the chosen one is printed)
 """
@@ -113,6 +114,18 @@ def decorate(req):
     return resp
 
 
+def new_cluster_role(crd):
+    """Metacontroller's examples/crd-roles hook (manifest/sync.py), as it is
+    there: a reader ClusterRole, with no rules yet, for each CRD."""
+    cr = dict()
+    cr['apiVersion'] = 'rbac.authorization.k8s.io/v1'
+    cr['kind'] = "ClusterRole"
+    cr['metadata'] = {}
+    cr['metadata']['name'] = crd['metadata']['name'] + "-reader"
+    cr['rules'] = []
+    return cr
+
+
 class Hook(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -186,6 +199,8 @@ class Hook(BaseHTTPRequestHandler):
             return self.reply(200, {})
         if mode == "garbage":
             return self.reply(200, b"{this is not json", "text/plain")
+        if path == "/sync-crd-role":
+            return self.reply(200, {'attachments': [new_cluster_role(req['object'])]})
         if path in ("/decorate", "/decorate-finalize"):
             return self.reply(200, decorate(req))
         parent = req.get("parent", {})

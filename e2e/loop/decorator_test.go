@@ -62,7 +62,14 @@ spec:
 
 func createDecorator(t *testing.T, name, hookURL string) {
 	t.Helper()
-	if err := stack.Apply(context.Background(), decorator(name, hookURL)); err != nil {
+	createDecoratorManifest(t, name, decorator(name, hookURL))
+}
+
+// createDecoratorManifest applies manifest, the DecoratorController name,
+// and waits until its loop runs.
+func createDecoratorManifest(t *testing.T, name, manifest string) {
+	t.Helper()
+	if err := stack.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

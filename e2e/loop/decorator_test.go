@@ -252,8 +252,13 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 		waitEventReason(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b")
 		// A cluster-scoped object's Events are in the default namespace.
 		waitEventReason(t, metav1.NamespaceDefault, name, "Started", "Started controller: "+name)
-		if m := compositeMetrics(t); !strings.Contains(m, `composite_controller_syncs_total{controller="decoratorcontroller/`+name+`",result="success"}`) {
+		m := compositeMetrics(t)
+		if !strings.Contains(m, `composite_controller_syncs_total{controller="decoratorcontroller/`+name+`",result="success"}`) {
 			t.Errorf("/metrics has no successful syncs of the decorator")
+		}
+		// Metacontroller's name for its hook calls.
+		if !strings.Contains(m, `metacontroller_sync_requests_total{code="200",controller_name="`+name+`",controller_type="DecoratorController"`) {
+			t.Errorf("/metrics has no metacontroller_sync_requests_total of the decorator")
 		}
 	})
 	t.Run("the DecoratorController's status counts what it decorates", func(t *testing.T) {

@@ -70,30 +70,12 @@ spec:
 	url := "/apis/metacontroller.k8s.io/v1alpha1/decoratorcontrollers/decorator-sync/sync"
 
 	// A caller who may sync and touch the object, but not write Secrets.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-decorator-syncer"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"decoratorcontrollers/sync"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}},
-		},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-decorator-syncer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "decorator-syncer"}},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	syncer, err := stack.UserKubeconfig("decorator-syncer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	syncer := userWithRules(t, "decorator-syncer",
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"decoratorcontrollers/sync"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}},
+	)
 	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", request)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets "+ns+"/d-a") {
 		t.Fatalf("a live sync by a user who may not create the attachment: err %v\n%s\nwant Forbidden naming create secrets %s/d-a", err, stderr, ns)

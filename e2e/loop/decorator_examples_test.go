@@ -8,32 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// crdRolesController is Metacontroller's examples/crd-roles/v1/controller.yaml
-// as it is there, but for where its hook runs.
-const crdRolesController = `---
-apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: crd-role-controller
-spec:
-  resources:
-   - apiVersion: apiextensions.k8s.io/v1
-     resource: customresourcedefinitions
-     annotationSelector:
-       matchExpressions:
-        - {key: enable-default-roles, operator: Exists}
-  attachments:
-  - apiVersion: rbac.authorization.k8s.io/v1
-    resource: clusterroles
-  hooks:
-    sync:
-      webhook:
-        url: HOOK/sync-crd-role
-        timeout: 10s`
 
 // crdRolesRights is what an admin grants composite-apiserver for the
 // example: the rules `kubectl composite rbac dec/crd-role-controller`
@@ -56,8 +35,9 @@ rules:
   verbs: ["list", "watch", "create", "patch", "delete"]
 `
 
-// Metacontroller's crd-roles example runs end to end with its hook (ported
-// to e2e/hooks/hook.py as it is): a CRD annotated enable-default-roles gets
+// Metacontroller's crd-roles example runs end to end, its manifest as it is
+// but for the hook's URL, with its hook ported to e2e/hooks/hook.py as it
+// is: a CRD annotated enable-default-roles gets
 // a reader ClusterRole, owned by the CRD, which the garbage collector
 // deletes with it; a CRD without the annotation gets none.
 func TestMetacontrollerCRDRolesExampleRuns(t *testing.T) {
@@ -66,7 +46,9 @@ func TestMetacontrollerCRDRolesExampleRuns(t *testing.T) {
 	if err := stack.Apply(ctx, crdRolesRights); err != nil {
 		t.Fatal(err)
 	}
-	createDecoratorManifest(t, "crd-role-controller", strings.Replace(crdRolesController, "HOOK", hook.URL, 1))
+	manifest := framework.MetacontrollerDecorator("crd-roles")
+	manifest = strings.Replace(manifest, "http://crd-role-controller.metacontroller", hook.URL, 1)
+	createDecoratorManifest(t, "crd-role-controller", manifest)
 
 	crd := func(plural string, annotated bool) string {
 		annotations := ""

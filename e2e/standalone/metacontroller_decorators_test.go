@@ -5,133 +5,20 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-)
 
-// metacontrollerDecorators are the DecoratorControllers of Metacontroller's
-// examples, verbatim from github.com/metacontroller/metacontroller (the
-// hooks' Deployments and Services are left out: they need a cluster).
-var metacontrollerDecorators = []struct {
-	name     string
-	manifest string
-	objects  []string
-}{
-	{
-		name:    "service-per-pod",
-		objects: []string{"service-per-pod", "pod-name-label"},
-		manifest: `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: service-per-pod
-spec:
-  resources:
-  - apiVersion: apps/v1
-    resource: statefulsets
-    annotationSelector:
-      matchExpressions:
-      - {key: service-per-pod-label, operator: Exists}
-      - {key: service-per-pod-ports, operator: Exists}
-  attachments:
-  - apiVersion: v1
-    resource: services
-  hooks:
-    sync:
-      webhook:
-        url: http://service-per-pod.metacontroller/sync-service-per-pod
-    finalize:
-      webhook:
-        url: http://service-per-pod.metacontroller/finalize-service-per-pod
----
-apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: pod-name-label
-spec:
-  resources:
-  - apiVersion: v1
-    resource: pods
-    labelSelector:
-      matchExpressions:
-      - {key: pod-name, operator: DoesNotExist}
-    annotationSelector:
-      matchExpressions:
-      - {key: pod-name-label, operator: Exists}
-  hooks:
-    sync:
-      webhook:
-        url: http://service-per-pod.metacontroller/sync-pod-name-label
-`,
-	},
-	{
-		name:    "crd-roles",
-		objects: []string{"crd-role-controller"},
-		manifest: `---
-apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: crd-role-controller
-spec:
-  resources:
-   - apiVersion: apiextensions.k8s.io/v1
-     resource: customresourcedefinitions
-     annotationSelector:
-       matchExpressions:
-        - {key: enable-default-roles, operator: Exists}
-  attachments:
-  - apiVersion: rbac.authorization.k8s.io/v1
-    resource: clusterroles
-  hooks:
-    sync:
-      webhook:
-        url: http://crd-role-controller.metacontroller/sync-crd-role
-        timeout: 10s`,
-	},
-	{
-		name:    "clusteredparent",
-		objects: []string{"cluster-parent"},
-		manifest: `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: cluster-parent
-spec:
-  resources:
-  - apiVersion: rbac.authorization.k8s.io/v1
-    resource: clusterroles
-    annotationSelector:
-      matchExpressions:
-      - {key: default-service-account-binding, operator: Exists}
-  attachments:
-  - apiVersion: rbac.authorization.k8s.io/v1
-    resource: rolebindings
-  hooks:
-    sync:
-      webhook:
-        url: http://cluster-parent-controller.metacontroller/sync
-`,
-	},
-}
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
 
 // Metacontroller's decorator examples apply unchanged, without warnings,
 // read back as written (defaults added), and print in `kubectl get dec`.
 func TestMetacontrollerDecoratorExamplesApply(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
-	for _, ex := range metacontrollerDecorators {
-		t.Run(ex.name, func(t *testing.T) {
-			path := writeManifest(t, ex.manifest)
-			t.Cleanup(func() {
-				if _, stderr, err := s.kubectl("delete", "--ignore-not-found", "-f", path); err != nil {
-					t.Errorf("kubectl delete: %v\n%s", err, stderr)
-				}
-			})
-			stdout, stderr, err := s.kubectl("apply", "-f", path)
-			if err != nil {
-				t.Fatalf("kubectl apply rejected Metacontroller's example: %v\nstderr:\n%s\nstdout:\n%s", err, stderr, stdout)
-			}
-			if w := warningLines(stderr); len(w) > 0 {
-				t.Errorf("kubectl apply printed warnings for Metacontroller's example:\n%s", strings.Join(w, "\n"))
-			}
-			docs := splitYAMLDocuments(t, ex.manifest)
-			for i, name := range ex.objects {
+	for _, ex := range framework.MetacontrollerDecorators {
+		t.Run(ex.Name, func(t *testing.T) {
+			stdout := applyExample(t, s, ex.Manifest)
+			docs := splitYAMLDocuments(t, ex.Manifest)
+			for i, name := range ex.Objects {
 				if want := "decoratorcontroller.metacontroller.k8s.io/" + name + " created"; !strings.Contains(stdout, want) {
 					t.Errorf("kubectl apply did not print %q:\n%s", want, stdout)
 				}

@@ -2,8 +2,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -19,13 +17,5 @@ func (w *Webhook) Decorate(ctx context.Context, req *hookapi.DecoratorHookReques
 // DecorateSent is Decorate that also returns the request body it sent, as
 // SyncSent does for a CompositeController's hooks.
 func (w *Webhook) DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, nil, w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
-	}
-	resp := &hookapi.DecoratorHookResponse{}
-	if err := w.call(ctx, body, req, resp); err != nil {
-		return nil, body, err
-	}
-	return resp, body, nil
+	return callSent[hookapi.DecoratorHookResponse](ctx, w, req)
 }

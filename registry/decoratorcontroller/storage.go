@@ -80,7 +80,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 		DeleteStrategy:      s,
 		ResetFieldsStrategy: s,
 
-		TableConvertor: tableConvertor{},
+		TableConvertor: tableConvertor,
 	}
 	if opts.Authors != nil {
 		store.BeginCreate = controllerregistry.CheckAuthorOnCreate(scheme, opts.Authors.CheckDecoratorAuthor)

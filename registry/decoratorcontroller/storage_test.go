@@ -141,7 +141,7 @@ func TestAuthorCheck(t *testing.T) {
 func TestTable(t *testing.T) {
 	dc := decorator("table")
 	dc.Status.Objects = 2
-	table, err := tableConvertor{}.ConvertToTable(context.Background(), dc, nil)
+	table, err := tableConvertor.ConvertToTable(context.Background(), dc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

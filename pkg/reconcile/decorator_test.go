@@ -143,3 +143,50 @@ func TestSyncDecoratesTheObject(t *testing.T) {
 		t.Errorf("the attachment's controller is %v, want the decorated object", ref)
 	}
 }
+
+// An orphan that carries the decorator's annotation (released, or left by
+// Metacontroller) is adopted in place; one without it is never claimed.
+func TestDecoratorAdoptsAnnotatedOrphans(t *testing.T) {
+	dc := &v1alpha1.DecoratorController{ObjectMeta: metav1.ObjectMeta{Name: "deco"}, Spec: v1alpha1.DecoratorControllerSpec{
+		Resources:   []v1alpha1.DecoratorControllerResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "things"}}},
+		Attachments: []v1alpha1.DecoratorControllerAttachmentRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
+		Hooks:       &v1alpha1.DecoratorControllerHooks{Sync: &v1alpha1.Hook{}},
+	}}
+	def, err := definition.CompileDecorator(dc, definition.GuessingResolver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := parent()
+	orphan := configMap("p-kept", nil, map[string]string{definition.DecoratorAnnotation: "deco"})
+	stranger := configMap("stranger", nil, nil)
+	var seen []string
+	hook := engine.InProcessDecorator(hookapi.DecoratorHookFunc(func(_ context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, error) {
+		for key := range req.Attachments["ConfigMap.v1"] {
+			seen = append(seen, key)
+		}
+		return &hookapi.DecoratorHookResponse{Attachments: []*unstructured.Unstructured{orphan.DeepCopy()}}, nil
+	}))
+	e, client := env(t, obj, orphan, stranger)
+	e.Children = listed{orphan, stranger}
+	res, err := (&Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Sync: hook}}).Sync(context.Background(), e, obj, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != "p-kept" {
+		t.Errorf("the hook saw %v, want the annotated orphan only", seen)
+	}
+	actions := map[string]string{}
+	for _, d := range res.Done {
+		actions[d.Name] = string(d.Action)
+	}
+	if actions["p-kept"] != "Adopt" || actions["stranger"] != "" {
+		t.Errorf("done %v: want p-kept adopted and stranger untouched", actions)
+	}
+	adopted, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(context.Background(), "p-kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(adopted); ref == nil || ref.UID != obj.GetUID() || adopted.GetUID() != orphan.GetUID() {
+		t.Errorf("p-kept controller %v, uid %s: want adopted in place", ref, adopted.GetUID())
+	}
+}

@@ -124,3 +124,51 @@ spec:
 		t.Errorf("attachment controller %v, annotations %v", ref, secret.Annotations)
 	}
 }
+
+// TestDecoratorAuthorNeedsTheLoopsRights: whoever writes a
+// DecoratorController must be allowed what its loop does with the
+// server's identity on every decorated resource and attachment; without
+// it the controller is refused, naming what is missing, and not stored.
+func TestDecoratorAuthorNeedsTheLoopsRights(t *testing.T) {
+	ctx := context.Background()
+	hook := setUpHellos(t)
+	author := userWithRules(t, "dec-author",
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"decoratorcontrollers"}, Verbs: []string{"get", "create", "update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
+	)
+	manifest := func(name, attachments string) string {
+		file := filepath.Join(t.TempDir(), name+".yaml")
+		m := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: %s
+spec:
+  resources:
+  - {apiVersion: example.com/v1, resource: hellos}
+  attachments:
+  - {apiVersion: v1, resource: %s}
+  hooks:
+    sync:
+      webhook: {url: %s/decorate}
+`, name, attachments, hook.URL)
+		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	t.Cleanup(func() {
+		_, _, _ = stack.Kubectl(context.Background(), "delete", "dec", "dec-secrets", "dec-configmaps", "--ignore-not-found")
+	})
+	_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-secrets", "secrets"))
+	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets") || !strings.Contains(stderr, "you may not") {
+		t.Errorf("a user who may not manage Secrets created a decorator with Secret attachments: err=%v\n%s", err, stderr)
+	}
+	if _, _, err := stack.Kubectl(ctx, "get", "dec", "dec-secrets"); err == nil {
+		t.Errorf("the refused DecoratorController dec-secrets exists")
+	}
+	if _, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-configmaps", "configmaps")); err != nil {
+		t.Errorf("a user who may do all the decorator's loop does was refused: %v\n%s", err, stderr)
+	}
+}

@@ -12,9 +12,9 @@
 // finalizer, the field manager; and the rights its loop uses, from which
 // every other list of rights is derived.
 //
-// Every kind of controller compiles into a Definition. CompositeController
-// does today (composite.go); DecoratorController will compile into the same
-// type from a decorator.go beside it, as Metacontroller keeps
+// Every kind of controller compiles into a Definition: CompositeController
+// in composite.go, DecoratorController in decorator.go (one parent view per
+// decorated resource, see Parents), as Metacontroller keeps
 // pkg/controller/common apart from composite/ and decorator/: what differs
 // by kind is kept in those files, and nothing below this package reads a
 // controller's spec.

@@ -1,8 +1,9 @@
 // Package validation checks every kind of the group before it is stored or
-// run: CompositeControllers (validation.go, patches.go), ControllerRevisions
-// (controllerrevision.go) and the SyncRequests of /sync (syncrequest.go);
-// DecoratorController will have its decoratorcontroller.go here. The
-// registry's strategies only call it, as sample-apiserver's do.
+// run: CompositeControllers (validation.go, patches.go), DecoratorControllers
+// (decoratorcontroller.go, with the hook, resource and resync checks of
+// validation.go), ControllerRevisions (controllerrevision.go) and the
+// SyncRequests of /sync (syncrequest.go). The registry's strategies only
+// call it, as sample-apiserver's do.
 //
 // apis/ imports nothing from pkg/: the CEL and templates of patches are
 // compiled through Expressions, which the patch engine's compiler

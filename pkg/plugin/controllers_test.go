@@ -33,6 +33,13 @@ func TestCommandsTakeBothKinds(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
+	if r := s.run(t, "", "sync", "dec/deco", "--parent", "ns/web", "--parent-kind", "StatefulSet.v1.apps"); r.code != ExitOK {
+		t.Errorf("sync with --parent-kind: exit %d, stderr %q", r.code, r.stderr)
+	} else if ref := s.requests[len(s.requests)-1].Spec.ParentRef; ref.APIVersion != "apps/v1" || ref.Kind != "StatefulSet" {
+		t.Errorf("--parent-kind StatefulSet.v1.apps sent %+v", ref)
+	}
+	s.synced = s.synced[:len(s.synced)-1]
+	s.run(t, "", "sync", "dec/deco", "--parent", "ns/web", "--parent-kind", "StatefulSet").oneErrorLine(t, "want KIND.VERSION.GROUP")
 	want := []string{"compositecontrollers/hello", "decoratorcontrollers/deco", "decoratorcontrollers/deco", "decoratorcontrollers/deco", "compositecontrollers/hello"}
 	if strings.Join(s.synced, " ") != strings.Join(want, " ") {
 		t.Errorf("synced %v, want %v", s.synced, want)

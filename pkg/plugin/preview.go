@@ -57,6 +57,7 @@ something, 2 when the preview failed (as kubectl diff).`,
 	}
 	cmd.Flags().StringVarP(&o.parent.file, "filename", "f", "", "file of the inline parent, YAML or JSON (- for standard input)")
 	cmd.Flags().StringVar(&o.parent.ref, "parent", "", "live parent to preview, NAMESPACE/NAME")
+	cmd.Flags().StringVar(&o.parent.kind, "parent-kind", "", "the live object's KIND.VERSION.GROUP, for a DecoratorController of several resources")
 	cmd.Flags().StringSliceVar(&o.parent.children, "children", nil, "files of observed children, YAML or JSON (repeat, or separate with commas)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "output format: table (plan and diffs), yaml or json (the whole answer)")
 	cmd.Flags().StringVar(&o.saveRequest, "save-request", "", "directory to save the hook request in, as NAMESPACE.NAME.json")

@@ -14,8 +14,9 @@ import (
 )
 
 type syncOptions struct {
-	parent string
-	output string
+	parent     string
+	parentKind string
+	output     string
 }
 
 func newSyncCommand(streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags, client ClientFunc) *cobra.Command {
@@ -45,6 +46,7 @@ could not run.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.parent, "parent", "", "live parent to sync, NAMESPACE/NAME")
+	cmd.Flags().StringVar(&o.parentKind, "parent-kind", "", "the live object's KIND.VERSION.GROUP, for a DecoratorController of several resources")
 	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "output format: table (one line per change), yaml or json (the whole answer)")
 	return cmd
 }
@@ -56,7 +58,7 @@ func (o *syncOptions) run(cmd *cobra.Command, controller string, streams generic
 	if o.parent == "" {
 		return fmt.Errorf("no parent: name the live parent to sync with --parent NAMESPACE/NAME")
 	}
-	req, err := buildRequest(parentFlags{ref: o.parent}, namespace, nil)
+	req, err := buildRequest(parentFlags{ref: o.parent, kind: o.parentKind}, namespace, nil)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (m *Manager) watchDecorators(factory informers.SharedInformerFactory) (cach
 	m.dcLister = dcInformer.Lister()
 	enqueue := func(obj interface{}) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			m.queue.Add(kinds[1].keyPrefix + key)
+			m.queue.Add(decoratorKind.keyPrefix + key)
 		}
 	}
 	_, err := dcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -35,8 +35,8 @@ type kind struct {
 	status    func(m *Manager) statusStore
 }
 
-var kinds = []kind{
-	{
+var (
+	compositeKind = kind{
 		name: definition.KindComposite,
 		get: func(m *Manager, name string) (controllerObject, error) {
 			cc, err := m.ccLister.Get(name)
@@ -49,8 +49,8 @@ var kinds = []kind{
 			return definition.Compile(obj.(*v1alpha1.CompositeController), resolver)
 		},
 		status: func(m *Manager) statusStore { return compositeStatus{m} },
-	},
-	{
+	}
+	decoratorKind = kind{
 		name:      definition.KindDecorator,
 		keyPrefix: "decoratorcontroller/",
 		get: func(m *Manager, name string) (controllerObject, error) {
@@ -64,18 +64,16 @@ var kinds = []kind{
 			return definition.CompileDecorator(obj.(*v1alpha1.DecoratorController), resolver)
 		},
 		status: func(m *Manager) statusStore { return decoratorStatus{m} },
-	},
-}
+	}
+)
 
 // kindOf splits a key of the manager's queue into the controller's kind
 // and name.
 func kindOf(key string) (kind, string) {
-	for _, k := range kinds[1:] {
-		if name, ok := strings.CutPrefix(key, k.keyPrefix); ok {
-			return k, name
-		}
+	if name, ok := strings.CutPrefix(key, decoratorKind.keyPrefix); ok {
+		return decoratorKind, name
 	}
-	return kinds[0], key
+	return compositeKind, key
 }
 
 // trackedStatus is the status of a controller of either kind, as the loop

@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&CompositeController{},
 		&CompositeControllerList{},
+		&DecoratorController{},
+		&DecoratorControllerList{},
 		&SyncRequest{},
 		&ControllerRevision{},
 		&ControllerRevisionList{},

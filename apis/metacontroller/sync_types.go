@@ -55,6 +55,12 @@ type SyncRequestSpec struct {
 
 // ParentReference names a parent object of the controller's parent resource.
 type ParentReference struct {
+	// APIVersion and Kind say which of a DecoratorController's resources
+	// the object is of; needed only when it decorates more than one.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
 	// namespace of the parent; empty for a cluster-scoped parent resource.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
@@ -138,6 +144,12 @@ type SyncRequestStatus struct {
 	// parentStatus is the status the hook returned for the parent.
 	// +optional
 	ParentStatus *runtime.RawExtension `json:"parentStatus,omitempty"`
+	// parentLabels and parentAnnotations are what a DecoratorController's
+	// hook sets on the object it decorates; a null value removes one.
+	// +optional
+	ParentLabels map[string]*string `json:"parentLabels,omitempty"`
+	// +optional
+	ParentAnnotations map[string]*string `json:"parentAnnotations,omitempty"`
 	// children are the desired children as an apply would store them: on
 	// a dry run, as the server-side apply of each over the live child
 	// computes it (or, with spec.serverDryRun, as the target cluster

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -142,30 +141,12 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 	ctx := context.Background()
 	c := newLiveSyncCase(t, "live-sync-rights", "a")
 	ns := c.ns
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list"}},
-		},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "live-syncer"}},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	syncer, err := stack.UserKubeconfig("live-syncer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	syncer := userWithRules(t, "live-syncer",
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list"}},
+	)
 	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create configmaps "+ns+"/p-a") ||
 		!strings.Contains(stderr, "patch configmaps "+ns+"/p-a") {
@@ -194,35 +175,18 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 func TestLiveSyncNeedsTheCallersRightsOnRevisions(t *testing.T) {
 	ctx := context.Background()
 	c := newLiveSyncCaseWith(t, "live-sync-revisions", "RollingInPlace", "a")
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer-children"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list", "create", "patch", "delete"}},
-		},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-live-syncer-children"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "live-syncer-children"}},
-	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	syncer, err := stack.UserKubeconfig("live-syncer-children")
-	if err != nil {
-		t.Fatal(err)
-	}
+	syncer := userWithRules(t, "live-syncer-children",
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers/sync"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list", "create", "patch", "delete"}},
+	)
 	url := "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-revisions/sync"
 	// The delegating authorizer caches answers for a few seconds: wait for
 	// the refusal to be about the revision, not the children.
 	var stderr string
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		var err error
 		_, stderr, err = stack.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", c.request)
 		return err != nil && strings.Contains(stderr, "create controllerrevisions.metacontroller.k8s.io "+c.ns+"/"), nil
 	}); err != nil {

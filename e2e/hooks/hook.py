@@ -25,8 +25,19 @@ as floats, in the order the calls came).
 GET /etags answers, per path, the If-None-Match of every call in etag mode
 ("" when there was none) and how many were answered 304.
 
+DecoratorControllers' hooks are /decorate and /decorate-finalize. The decorated
+object's annotations say what to answer:
+  attach: a,b          # one Secret "<object>-<name>" each, data {object: <name>}
+  drop-label: k        # the label k is answered null (removed)
+Every object gets the label decorated=yes and the annotation
+decorated-by=hook.py; an object with a status subresource (a Hello) also the
+status {decorated: true, attachments: <observed>}. The finalize hook answers
+finalized with no attachments. /sync-crd-role is Metacontroller's crd-roles
+example hook.
+
 Usage: hook.py PORT  (0 picks a free port; the chosen one is printed)
 """
+import base64
 import hashlib
 import json
 import sys
@@ -80,6 +91,41 @@ def children_for(parent, mode):
     return out
 
 
+def decorate(req):
+    obj = req.get("object", {})
+    meta = obj.get("metadata", {})
+    ann = meta.get("annotations") or {}
+    observed = sum(len(group) for group in (req.get("attachments") or {}).values())
+    resp = {"labels": {"decorated": "yes"}, "annotations": {"decorated-by": "hook.py"},
+            "status": None, "attachments": []}
+    if ann.get("drop-label"):
+        resp["labels"][ann["drop-label"]] = None
+    if obj.get("kind") == "Hello":
+        resp["status"] = {"decorated": True, "attachments": observed}
+    if req.get("finalizing"):
+        resp["finalized"] = True
+        return resp
+    for item in [a for a in ann.get("attach", "").split(",") if a]:
+        resp["attachments"].append({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "%s-%s" % (meta.get("name", ""), item)},
+            "data": {"object": base64.b64encode(meta.get("name", "").encode()).decode()},
+        })
+    return resp
+
+
+def new_cluster_role(crd):
+    """Metacontroller's examples/crd-roles hook (manifest/sync.py), as it is
+    there: a reader ClusterRole, with no rules yet, for each CRD."""
+    cr = dict()
+    cr['apiVersion'] = 'rbac.authorization.k8s.io/v1'
+    cr['kind'] = "ClusterRole"
+    cr['metadata'] = {}
+    cr['metadata']['name'] = crd['metadata']['name'] + "-reader"
+    cr['rules'] = []
+    return cr
+
+
 class Hook(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -121,7 +167,8 @@ class Hook(BaseHTTPRequestHandler):
         req_parent = {}
         if path != "/mode":
             try:
-                req_parent = json.loads(body).get("parent") or {}
+                decoded = json.loads(body)
+                req_parent = decoded.get("parent") or decoded.get("object") or {}
             except ValueError:
                 pass
         if req_parent:
@@ -152,6 +199,10 @@ class Hook(BaseHTTPRequestHandler):
             return self.reply(200, {})
         if mode == "garbage":
             return self.reply(200, b"{this is not json", "text/plain")
+        if path == "/sync-crd-role":
+            return self.reply(200, {'attachments': [new_cluster_role(req['object'])]})
+        if path in ("/decorate", "/decorate-finalize"):
+            return self.reply(200, decorate(req))
         parent = req.get("parent", {})
         if path == "/customize":
             related = (parent.get("spec", {}) or {}).get("related")

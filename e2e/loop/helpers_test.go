@@ -163,13 +163,16 @@ func namespace(t *testing.T, name string) string {
 }
 
 // createParent creates a Hello of controller ctrl.
-func createParent(t *testing.T, ns, name, ctrl string, spec map[string]interface{}) *unstructured.Unstructured {
+func createParent(t *testing.T, ns, name, ctrl string, spec map[string]interface{}, mods ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": name, "namespace": ns, "labels": map[string]interface{}{"test": ctrl}},
 		"spec":     spec,
 	}}
+	for _, mod := range mods {
+		mod(parent)
+	}
 	created, err := dyn.Resource(hellos).Namespace(ns).Create(context.Background(), parent, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create parent %s/%s: %v", ns, name, err)

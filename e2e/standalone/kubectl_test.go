@@ -60,11 +60,17 @@ func TestKubectlGetPrintsControllerColumns(t *testing.T) {
 	t.Run("get cc", func(t *testing.T) {
 		checkRow(t, s.mustKubectl(t, "get", "cc"), wantColumns, wantRow)
 	})
-	for _, resource := range []string{"cctl", "compositecontrollers", "compositecontroller.metacontroller.k8s.io", "metacontroller"} {
+	for _, resource := range []string{"cctl", "compositecontrollers", "compositecontroller.metacontroller.k8s.io"} {
 		t.Run("get "+resource, func(t *testing.T) {
 			checkRow(t, s.mustKubectl(t, "get", resource, name), wantColumns, wantRow)
 		})
 	}
+	// The category holds DecoratorControllers too, so it takes no name.
+	t.Run("get metacontroller", func(t *testing.T) {
+		if out := s.mustKubectl(t, "get", "metacontroller", "-o", "name"); !strings.Contains(out, "compositecontroller.metacontroller.k8s.io/"+name+"\n") {
+			t.Errorf("kubectl get metacontroller -o name does not list %s:\n%s", name, out)
+		}
+	})
 	t.Run("get -o wide", func(t *testing.T) {
 		wide := map[string]string{
 			// The service's port is defaulted to 80 by the server.

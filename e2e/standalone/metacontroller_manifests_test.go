@@ -257,21 +257,7 @@ func TestMetacontrollerExampleManifestsApply(t *testing.T) {
 	s := sharedServer(t)
 	for _, ex := range metacontrollerExamples {
 		t.Run(ex.name, func(t *testing.T) {
-			path := writeManifest(t, ex.manifest)
-			t.Cleanup(func() {
-				if _, stderr, err := s.kubectl("delete", "--ignore-not-found", "-f", path); err != nil {
-					t.Errorf("kubectl delete: %v\n%s", err, stderr)
-				}
-			})
-			stdout, stderr, err := s.kubectl("apply", "-f", path)
-			if err != nil {
-				t.Fatalf("kubectl apply rejected Metacontroller's example: %v\nstderr:\n%s\nstdout:\n%s", err, stderr, stdout)
-			}
-			// The examples are what Metacontroller's authors recommend:
-			// nothing in them deserves a warning.
-			if w := warningLines(stderr); len(w) > 0 {
-				t.Errorf("kubectl apply printed warnings for Metacontroller's example:\n%s", strings.Join(w, "\n"))
-			}
+			stdout := applyExample(t, s, ex.manifest)
 
 			docs := splitYAMLDocuments(t, ex.manifest)
 			if len(docs) != len(ex.objects) {
@@ -285,6 +271,27 @@ func TestMetacontrollerExampleManifestsApply(t *testing.T) {
 			}
 		})
 	}
+}
+
+// applyExample applies one of Metacontroller's examples, deleted after the
+// test, and returns what kubectl printed. The examples are what
+// Metacontroller's authors recommend: nothing in them deserves a warning.
+func applyExample(t *testing.T, s *server, manifest string) string {
+	t.Helper()
+	path := writeManifest(t, manifest)
+	t.Cleanup(func() {
+		if _, stderr, err := s.kubectl("delete", "--ignore-not-found", "-f", path); err != nil {
+			t.Errorf("kubectl delete: %v\n%s", err, stderr)
+		}
+	})
+	stdout, stderr, err := s.kubectl("apply", "-f", path)
+	if err != nil {
+		t.Fatalf("kubectl apply rejected Metacontroller's example: %v\nstderr:\n%s\nstdout:\n%s", err, stderr, stdout)
+	}
+	if w := warningLines(stderr); len(w) > 0 {
+		t.Errorf("kubectl apply printed warnings for Metacontroller's example:\n%s", strings.Join(w, "\n"))
+	}
+	return stdout
 }
 
 // warningLines are the warnings kubectl printed, without their "Warning: "

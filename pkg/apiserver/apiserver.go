@@ -29,6 +29,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerrevision"
+	"github.com/composite-apiserver/composite-apiserver/registry/decoratorcontroller"
 )
 
 var (
@@ -165,6 +166,14 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Identity: c.ExtraConfig.Identity}
+	if opts.Rights != nil {
+		decoratorOpts.Rights, decoratorOpts.Authors = opts.Rights.(*rights.Checker), opts.Authors.(*rights.Escalation)
+	}
+	decorators, err := decoratorcontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, decoratorOpts)
+	if err != nil {
+		return nil, err
+	}
 	revisions, err := controllerrevision.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
 	if err != nil {
 		return nil, err
@@ -175,6 +184,9 @@ func (c completedConfig) New() (*Server, error) {
 		"compositecontrollers/status": storage.Status,
 		"compositecontrollers/sync":   storage.Sync,
 		"controllerrevisions":         revisions,
+		"decoratorcontrollers":        decorators.DecoratorController,
+		"decoratorcontrollers/status": decorators.Status,
+		"decoratorcontrollers/sync":   decorators.Sync,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

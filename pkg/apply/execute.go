@@ -232,6 +232,12 @@ func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.Grou
 		desired[k] = v
 	}
 	desired["observedGeneration"] = parent.GetGeneration()
+	return writeStatus(ctx, client, gvr, parent, desired)
+}
+
+// writeStatus writes desired as parent's status through its status
+// subresource when it differs, reading the parent again on a conflict.
+func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, desired map[string]interface{}) (bool, error) {
 	r := resource(client, gvr, parent.GetNamespace())
 	current := parent
 	written := false

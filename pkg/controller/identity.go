@@ -38,12 +38,12 @@ type authorUnknownError struct{ err error }
 
 func (e *authorUnknownError) Error() string { return e.err.Error() }
 
-// actorFor works out whom cc's loop acts as, and refuses to start one whose
+// actorFor works out whom the loop of def's controller acts as, and refuses to start one whose
 // identity is missing or whose subject may not read the Secrets and
 // ConfigMaps its hooks' credentials come from: the loop never reads one
 // for a controller whose checks it did not pass.
-func (m *Manager) actorFor(ctx context.Context, cc *v1alpha1.CompositeController, def *definition.Definition) (*actor, error) {
-	subject, err := m.cfg.Identity.SubjectOf(cc)
+func (m *Manager) actorFor(ctx context.Context, def *definition.Definition) (*actor, error) {
+	subject, err := m.cfg.Identity.SubjectOf(def)
 	if err != nil {
 		return nil, &authorUnknownError{err: err}
 	}

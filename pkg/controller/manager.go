@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -100,6 +102,9 @@ type Manager struct {
 	ccLister  interface {
 		Get(name string) (*v1alpha1.CompositeController, error)
 	}
+	dcLister interface {
+		Get(name string) (*v1alpha1.DecoratorController, error)
+	}
 
 	// queue holds names of CompositeControllers whose controller must be
 	// started, restarted or stopped; one worker does it, so a definition's
@@ -109,8 +114,9 @@ type Manager struct {
 	// stopCh stops the shared informers when the manager stops.
 	stopCh <-chan struct{}
 
-	mu      sync.Mutex
-	running map[string]*parentController
+	mu sync.Mutex
+	// running are the controllers' loops, by their key in queue.
+	running map[string]*controllerRun
 
 	informersMu sync.Mutex
 	// informers are the running shared informers, by resource
@@ -150,7 +156,7 @@ func NewManager(cfg Config) *Manager {
 			// discovery refresh requeues it too.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
-		running:   map[string]*parentController{},
+		running:   map[string]*controllerRun{},
 		waiting:   map[string]bool{},
 		started:   map[string]bool{},
 		unchanged: newUnchanged(cfg.Schemas),
@@ -204,12 +210,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	dcInformer, err := m.watchDecorators(ccInformers)
+	if err != nil {
+		return err
+	}
 	ccInformers.Start(ctx.Done())
 	logger.Info("Starting the CompositeController loop", "workersPerController", m.cfg.Workers)
-	if !cache.WaitForCacheSync(ctx.Done(), ccInformer.Informer().HasSynced) {
-		return fmt.Errorf("can't sync the CompositeController informer")
+	if !cache.WaitForCacheSync(ctx.Done(), ccInformer.Informer().HasSynced, dcInformer.HasSynced) {
+		return fmt.Errorf("can't sync the CompositeController and DecoratorController informers")
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
+	go m.noticeLeftovers(ctx)
 	go func() {
 		for m.processNext(ctx) {
 		}
@@ -218,8 +229,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	logger.Info("Stopping the CompositeController loop")
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, pc := range m.running {
-		pc.stop()
+	for name, run := range m.running {
+		run.stop()
 		delete(m.running, name)
 		m.setStarted(name, false)
 	}
@@ -274,7 +285,7 @@ func (m *Manager) processNext(ctx context.Context) bool {
 	}
 	defer m.queue.Done(name)
 	if err := m.reconcile(ctx, name); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Can't start a CompositeController's loop", "compositecontroller", name)
+		utilruntime.HandleErrorWithContext(ctx, err, "Can't start a controller's loop", "controller", name)
 		m.queue.AddRateLimited(name)
 		return true
 	}
@@ -282,40 +293,42 @@ func (m *Manager) processNext(ctx context.Context) bool {
 	return true
 }
 
-// reconcile makes the running controller of name match its definition.
-func (m *Manager) reconcile(ctx context.Context, name string) error {
-	logger := klog.FromContext(ctx).WithValues("compositecontroller", name)
-	cc, err := m.ccLister.Get(name)
+// reconcile makes the running loop of the controller of key (its kind and
+// name, see kindOf) match its definition.
+func (m *Manager) reconcile(ctx context.Context, key string) error {
+	k, name := kindOf(key)
+	logger := klog.FromContext(ctx).WithValues(strings.ToLower(k.name), name)
+	obj, err := k.get(m, name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	current := m.running[name]
-	if cc == nil || cc.DeletionTimestamp != nil {
-		m.setWaiting(name, false)
+	current := m.running[key]
+	if obj == nil || obj.GetDeletionTimestamp() != nil {
+		m.setWaiting(key, false)
 		if current != nil {
-			logger.Info("CompositeController is gone: stopping its loop")
+			logger.Info(k.name + " is gone: stopping its loop")
 			current.stop()
-			delete(m.running, name)
-			m.setStarted(name, false)
-			m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
+			delete(m.running, key)
+			m.setStarted(key, false)
+			m.event(current.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 		}
 		return nil
 	}
-	if current != nil && current.cc.UID == cc.UID && current.cc.Generation == cc.Generation &&
-		equality.Semantic.DeepEqual(current.cc.Status.Author, cc.Status.Author) &&
-		!current.rec.Def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
+	if current != nil && current.owner.GetUID() == obj.GetUID() && current.owner.GetGeneration() == obj.GetGeneration() &&
+		equality.Semantic.DeepEqual(current.def.Author, k.author(obj)) &&
+		!current.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
 		return nil
 	}
 	if current != nil {
-		logger.Info("CompositeController changed, or what discovery says of its resources: restarting its loop", "generation", cc.Generation)
+		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
 		current.stop()
-		delete(m.running, name)
-		m.setStarted(name, false)
-		m.event(current.cc, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
+		delete(m.running, key)
+		m.setStarted(key, false)
+		m.event(current.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
 	}
-	pc, err := newParentController(ctx, m, cc.DeepCopy())
+	run, err := newControllerRun(ctx, m, k, key, obj.DeepCopyObject().(controllerObject))
 	var noStatus *noStatusError
 	var forbidden *forbiddenError
 	var noAuthor *authorUnknownError
@@ -326,9 +339,9 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		if errors.Is(noAuthor.err, rights.ErrIdentityRequired) {
 			reason = "IdentityRequired"
 		}
-		if m.setNotReady(ctx, cc, reason, err) {
+		if m.setNotReady(ctx, k, obj, reason, err) {
 			logger.Info("Not running the controller", "reason", reason)
-			m.event(cc, corev1.EventTypeWarning, reason, err.Error())
+			m.event(obj, corev1.EventTypeWarning, reason, err.Error())
 		}
 		return nil
 	case errors.As(err, &noStatus):
@@ -336,37 +349,81 @@ func (m *Manager) reconcile(ctx context.Context, name string) error {
 		// says why; a CRD updated to have a status is picked up by the next
 		// discovery refresh.
 		logger.Info("Not running the controller: its parent resource has no status subresource", "err", err)
-		m.setWaiting(name, true)
-		if m.setNotReady(ctx, cc, "NoStatusSubresource", err) {
-			m.event(cc, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
+		m.setWaiting(key, true)
+		if m.setNotReady(ctx, k, obj, "NoStatusSubresource", err) {
+			m.event(obj, corev1.EventTypeWarning, "SyncError", fmt.Sprintf("[%s] Sync error - ignoring: %v", name, err))
 		}
 		return nil
 	case errors.As(err, &forbidden):
 		// Rights are granted at any moment (an admin applies a
 		// ClusterRole): look again soon, without backoff, and start then.
-		m.setWaiting(name, true)
-		if m.setNotReady(ctx, cc, "Forbidden", err) {
+		m.setWaiting(key, true)
+		if m.setNotReady(ctx, k, obj, "Forbidden", err) {
 			logger.Info("Not running the controller: the server lacks rights", "missing", err.Error())
-			m.event(cc, corev1.EventTypeWarning, "Forbidden", err.Error())
+			m.event(obj, corev1.EventTypeWarning, "Forbidden", err.Error())
 		}
-		m.queue.AddAfter(name, forbiddenRetry)
+		m.queue.AddAfter(key, forbiddenRetry)
 		return nil
 	case err != nil:
-		m.setWaiting(name, true)
+		m.setWaiting(key, true)
 		reason := "ConfigurationError"
 		if errors.Is(err, errNotServed) {
 			reason = "ResourceNotServed"
 		}
-		m.setNotReady(ctx, cc, reason, err)
-		m.event(cc, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
+		m.setNotReady(ctx, k, obj, reason, err)
+		m.event(obj, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
 		return err
 	}
-	m.setWaiting(name, false)
-	m.running[name] = pc
-	m.setStarted(name, true)
-	pc.start(ctx)
-	m.event(cc, corev1.EventTypeNormal, "Started", "Started controller: "+name)
+	m.setWaiting(key, false)
+	m.running[key] = run
+	m.setStarted(key, true)
+	run.start(ctx)
+	m.event(obj, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil
+}
+
+// controllerRun is one controller's loop: a parent loop per parent
+// resource (one for a CompositeController, one per resource of a
+// DecoratorController), sharing one status.
+type controllerRun struct {
+	owner controllerObject
+	def   *definition.Definition
+	pcs   []*parentController
+}
+
+func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner controllerObject) (*controllerRun, error) {
+	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
+	if err != nil {
+		return nil, err
+	}
+	views := def.Parents()
+	run := &controllerRun{owner: owner, def: def}
+	status := newStatusTracker(m, owner, k.status(m), len(views))
+	for _, view := range views {
+		pc, err := newParentController(ctx, m, key, owner, view, status)
+		if err != nil {
+			for _, built := range run.pcs {
+				built.hooks.Close()
+			}
+			return nil, err
+		}
+		run.pcs = append(run.pcs, pc)
+	}
+	run.pcs[0].writesStatus = true
+	status.pcs = run.pcs
+	return run, nil
+}
+
+func (r *controllerRun) start(ctx context.Context) {
+	for _, pc := range r.pcs {
+		pc.start(ctx)
+	}
+}
+
+func (r *controllerRun) stop() {
+	for _, pc := range r.pcs {
+		pc.stop()
+	}
 }
 
 func (m *Manager) ownership() engine.FieldOwnership {
@@ -387,33 +444,37 @@ func newUnchanged(schemas *fieldowner.Schemas) *fieldowner.Unchanged {
 	return fieldowner.NewUnchanged(schemas, unchangedChildren)
 }
 
-// event records an Event on a CompositeController, as Metacontroller does
-// for its controllers' lifecycle.
-func (m *Manager) event(cc *v1alpha1.CompositeController, eventType, reason, message string) {
+// event records an Event on a controller, as Metacontroller does for its
+// controllers' lifecycle.
+func (m *Manager) event(obj runtime.Object, eventType, reason, message string) {
 	if m.recorder != nil {
-		m.recorder.Event(cc, eventType, reason, message)
+		m.recorder.Event(obj, eventType, reason, message)
 	}
 }
 
-// setNotReady says in the CompositeController's status why its loop can't
-// run, e.g. a resource the cluster does not serve or a missing Secret. It
+// setNotReady says in the controller's status why its loop can't run,
+// e.g. a resource the cluster does not serve or a missing Secret. It
 // writes only when that changes the Ready condition, and says whether it
 // did.
-func (m *Manager) setNotReady(ctx context.Context, cc *v1alpha1.CompositeController, reason string, cause error) bool {
+func (m *Manager) setNotReady(ctx context.Context, k kind, obj controllerObject, reason string, cause error) bool {
 	message := truncate(cause.Error(), 1024)
-	if c := meta.FindStatusCondition(cc.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse &&
-		c.Reason == reason && c.Message == message && c.ObservedGeneration == cc.Generation {
-		return false
-	}
-	updated := cc.DeepCopy()
-	updated.Status.ObservedGeneration = cc.Generation
-	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
-		Message: message, ObservedGeneration: cc.Generation,
+	generation := obj.GetGeneration()
+	changed := true
+	err := k.status(m).mutate(ctx, obj.GetName(), obj.GetUID(), func(s *trackedStatus) {
+		if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse &&
+			c.Reason == reason && c.Message == message && c.ObservedGeneration == generation {
+			changed = false
+			return
+		}
+		s.ObservedGeneration = generation
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
+			Message: message, ObservedGeneration: generation,
+		})
+		s.LastSyncError = message
 	})
-	updated.Status.LastSyncError = message
-	if _, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		klog.FromContext(ctx).V(2).Info("Can't write the CompositeController's status", "compositecontroller", cc.Name, "err", err)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Can't write the controller's status", "controller", obj.GetName(), "err", err)
 	}
-	return true
+	return changed
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,19 +21,23 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
-// parentController runs one CompositeController: it syncs each of its
-// parents with the one reconcile step the loop shares with /sync.
+// parentController runs one controller on one parent resource (a
+// CompositeController's, or one of a DecoratorController's resources): it
+// syncs each of its parents with the one reconcile step the loop shares
+// with /sync.
 type parentController struct {
-	m   *Manager
-	cc  *v1alpha1.CompositeController
-	rec *reconcile.Controller
+	m *Manager
+	// owner is the controller as written; key names it in the manager's
+	// queue, metrics and logs.
+	owner controllerObject
+	key   string
+	rec   *reconcile.Controller
 	// parentGVK and namespaced describe the parent resource.
 	parentGVK  schema.GroupVersionKind
 	namespaced bool
@@ -57,8 +62,11 @@ type parentController struct {
 	acquired []schema.GroupVersionResource
 	queue    workqueue.TypedRateLimitingInterface[string]
 	status   *statusTracker
-	cancel   context.CancelFunc
-	done     sync.WaitGroup
+	// writesStatus: this loop runs the status tracker it shares with its
+	// controller's other parent loops.
+	writesStatus bool
+	cancel       context.CancelFunc
+	done         sync.WaitGroup
 }
 
 type handlerRegistration struct {
@@ -70,15 +78,15 @@ type handlerRegistration struct {
 // manager retries such a controller as soon as discovery changes.
 var errNotServed = errors.New("not served by the target cluster")
 
-func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) (*parentController, error) {
+// newParentController makes the loop of def, one parent view of the
+// controller owner (definition.Parents), that reports to status.
+func newParentController(ctx context.Context, m *Manager, key string, owner controllerObject, def *definition.Definition, status *statusTracker) (*parentController, error) {
 	mapper := m.cfg.Discovery
-	def, err := definition.Compile(cc, definition.RESTMapperResolver(mapper))
-	if err != nil {
-		return nil, err
-	}
 	pc := &parentController{
 		m:          m,
-		cc:         cc,
+		owner:      owner,
+		key:        key,
+		status:     status,
 		parentGVK:  def.Parent.Kind,
 		namespaced: def.Parent.Namespaced,
 		children:   map[schema.GroupVersionResource]informers.GenericInformer{},
@@ -101,10 +109,14 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	if err != nil {
 		return nil, err
 	}
-	if !hasStatus {
+	if !hasStatus && def.Kind == definition.KindComposite {
 		return nil, &noStatusError{gvr: def.Parent.GVR}
 	}
-	if pc.actor, err = m.actorFor(ctx, cc, def); err != nil {
+	if !hasStatus {
+		// A decorated object's status, if any, goes with the object.
+		def = def.WithoutStatusRights()
+	}
+	if pc.actor, err = m.actorFor(ctx, def); err != nil {
 		return nil, err
 	}
 	checker := rights.Checker{Kube: m.cfg.Kube}
@@ -121,10 +133,12 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 		pc.customize = newCustomizeCache(h.Customize, def.Hooks.Customize.Version)
 		h.Customize = pc.customize
 	}
-	pc.rec = &reconcile.Controller{Def: def, Hooks: h, FinalizeGrace: m.cfg.FinalizeGrace}
-	name := "compositecontroller-" + cc.Name
+	pc.rec = &reconcile.Controller{Def: def, Hooks: h, FinalizeGrace: m.cfg.FinalizeGrace, ParentWithoutStatus: !hasStatus}
+	name := strings.ToLower(def.Kind) + "-" + def.Name
+	if len(def.Decorated) > 1 {
+		name += "-" + def.Parent.GVR.GroupResource().String()
+	}
 	pc.queue = newParentQueue(name, pc.unsynced)
-	pc.status = newStatusTracker(m, cc)
 	return pc, nil
 }
 
@@ -165,7 +179,7 @@ func (e *forbiddenError) Error() string { return e.message }
 func (pc *parentController) start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	pc.cancel = cancel
-	logger := klog.FromContext(ctx).WithValues("compositecontroller", pc.cc.Name)
+	logger := klog.FromContext(ctx).WithValues(strings.ToLower(pc.rec.Def.Kind), pc.owner.GetName())
 	ctx = klog.NewContext(ctx, logger)
 
 	pc.parents = pc.acquire(pc.rec.Def.Parent.GVR)
@@ -184,7 +198,7 @@ func (pc *parentController) start(parent context.Context) {
 		})
 	}
 
-	pc.m.event(pc.cc, "Normal", "Starting", "Starting controller: "+pc.cc.Name)
+	pc.m.event(pc.owner, "Normal", "Starting", "Starting controller: "+pc.owner.GetName())
 	pc.done.Add(1)
 	go func() {
 		defer pc.done.Done()
@@ -197,7 +211,7 @@ func (pc *parentController) start(parent context.Context) {
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
-		pc.status.setReady(true, "Running", fmt.Sprintf("informers synced, %d workers running", pc.workers))
+		pc.status.started(fmt.Sprintf("informers synced, %d workers running", pc.workers))
 		for i := 0; i < pc.workers; i++ {
 			pc.done.Add(1)
 			go func() {
@@ -222,14 +236,16 @@ func (pc *parentController) start(parent context.Context) {
 				wait.UntilWithContext(ctx, pc.releaseUnusedRelated, relatedSweepPeriod)
 			}()
 		}
-		pc.status.run(ctx, pc)
+		if pc.writesStatus {
+			pc.status.run(ctx)
+		}
 	}()
 }
 
 // stop ends the workers and removes this controller's handlers from the
 // shared informers, which other controllers may still use.
 func (pc *parentController) stop() {
-	pc.m.event(pc.cc, "Normal", "Stopping", "Stopping controller: "+pc.cc.Name)
+	pc.m.event(pc.owner, "Normal", "Stopping", "Stopping controller: "+pc.owner.GetName())
 	pc.cancel()
 	pc.queue.ShutDown()
 	pc.done.Wait()
@@ -273,7 +289,8 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.Def.Handles(u) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && !pc.rec.Def.Selects(u) &&
+		!definition.HasFinalizer(u, pc.rec.Def.Finalizer) {
 		return
 	}
 	pc.queue.Add(key)
@@ -282,7 +299,7 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 func (pc *parentController) updateParent(old, cur interface{}) {
 	if pc.rec.Def.IgnoreStatusChanges {
 		o, c := old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)
-		if onlyStatusChanged(o, c) {
+		if pc.ignoredChange(o, c) {
 			return
 		}
 	}
@@ -312,7 +329,8 @@ func (pc *parentController) childChanged(obj interface{}) {
 		obj = tombstone.Obj
 	}
 	child, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || !pc.rec.Def.OwnsChild(child) {
+		// Not the controller's to claim (another decorator's attachment).
 		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(child); ref != nil {
@@ -357,12 +375,12 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 
 	start := time.Now()
 	requeueAfter, err := pc.sync(ctx, key)
-	syncLatency.WithLabelValues(pc.cc.Name).Observe(time.Since(start).Seconds())
+	syncLatency.WithLabelValues(pc.key).Observe(time.Since(start).Seconds())
 	pc.status.synced(err)
 	var tooMany *hooks.TooManyRequestsError
 	switch {
 	case err == nil:
-		syncsTotal.WithLabelValues(pc.cc.Name, "success").Inc()
+		syncsTotal.WithLabelValues(pc.key, "success").Inc()
 		pc.queue.Forget(key)
 		if requeueAfter > 0 {
 			pc.queue.AddAfter(key, requeueAfter)
@@ -370,12 +388,12 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	case errors.As(err, &tooMany):
 		// The hook said when to come back; that is not a failure to back
 		// off from.
-		syncsTotal.WithLabelValues(pc.cc.Name, "throttled").Inc()
+		syncsTotal.WithLabelValues(pc.key, "throttled").Inc()
 		logger.V(2).Info("Hook asked to retry later", "retryAfter", tooMany.RetryAfter)
 		pc.queue.Forget(key)
 		pc.queue.AddAfter(key, max(tooMany.RetryAfter, time.Second))
 	default:
-		syncsTotal.WithLabelValues(pc.cc.Name, "error").Inc()
+		syncsTotal.WithLabelValues(pc.key, "error").Inc()
 		logger.Error(err, "Sync failed; retrying with backoff")
 		pc.queue.AddRateLimited(key)
 	}

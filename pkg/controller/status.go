@@ -10,9 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -20,37 +18,42 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
 
-// statusTracker keeps a CompositeController's status in memory as its
-// parents are synced, and writes it every interval, only when it changed:
-// a busy controller writes its status a few times a minute, not once per
-// parent sync.
+// statusTracker keeps a controller's status in memory as its parents are
+// synced, and writes it every interval, only when it changed: a busy
+// controller writes its status a few times a minute, not once per parent
+// sync. A DecoratorController's parent loops (one per resource) share one.
 type statusTracker struct {
-	m  *Manager
-	cc *v1alpha1.CompositeController
+	m     *Manager
+	owner controllerObject
+	store statusStore
+	// pcs are the parent loops whose parents and children are counted.
+	pcs []*parentController
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// starting counts the parent loops whose informers have not synced.
+	starting      int
 	ready         metav1.Condition
 	hook          *metav1.Condition
 	access        *metav1.Condition
 	lastSync      time.Time
 	lastSyncError string
-	written       *v1alpha1.CompositeControllerStatus
+	written       *trackedStatus
 }
 
-func newStatusTracker(m *Manager, cc *v1alpha1.CompositeController) *statusTracker {
-	return &statusTracker{m: m, cc: cc, ready: metav1.Condition{
+func newStatusTracker(m *Manager, owner controllerObject, store statusStore, loops int) *statusTracker {
+	return &statusTracker{m: m, owner: owner, store: store, starting: loops, ready: metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Starting", Message: "waiting for informers to sync",
 	}}
 }
 
-func (s *statusTracker) setReady(ready bool, reason, message string) {
+// started records that one parent loop's informers synced; the controller
+// is Ready once all of them did.
+func (s *statusTracker) started(message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	status := metav1.ConditionFalse
-	if ready {
-		status = metav1.ConditionTrue
+	if s.starting--; s.starting <= 0 {
+		s.ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Running", Message: message}
 	}
-	s.ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: message}
 }
 
 // hookCalled records whether the hooks answered; an invalid answer is a
@@ -90,16 +93,21 @@ func (s *statusTracker) synced(err error) {
 }
 
 // run writes the status every interval until ctx is done.
-func (s *statusTracker) run(ctx context.Context, pc *parentController) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) { s.write(ctx, pc) }, s.m.cfg.StatusInterval)
+func (s *statusTracker) run(ctx context.Context) {
+	wait.UntilWithContext(ctx, s.write, s.m.cfg.StatusInterval)
 }
 
-func (s *statusTracker) desired(pc *parentController) v1alpha1.CompositeControllerStatus {
-	parents, children, rolling := pc.counts()
+func (s *statusTracker) desired() trackedStatus {
+	var parents, children, rolling int
+	for _, pc := range s.pcs {
+		p, c, r := pc.counts()
+		parents, children, rolling = parents+p, children+c, rolling+r
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	status := v1alpha1.CompositeControllerStatus{
-		ObservedGeneration: s.cc.Generation,
+	generation := s.owner.GetGeneration()
+	status := trackedStatus{
+		ObservedGeneration: generation,
 		Parents:            int32(parents),
 		Children:           int32(children),
 		RollingParents:     int32(rolling),
@@ -113,7 +121,7 @@ func (s *statusTracker) desired(pc *parentController) v1alpha1.CompositeControll
 		conditions = append(conditions, *s.access)
 	}
 	for _, c := range conditions {
-		c.ObservedGeneration = s.cc.Generation
+		c.ObservedGeneration = generation
 		meta.SetStatusCondition(&status.Conditions, c)
 	}
 	if !s.lastSync.IsZero() {
@@ -123,32 +131,22 @@ func (s *statusTracker) desired(pc *parentController) v1alpha1.CompositeControll
 	return status
 }
 
-func (s *statusTracker) write(ctx context.Context, pc *parentController) {
-	status := s.desired(pc)
+func (s *statusTracker) write(ctx context.Context) {
+	status := s.desired()
 	if s.written != nil && sameStatus(*s.written, status) {
 		return
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current, err := s.m.ccLister.Get(s.cc.Name)
-		if err != nil {
-			return err
-		}
-		if current.UID != s.cc.UID {
-			return nil
-		}
-		updated := current.DeepCopy()
+	err := s.store.mutate(ctx, s.owner.GetName(), s.owner.GetUID(), func(stored *trackedStatus) {
 		// Keep transition times of conditions that did not change.
-		conditions := updated.Status.Conditions
+		conditions := stored.Conditions
 		for _, c := range status.Conditions {
 			meta.SetStatusCondition(&conditions, c)
 		}
-		updated.Status = status
-		updated.Status.Conditions = conditions
-		_, err = s.m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		return err
+		*stored = status
+		stored.Conditions = conditions
 	})
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Can't write the CompositeController's status", "err", err)
+		klog.FromContext(ctx).V(2).Info("Can't write the controller's status", "err", err)
 		return
 	}
 	s.written = &status
@@ -156,7 +154,7 @@ func (s *statusTracker) write(ctx context.Context, pc *parentController) {
 
 // sameStatus compares all but the last sync time, which is written only
 // once it is a minute older than the one stored: it moves on every sync.
-func sameStatus(a, b v1alpha1.CompositeControllerStatus) bool {
+func sameStatus(a, b trackedStatus) bool {
 	at, bt := a.LastSyncTime, b.LastSyncTime
 	a.LastSyncTime, b.LastSyncTime = nil, nil
 	if !equality.Semantic.DeepEqual(a, b) {
@@ -168,15 +166,14 @@ func sameStatus(a, b v1alpha1.CompositeControllerStatus) bool {
 	return at == nil || bt.Sub(at.Time) < time.Minute
 }
 
-// counts returns how many parents the controller handles and how many
-// children they own, from the informers' caches.
 // counts are the parents, their children, and the parents mid-rollout:
-// those whose Updated condition (written by a rolling update) is not True.
+// those whose Updated condition (written by a rolling update) is not True,
+// from the informers' caches.
 func (pc *parentController) counts() (parents, children, rolling int) {
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
-		if pc.rec.Def.ParentLabels.Matches(labels.Set(u.GetLabels())) {
+		if pc.rec.Def.Selects(u) {
 			uids[string(u.GetUID())] = true
 			if c := engine.StatusCondition(u, engine.UpdatedCondition); c != nil && c["status"] != "True" {
 				rolling++
@@ -185,7 +182,8 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 	}
 	for _, inf := range pc.children {
 		for _, obj := range inf.Informer().GetStore().List() {
-			if ref := metav1.GetControllerOfNoCopy(obj.(*unstructured.Unstructured)); ref != nil && uids[string(ref.UID)] {
+			u := obj.(*unstructured.Unstructured)
+			if ref := metav1.GetControllerOfNoCopy(u); ref != nil && uids[string(ref.UID)] && pc.rec.Def.OwnsChild(u) {
 				children++
 			}
 		}

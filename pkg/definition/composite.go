@@ -43,6 +43,8 @@ func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definiti
 		EndpointConfigs:     cc.Spec.EndpointConfigs,
 		Finalizer:           FinalizerPrefix + cc.Name,
 		FieldManager:        FieldManager(cc.Name),
+		ServiceAccount:      cc.Spec.ServiceAccount,
+		Author:              cc.Status.Author,
 	}
 	if cc.Spec.Workers != nil {
 		d.Workers = int(*cc.Spec.Workers)
@@ -117,19 +119,36 @@ func revisionFieldPaths(rh *v1alpha1.CompositeControllerRevisionHistory) []strin
 }
 
 func compositeHooks(path *field.Path, cc *v1alpha1.CompositeController) (Hooks, error) {
-	var out Hooks
 	spec := cc.Spec.Hooks
 	if spec == nil {
-		return out, nil
+		return Hooks{}, nil
 	}
+	out, err := resolveHooks(path, spec.Sync, spec.Finalize, spec.Customize)
+	if err != nil {
+		return out, err
+	}
+	for i := range spec.Patches {
+		p, err := compilePatch(cc.Name, &spec.Patches[i])
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", path.Child("patches").Index(i), err)
+		}
+		out.Patches = append(out.Patches, p)
+	}
+	return out, nil
+}
+
+// resolveHooks resolves the sync, finalize and customize hooks every kind
+// of controller has.
+func resolveHooks(path *field.Path, sync, finalize, customize *v1alpha1.Hook) (Hooks, error) {
+	var out Hooks
 	for _, h := range []struct {
 		name string
 		spec *v1alpha1.Hook
 		out  **Hook
 	}{
-		{HookSync, spec.Sync, &out.Sync},
-		{HookFinalize, spec.Finalize, &out.Finalize},
-		{HookCustomize, spec.Customize, &out.Customize},
+		{HookSync, sync, &out.Sync},
+		{HookFinalize, finalize, &out.Finalize},
+		{HookCustomize, customize, &out.Customize},
 	} {
 		if h.spec == nil {
 			continue
@@ -139,13 +158,6 @@ func compositeHooks(path *field.Path, cc *v1alpha1.CompositeController) (Hooks, 
 			return out, fmt.Errorf("%s: %w", path.Child(h.name), err)
 		}
 		*h.out = hook
-	}
-	for i := range spec.Patches {
-		p, err := compilePatch(cc.Name, &spec.Patches[i])
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", path.Child("patches").Index(i), err)
-		}
-		out.Patches = append(out.Patches, p)
 	}
 	return out, nil
 }

@@ -12,9 +12,9 @@
 // finalizer, the field manager; and the rights its loop uses, from which
 // every other list of rights is derived.
 //
-// Every kind of controller compiles into a Definition. CompositeController
-// does today (composite.go); DecoratorController will compile into the same
-// type from a decorator.go beside it, as Metacontroller keeps
+// Every kind of controller compiles into a Definition: CompositeController
+// in composite.go, DecoratorController in decorator.go (one parent view per
+// decorated resource, see Parents), as Metacontroller keeps
 // pkg/controller/common apart from composite/ and decorator/: what differs
 // by kind is kept in those files, and nothing below this package reads a
 // controller's spec.
@@ -65,14 +65,29 @@ type Definition struct {
 	Name       string
 	UID        types.UID
 	Generation int64
-	// Object is the controller as written: hooks receive it as
-	// request.controller, and Events are recorded on it.
+	// Object is the CompositeController as written: hooks receive it as
+	// request.controller, and Events are recorded on it. Nil for a
+	// DecoratorController, which is in Decorator.
 	Object *v1alpha1.CompositeController
+	// Decorator is the DecoratorController as written; nil for a
+	// CompositeController.
+	Decorator *v1alpha1.DecoratorController
+	// Decorated are a DecoratorController's resources; Parents gives one
+	// view of the definition per resource.
+	Decorated []Decorated
 
 	Parent   Resource
 	Children []Child
 	// ParentLabels is the parent label selector, Everything when unset.
 	ParentLabels labels.Selector
+	// ParentAnnotations is a decorator's annotation selector; nil selects
+	// every parent.
+	ParentAnnotations labels.Selector
+	// ChildAnnotation, when set (a DecoratorController's attachments),
+	// makes a parent's children the objects it controls that carry this
+	// annotation with the controller's name, instead of those the parent's
+	// selector matches.
+	ChildAnnotation string
 	// IgnoreStatusChanges: a parent's change of status alone does not
 	// trigger a sync.
 	IgnoreStatusChanges bool
@@ -106,6 +121,12 @@ type Definition struct {
 	// References are the Secrets and ConfigMaps its hooks' credentials
 	// and CA bundles come from.
 	References []Reference
+	// ServiceAccount is the identity the controller acts as
+	// (spec.serviceAccount); nil for none of its own.
+	ServiceAccount *v1alpha1.ServiceAccountReference
+	// Author is who last wrote the controller's spec, as the server
+	// recorded it (status.author); nil when unknown.
+	Author *v1alpha1.ControllerAuthor
 }
 
 // Resource is a resource a controller names, resolved through discovery.
@@ -271,7 +292,7 @@ func (d *Definition) ManagesChildren(parent *unstructured.Unstructured) bool {
 // Handles tells whether the controller syncs parent: one its label
 // selector matches, or one that still carries its finalizer.
 func (d *Definition) Handles(parent *unstructured.Unstructured) bool {
-	return d.ParentLabels.Matches(labels.Set(parent.GetLabels())) || HasFinalizer(parent, d.Finalizer)
+	return d.Selects(parent) || HasFinalizer(parent, d.Finalizer)
 }
 
 // HasFinalizer tells whether obj carries finalizer.
@@ -310,8 +331,10 @@ func (d *Definition) Stale(resolver KindResolver) bool {
 		now := resolve(was.GVR, resolver)
 		return now.Err != nil || (was.Err == nil && now.Kind == was.Kind && now.Namespaced == was.Namespaced)
 	}
-	if !same(d.Parent) {
-		return true
+	for _, p := range d.parentResources() {
+		if !same(p) {
+			return true
+		}
 	}
 	for _, c := range d.Children {
 		if !same(c.Resource) {

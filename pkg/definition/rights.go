@@ -42,9 +42,12 @@ func neededRights(d *Definition) []Right {
 			out = append(out, Right{Verb: v, Group: gvr.Group, Resource: gvr.Resource, Subresource: sub})
 		}
 	}
-	// get: adoption reads the parent again; patch: the finalizer.
-	add(d.Parent.GVR, "", "get", "list", "watch", "patch")
-	add(d.Parent.GVR, "status", "update")
+	for _, p := range d.parentResources() {
+		// get: adoption reads the parent again; patch: the finalizer,
+		// and a decorator's labels and annotations.
+		add(p.GVR, "", "get", "list", "watch", "patch")
+		add(p.GVR, "status", "update")
+	}
 	for _, child := range d.Children {
 		// A server-side apply that creates needs create as well as patch.
 		add(child.GVR, "", "list", "watch", "create", "patch", "delete")

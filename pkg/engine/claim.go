@@ -109,6 +109,9 @@ func Claim(parent *unstructured.Unstructured, selector labels.Selector, candidat
 // spec.selector. An empty selector is an error rather than "everything":
 // it would claim every object of the child resources in the namespace.
 func ParentSelector(def *definition.Definition, parent *unstructured.Unstructured) (labels.Selector, error) {
+	if def != nil && def.ChildAnnotation != "" {
+		return attachmentSelector, nil
+	}
 	if def != nil && def.GenerateSelector {
 		return labels.SelectorFromSet(labels.Set{ControllerUIDLabel: string(parent.GetUID())}), nil
 	}

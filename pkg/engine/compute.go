@@ -171,6 +171,9 @@ type Plan struct {
 	Patches []patches.StepResult
 	// PatchesDuration is the time spent in the patches.
 	PatchesDuration time.Duration
+	// Decoration is what a DecoratorController's hook sets on the object
+	// besides its status; nil for a CompositeController.
+	Decoration *Decoration
 }
 
 // Compute calls the hooks for one parent and returns the plan. On any hook
@@ -261,7 +264,7 @@ func (c *computation) run(ctx context.Context) error {
 	// (it still carries the finalizer, or it would not be synced), and the
 	// sync hook otherwise, deleting parents included.
 	deleting := c.in.Parent.GetDeletionTimestamp() != nil
-	leaving := deleting || !c.in.Definition.ParentLabels.Matches(labels.Set(c.in.Parent.GetLabels()))
+	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
 	if leaving && spec.Finalize != nil {
 		if c.in.Hooks.Finalize == nil {
 			c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
@@ -289,7 +292,7 @@ func (c *computation) run(ctx context.Context) error {
 			c.plan.HookRequest = req
 		}
 		start := time.Now()
-		resp, sent, err := hook.SyncSent(ctx, req)
+		resp, sent, err := c.callHook(ctx, hookName, hook, req)
 		if c.plan.HookRequest == req {
 			c.plan.HookRequestJSON = sent
 		}
@@ -403,6 +406,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	start := time.Now()
 	resp, err := c.in.Hooks.Customize.Customize(ctx, &hookapi.CustomizeHookRequest{
 		Controller: c.in.Definition.Object.DeepCopy(),
+		Decorator:  c.in.Definition.Decorator.DeepCopy(),
 		Parent:     parent.DeepCopy(),
 	})
 	c.plan.CustomizeDuration = time.Since(start)

@@ -16,6 +16,7 @@
 // CompositeController's own (the sync hook's request and answer, rolling
 // updates with ControllerRevisions) sits in compute.go, rolling.go and
 // revisions.go; claim.go, validate.go, plan.go and patch.go are what every
-// kind shares. DecoratorController will add its own decorator.go beside
-// them, as Metacontroller keeps pkg/controller/{common,composite,decorator}.
+// kind shares; DecoratorController's own (its hook's shape, its
+// attachments' annotation) is decorator.go, as Metacontroller keeps
+// pkg/controller/{common,composite,decorator}.
 package engine

@@ -18,7 +18,9 @@ import (
 // InvalidResponseError is a hook answer that breaks the contract. Nothing is
 // planned from such an answer, so no child is created, changed or deleted.
 type InvalidResponseError struct {
-	// Controller is the CompositeController's name.
+	// Kind is the controller's kind; CompositeController when empty.
+	Kind string
+	// Controller is the controller's name.
 	Controller string
 	// Hook is HookSync, HookFinalize or HookCustomize.
 	Hook string
@@ -28,8 +30,12 @@ type InvalidResponseError struct {
 }
 
 func (e *InvalidResponseError) Error() string {
-	return fmt.Sprintf("CompositeController %q: the %s hook's answer is invalid, so no child is changed: %s",
-		e.Controller, e.Hook, strings.Join(e.Problems, "; "))
+	kind := e.Kind
+	if kind == "" {
+		kind = "CompositeController"
+	}
+	return fmt.Sprintf("%s %q: the %s hook's answer is invalid, so no child is changed: %s",
+		kind, e.Controller, e.Hook, strings.Join(e.Problems, "; "))
 }
 
 // systemMetadata are the metadata fields only the API server sets. A hook
@@ -57,7 +63,7 @@ type desiredChild struct {
 // into one InvalidResponseError.
 func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) ([]desiredChild, error) {
 	invalid := func(problems []string) error {
-		return &InvalidResponseError{Controller: c.in.Definition.Name, Hook: hookName, Problems: problems}
+		return &InvalidResponseError{Kind: c.in.Definition.Kind, Controller: c.in.Definition.Name, Hook: hookName, Problems: problems}
 	}
 	if resp == nil {
 		return nil, invalid([]string{"the hook returned no response"})
@@ -164,6 +170,7 @@ func (c *computation) validateChild(i int, child *unstructured.Unstructured, par
 	}
 
 	c.stripSystemMetadata(desc, obj)
+	c.annotateChild(obj)
 	// What is applied, and so compared: no status (never a parent's to
 	// write, as in Metacontroller), numbers as the wire has them.
 	fieldowner.SanitizeInPlace(obj) // obj is normalize's copy

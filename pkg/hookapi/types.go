@@ -45,6 +45,9 @@ type SyncHookResponse struct {
 type CustomizeHookRequest struct {
 	// Controller is the CompositeController the parent belongs to.
 	Controller *v1alpha1.CompositeController `json:"controller"`
+	// Decorator is, for a DecoratorController's customize hook, the
+	// controller sent instead of Controller.
+	Decorator *v1alpha1.DecoratorController `json:"-"`
 	// Parent is the parent object as last observed.
 	Parent *unstructured.Unstructured `json:"parent"`
 }

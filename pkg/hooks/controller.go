@@ -34,7 +34,7 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 			return nil, nil
 		}
 		w, err := New(ctx, Config{
-			Controller: def.Name, Hook: h.Name, Webhook: h.Webhook, Resolved: h,
+			Controller: def.Name, ControllerKind: def.Kind, Hook: h.Name, Webhook: h.Webhook, Resolved: h,
 			EndpointConfigs: def.EndpointConfigs, Secrets: secrets, Destinations: dest,
 		})
 		if err != nil {

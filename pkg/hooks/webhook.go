@@ -89,11 +89,17 @@ func (w *Webhook) Sync(ctx context.Context, req *hookapi.SyncHookRequest) (*hook
 // hook request, and encoding it a second time for that costs as much as
 // encoding it for the hook.
 func (w *Webhook) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	return callSent[hookapi.SyncHookResponse](ctx, w, req)
+}
+
+// callSent calls w with req and decodes the answer into a Resp, returning
+// the request body it sent too.
+func callSent[Resp any](ctx context.Context, w *Webhook, req any) (*Resp, []byte, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, nil, w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
 	}
-	resp := &hookapi.SyncHookResponse{}
+	resp := new(Resp)
 	if err := w.call(ctx, body, req, resp); err != nil {
 		return nil, body, err
 	}

@@ -11,14 +11,14 @@ import (
 	ccclient "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/typed/metacontroller/v1alpha1"
 )
 
-// ClientFunc makes the CompositeControllers client of a command. It is
+// ClientFunc makes the client of a command, for either kind of controller. It is
 // called only once the command's own arguments are checked, so that a bad
 // file is reported as such even without a kubeconfig.
-type ClientFunc func() (ccclient.CompositeControllerInterface, error)
+type ClientFunc func() (ccclient.MetacontrollerV1alpha1Interface, error)
 
 // clientFromFlags is the client of the kubeconfig flags, kubectl's way.
 func clientFromFlags(flags *genericclioptions.ConfigFlags, stderr io.Writer) ClientFunc {
-	return func() (ccclient.CompositeControllerInterface, error) {
+	return func() (ccclient.MetacontrollerV1alpha1Interface, error) {
 		config, err := flags.ToRESTConfig()
 		if err != nil {
 			return nil, fmt.Errorf("can't load the kubeconfig: %w", err)
@@ -30,6 +30,6 @@ func clientFromFlags(flags *genericclioptions.ConfigFlags, stderr io.Writer) Cli
 		if err != nil {
 			return nil, fmt.Errorf("can't make a client: %w", err)
 		}
-		return client.MetacontrollerV1alpha1().CompositeControllers(), nil
+		return client.MetacontrollerV1alpha1(), nil
 	}
 }

@@ -29,26 +29,33 @@ type fakeServer struct {
 	err      error
 	requests []*v1alpha1.SyncRequest
 	dryRun   [][]string
+	// synced are the controllers whose /sync was called, resource/name.
+	synced []string
 }
 
 func newFakeServer(objects ...runtime.Object) *fakeServer {
 	s := &fakeServer{client: fake.NewClientset(objects...)}
-	s.client.PrependReactor("create", "compositecontrollers", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		create := action.(clienttesting.CreateActionImpl)
-		if create.GetSubresource() != "sync" {
-			return false, nil, nil
-		}
-		req := create.GetObject().(*v1alpha1.SyncRequest)
-		s.requests = append(s.requests, req)
-		s.dryRun = append(s.dryRun, create.CreateOptions.DryRun)
-		if s.err != nil {
-			return true, nil, s.err
-		}
-		out := req.DeepCopy()
-		out.Status = s.answer
-		return true, out, nil
-	})
+	for _, resource := range []string{"compositecontrollers", "decoratorcontrollers"} {
+		s.client.PrependReactor("create", resource, s.answerSync)
+	}
 	return s
+}
+
+func (s *fakeServer) answerSync(action clienttesting.Action) (bool, runtime.Object, error) {
+	create := action.(clienttesting.CreateActionImpl)
+	if create.GetSubresource() != "sync" {
+		return false, nil, nil
+	}
+	req := create.GetObject().(*v1alpha1.SyncRequest)
+	s.requests = append(s.requests, req)
+	s.dryRun = append(s.dryRun, create.CreateOptions.DryRun)
+	s.synced = append(s.synced, create.GetResource().Resource+"/"+create.Name)
+	if s.err != nil {
+		return true, nil, s.err
+	}
+	out := req.DeepCopy()
+	out.Status = s.answer
+	return true, out, nil
 }
 
 type result struct {
@@ -60,8 +67,8 @@ func (s *fakeServer) run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	client := func() (ccclient.CompositeControllerInterface, error) {
-		return s.client.MetacontrollerV1alpha1().CompositeControllers(), nil
+	client := func() (ccclient.MetacontrollerV1alpha1Interface, error) {
+		return s.client.MetacontrollerV1alpha1(), nil
 	}
 	cmd := NewCommand(streams, genericclioptions.NewConfigFlags(false), client)
 	cmd.SetArgs(args)

@@ -43,9 +43,10 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 func NewCommand(streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags, client ClientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubectl-composite",
-		Short: "Preview, run and grant the syncs of composite-apiserver's CompositeControllers",
-		Long: `kubectl composite works with the CompositeControllers that composite-apiserver serves
-(compositecontrollers.metacontroller.k8s.io):
+		Short: "Preview, run and grant the syncs of composite-apiserver's controllers",
+		Long: `kubectl composite works with the CompositeControllers and DecoratorControllers that
+composite-apiserver serves (metacontroller.k8s.io). CONTROLLER is NAME for a
+CompositeController, and dec/NAME (or decoratorcontroller/NAME) for a DecoratorController:
 
   preview   what a sync of one parent would do, as a table and a diff, changing nothing
   sync      sync one live parent now

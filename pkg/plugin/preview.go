@@ -57,6 +57,7 @@ something, 2 when the preview failed (as kubectl diff).`,
 	}
 	cmd.Flags().StringVarP(&o.parent.file, "filename", "f", "", "file of the inline parent, YAML or JSON (- for standard input)")
 	cmd.Flags().StringVar(&o.parent.ref, "parent", "", "live parent to preview, NAMESPACE/NAME")
+	cmd.Flags().StringVar(&o.parent.kind, "parent-kind", "", "the live object's KIND.VERSION.GROUP, for a DecoratorController of several resources")
 	cmd.Flags().StringSliceVar(&o.parent.children, "children", nil, "files of observed children, YAML or JSON (repeat, or separate with commas)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "output format: table (plan and diffs), yaml or json (the whole answer)")
 	cmd.Flags().StringVar(&o.saveRequest, "save-request", "", "directory to save the hook request in, as NAMESPACE.NAME.json")
@@ -73,13 +74,17 @@ func (o *previewOptions) run(cmd *cobra.Command, controller string, streams gene
 		return err
 	}
 	req.sync.Spec.ServerDryRun = o.serverDryRun
-	ccs, err := client()
+	ctrl, err := parseControllerArg(controller)
 	if err != nil {
 		return err
 	}
-	answer, err := ccs.Sync(cmd.Context(), controller, req.sync, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	clients, err := client()
 	if err != nil {
-		return fmt.Errorf("can't preview %s with CompositeController %q: %w", req.parent, controller, err)
+		return err
+	}
+	answer, err := ctrl.sync(cmd.Context(), clients, req.sync, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return fmt.Errorf("can't preview %s with %s: %w", req.parent, ctrl, err)
 	}
 	writeWarnings(streams.ErrOut, append(req.warnings, answer.Status.Warnings...))
 	if o.saveRequest != "" {

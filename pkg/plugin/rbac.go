@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -46,15 +47,19 @@ are not known before it runs: grant get, list and watch on them yourself.`,
   kubectl composite rbac hello > hello-rbac.yaml`,
 		Args: exactArgs("CONTROLLER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ccs, err := client()
+			ctrl, err := parseControllerArg(args[0])
 			if err != nil {
 				return err
 			}
-			cc, err := ccs.Get(cmd.Context(), args[0], metav1.GetOptions{})
+			clients, err := client()
 			if err != nil {
-				return fmt.Errorf("can't read CompositeController %q: %w", args[0], err)
+				return err
 			}
-			return writeClusterRole(streams.Out, cc)
+			def, err := ctrl.definition(cmd.Context(), clients)
+			if err != nil {
+				return err
+			}
+			return writeDefinitionRole(streams.Out, def)
 		},
 	}
 }
@@ -66,7 +71,13 @@ func writeClusterRole(w io.Writer, cc *v1alpha1.CompositeController) error {
 	if err != nil {
 		return fmt.Errorf("can't read CompositeController %q: %w", cc.Name, err)
 	}
-	if sa := cc.Spec.ServiceAccount; sa != nil {
+	return writeDefinitionRole(w, def)
+}
+
+// writeDefinitionRole prints ControllerRole of def as YAML for kubectl
+// apply, or, for a controller with an identity, its ServiceAccount's.
+func writeDefinitionRole(w io.Writer, def *definition.Definition) error {
+	if sa := def.ServiceAccount; sa != nil {
 		return writeIdentityRole(w, def, *sa)
 	}
 	data, err := yaml.Marshal(ControllerRole(def))
@@ -141,11 +152,10 @@ func ControllerRole(def *definition.Definition) *rbacv1.ClusterRole {
 		}
 		verbs[res] = append(verbs[res], r.Verb)
 	}
-	parent := resource{def.Parent.GVR.Group, def.Parent.GVR.Resource}
 	var rules, rest []rbacv1.PolicyRule
 	for _, res := range order {
 		rule := rbacv1.PolicyRule{APIGroups: []string{res.group}, Resources: []string{res.name}, Verbs: verbs[res]}
-		if res.group == parent.group && (res.name == parent.name || res.name == parent.name+"/status") {
+		if def.IsParent(res.group, strings.TrimSuffix(res.name, "/status")) {
 			rules = append(rules, rule)
 			continue
 		}
@@ -174,9 +184,19 @@ func ControllerRole(def *definition.Definition) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "composite-apiserver-" + def.Name,
+			Name:   roleName(def),
 			Labels: map[string]string{AggregationLabel: "true"},
 		},
 		Rules: append(rules, rest...),
 	}
+}
+
+// roleName is composite-apiserver-NAME for a CompositeController, and
+// composite-apiserver-decorator-NAME for a DecoratorController, which may
+// have a CompositeController's name.
+func roleName(def *definition.Definition) string {
+	if def.Kind == definition.KindDecorator {
+		return "composite-apiserver-decorator-" + def.Name
+	}
+	return "composite-apiserver-" + def.Name
 }

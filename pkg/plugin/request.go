@@ -15,6 +15,10 @@ import (
 type parentFlags struct {
 	// file holds an inline parent (-f); ref names a live one (--parent).
 	file, ref string
+	// kind is --parent-kind: which of a DecoratorController's resources
+	// a live object is of, KIND.VERSION.GROUP (KIND.VERSION for the core
+	// group), as kubectl names resources.
+	kind string
 	// children are files of inline observed children.
 	children []string
 }
@@ -66,6 +70,11 @@ func buildRequest(flags parentFlags, namespace string, files *fileReader) (*requ
 		ref, err := parseParentRef(flags.ref, namespace)
 		if err != nil {
 			return nil, err
+		}
+		if flags.kind != "" {
+			if ref.APIVersion, ref.Kind, err = parseKind(flags.kind); err != nil {
+				return nil, err
+			}
 		}
 		req.Spec.ParentRef = ref
 		out.parent = parentID{kind: "parent", namespace: ref.Namespace, name: ref.Name}
@@ -132,6 +141,20 @@ func parseParentRef(s, namespace string) (*v1alpha1.ParentReference, error) {
 		return nil, fmt.Errorf("can't read --parent %q: want NAMESPACE/NAME, or NAME for a cluster-scoped parent", s)
 	}
 	return ref, nil
+}
+
+// parseKind reads KIND.VERSION.GROUP, or KIND.VERSION for the core group,
+// into an apiVersion and a kind.
+func parseKind(s string) (apiVersion, kind string, err error) {
+	kind, gv, found := strings.Cut(s, ".")
+	if !found || kind == "" || gv == "" {
+		return "", "", fmt.Errorf("can't read --parent-kind %q: want KIND.VERSION.GROUP, e.g. StatefulSet.v1.apps, or KIND.VERSION for the core group, e.g. Pod.v1", s)
+	}
+	version, group, _ := strings.Cut(gv, ".")
+	if group == "" {
+		return version, kind, nil
+	}
+	return group + "/" + version, kind, nil
 }
 
 // readParent reads the one object of file.

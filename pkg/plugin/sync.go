@@ -14,8 +14,9 @@ import (
 )
 
 type syncOptions struct {
-	parent string
-	output string
+	parent     string
+	parentKind string
+	output     string
 }
 
 func newSyncCommand(streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags, client ClientFunc) *cobra.Command {
@@ -45,6 +46,7 @@ could not run.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.parent, "parent", "", "live parent to sync, NAMESPACE/NAME")
+	cmd.Flags().StringVar(&o.parentKind, "parent-kind", "", "the live object's KIND.VERSION.GROUP, for a DecoratorController of several resources")
 	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "output format: table (one line per change), yaml or json (the whole answer)")
 	return cmd
 }
@@ -56,18 +58,22 @@ func (o *syncOptions) run(cmd *cobra.Command, controller string, streams generic
 	if o.parent == "" {
 		return fmt.Errorf("no parent: name the live parent to sync with --parent NAMESPACE/NAME")
 	}
-	req, err := buildRequest(parentFlags{ref: o.parent}, namespace, nil)
+	req, err := buildRequest(parentFlags{ref: o.parent, kind: o.parentKind}, namespace, nil)
 	if err != nil {
 		return err
 	}
 	parent := req.parent
-	ccs, err := client()
+	ctrl, err := parseControllerArg(controller)
 	if err != nil {
 		return err
 	}
-	answer, err := ccs.Sync(cmd.Context(), controller, req.sync, metav1.CreateOptions{})
+	clients, err := client()
 	if err != nil {
-		return fmt.Errorf("can't sync %s with CompositeController %q: %w", parent, controller, err)
+		return err
+	}
+	answer, err := ctrl.sync(cmd.Context(), clients, req.sync, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("can't sync %s with %s: %w", parent, ctrl, err)
 	}
 	writeWarnings(streams.ErrOut, answer.Status.Warnings)
 	if o.output == outputTable {
@@ -78,7 +84,7 @@ func (o *syncOptions) run(cmd *cobra.Command, controller string, streams generic
 		return err
 	}
 	if failed, tried := failures(answer.Status.Plan); failed > 0 {
-		return fmt.Errorf("can't sync %s with CompositeController %q: %d of %d actions failed", parent, controller, failed, tried)
+		return fmt.Errorf("can't sync %s with %s: %d of %d actions failed", parent, ctrl, failed, tried)
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ const finalizingResync = 5 * time.Second
 type Controller struct {
 	Def   *definition.Definition
 	Hooks engine.Hooks
+	// ParentWithoutStatus says that the parent resource has no status
+	// subresource; only a DecoratorController runs for such a resource.
+	ParentWithoutStatus bool
 	// FinalizeGrace is how long, counted from a parent's deletion, the
 	// children it still has once its finalize hook answered finalized may
 	// keep the finalizer on; zero means DefaultFinalizeGrace.
@@ -269,7 +272,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	// As Metacontroller: the hook's status, finalize hook's included, is
 	// written whenever it differs; a parent gone or changed since it was
 	// read is synced again by its own event.
-	written, err := apply.ParentStatus(ctx, env.Client, c.Def.Parent.GVR, parent, plan.Response.Status)
+	written, err := c.writeParent(ctx, env, parent, plan)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		logger.V(4).Info("Parent changed or went away before its status was written", "err", err)
@@ -423,6 +426,7 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 		}
 		candidates = append(candidates, objs...)
 	}
+	candidates = engine.OwnedCandidates(c.Def, candidates)
 	canAdopt := parent.GetDeletionTimestamp() == nil
 	claimed := engine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {

@@ -38,9 +38,9 @@ func AuthorRights(def *definition.Definition) []Right {
 	var out []Right
 	for _, r := range Needed(def) {
 		switch {
-		case r.Subresource == "" && def.Parent.GVR.Group == r.Group && def.Parent.GVR.Resource == r.Resource:
+		case r.Subresource == "" && def.IsParent(r.Group, r.Resource):
 			out = append(out, r)
-		case r.Subresource == "status" && def.Parent.GVR.Group == r.Group && def.Parent.GVR.Resource == r.Resource:
+		case r.Subresource == "status" && def.IsParent(r.Group, r.Resource):
 			if r.Verb == "update" {
 				out = append(out, Right{Verb: "get", Group: r.Group, Resource: r.Resource, Subresource: r.Subresource})
 			}
@@ -82,18 +82,33 @@ type Escalation struct {
 // CheckAuthor answers Forbidden, naming every right the user lacks, when
 // the user may not do what cc's loop would do.
 func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeController) error {
-	gr := schema.GroupResource{Group: v1alpha1.GroupName, Resource: "compositecontrollers"}
-	user, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		return apierrors.NewForbidden(gr, cc.Name, errors.New("no user in the request"))
-	}
 	def, err := definition.Compile(cc, nil)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
+	return e.check(ctx, "compositecontrollers", def)
+}
+
+// CheckDecoratorAuthor is CheckAuthor for a DecoratorController.
+func (e *Escalation) CheckDecoratorAuthor(ctx context.Context, dc *v1alpha1.DecoratorController) error {
+	def, err := definition.CompileDecorator(dc, nil)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return e.check(ctx, "decoratorcontrollers", def)
+}
+
+// check answers Forbidden when the request's user lacks one of def's
+// AuthorRights; resource is the controller's, for the error.
+func (e *Escalation) check(ctx context.Context, resource string, def *definition.Definition) error {
+	gr := schema.GroupResource{Group: v1alpha1.GroupName, Resource: resource}
+	user, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return apierrors.NewForbidden(gr, def.Name, errors.New("no user in the request"))
+	}
 	needed := AuthorRights(def)
 	why := "its loop would act with composite-apiserver's identity on what you may not touch yourself"
-	if sa := cc.Spec.ServiceAccount; sa != nil {
+	if sa := def.ServiceAccount; sa != nil {
 		// The loop acts as the ServiceAccount, whose rights
 		// kube-apiserver judges: the author needs only what `kubectl
 		// --as` needs to act as it.
@@ -121,7 +136,7 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return apierrors.NewForbidden(gr, cc.Name, err)
+		return apierrors.NewForbidden(gr, def.Name, err)
 	}
 	var missing []string
 	for i, r := range needed {
@@ -130,7 +145,7 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 		}
 	}
 	if len(missing) > 0 {
-		return apierrors.NewForbidden(gr, cc.Name, fmt.Errorf(
+		return apierrors.NewForbidden(gr, def.Name, fmt.Errorf(
 			"%s; you may not %s (in all namespaces unless named)", why, strings.Join(missing, ", ")))
 	}
 	return nil

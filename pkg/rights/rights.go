@@ -174,7 +174,20 @@ func (c *Checker) MissingRights(ctx context.Context, cc *v1alpha1.CompositeContr
 	if err != nil {
 		return "", err
 	}
-	missing, err := c.MissingOf(ctx, ServerRights(def, c.Identity.Identity(cc) != nil))
+	return c.missingRights(ctx, def)
+}
+
+// MissingDecoratorRights is MissingRights for a DecoratorController.
+func (c *Checker) MissingDecoratorRights(ctx context.Context, dc *v1alpha1.DecoratorController) (string, error) {
+	def, err := definition.CompileDecorator(dc, nil)
+	if err != nil {
+		return "", err
+	}
+	return c.missingRights(ctx, def)
+}
+
+func (c *Checker) missingRights(ctx context.Context, def *definition.Definition) (string, error) {
+	missing, err := c.MissingOf(ctx, ServerRights(def, c.Identity.Identity(def) != nil))
 	if err != nil || len(missing) == 0 {
 		return "", err
 	}

@@ -42,24 +42,25 @@ type IdentityPolicy struct {
 	Required bool
 }
 
-// Identity is the ServiceAccount cc acts as; nil for the server's own
-// identity.
-func (p IdentityPolicy) Identity(cc *v1alpha1.CompositeController) *v1alpha1.ServiceAccountReference {
-	if cc.Spec.ServiceAccount != nil {
-		return cc.Spec.ServiceAccount
+// Identity is the ServiceAccount the controller of def acts as; nil for
+// the server's own identity.
+func (p IdentityPolicy) Identity(def *definition.Definition) *v1alpha1.ServiceAccountReference {
+	if def.ServiceAccount != nil {
+		return def.ServiceAccount
 	}
 	return p.Default
 }
 
-// SubjectOf is whom cc's reads and writes are checked against.
-func (p IdentityPolicy) SubjectOf(cc *v1alpha1.CompositeController) (Subject, error) {
-	if sa := p.Identity(cc); sa != nil {
+// SubjectOf is whom the reads and writes of def's controller are checked
+// against.
+func (p IdentityPolicy) SubjectOf(def *definition.Definition) (Subject, error) {
+	if sa := p.Identity(def); sa != nil {
 		return ServiceAccountSubject(*sa), nil
 	}
 	if p.Required {
 		return Subject{}, ErrIdentityRequired
 	}
-	a := cc.Status.Author
+	a := def.Author
 	if a == nil || a.Username == "" {
 		return Subject{}, ErrAuthorUnknown
 	}

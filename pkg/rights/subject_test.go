@@ -35,25 +35,25 @@ func TestServerRightsOfAControllerWithAnIdentityAreItsReads(t *testing.T) {
 // controller with neither, or without an identity where one is required,
 // has none.
 func TestSubjectOfAController(t *testing.T) {
-	cc := &v1alpha1.CompositeController{}
-	if _, err := (IdentityPolicy{}).SubjectOf(cc); err != ErrAuthorUnknown {
+	def := &definition.Definition{}
+	if _, err := (IdentityPolicy{}).SubjectOf(def); err != ErrAuthorUnknown {
 		t.Errorf("no author: %v, want ErrAuthorUnknown", err)
 	}
-	cc.Status.Author = &v1alpha1.ControllerAuthor{Username: "alice", Groups: []string{"team"}}
-	s, err := (IdentityPolicy{}).SubjectOf(cc)
+	def.Author = &v1alpha1.ControllerAuthor{Username: "alice", Groups: []string{"team"}}
+	s, err := (IdentityPolicy{}).SubjectOf(def)
 	if err != nil || s.User.GetName() != "alice" || s.ServiceAccount != nil {
 		t.Errorf("author: %+v, %v", s, err)
 	}
-	if _, err := (IdentityPolicy{Required: true}).SubjectOf(cc); err != ErrIdentityRequired {
+	if _, err := (IdentityPolicy{Required: true}).SubjectOf(def); err != ErrIdentityRequired {
 		t.Errorf("required: %v, want ErrIdentityRequired", err)
 	}
-	def := &v1alpha1.ServiceAccountReference{Namespace: "ops", Name: "default-runner"}
-	s, err = (IdentityPolicy{Required: true, Default: def}).SubjectOf(cc)
+	byDefault := &v1alpha1.ServiceAccountReference{Namespace: "ops", Name: "default-runner"}
+	s, err = (IdentityPolicy{Required: true, Default: byDefault}).SubjectOf(def)
 	if err != nil || s.User.GetName() != "system:serviceaccount:ops:default-runner" {
 		t.Errorf("default: %+v, %v", s, err)
 	}
-	cc.Spec.ServiceAccount = &v1alpha1.ServiceAccountReference{Namespace: "team", Name: "runner"}
-	s, err = (IdentityPolicy{Default: def}).SubjectOf(cc)
+	def.ServiceAccount = &v1alpha1.ServiceAccountReference{Namespace: "team", Name: "runner"}
+	s, err = (IdentityPolicy{Default: byDefault}).SubjectOf(def)
 	if err != nil || s.User.GetName() != "system:serviceaccount:team:runner" {
 		t.Fatalf("own identity: %+v, %v", s, err)
 	}

@@ -2,6 +2,7 @@ package syncrequest
 
 import (
 	"context"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -26,14 +27,14 @@ type actor struct {
 // actorFor refuses, as Forbidden, a sync of a controller whose subject is
 // unknown or may not read the Secrets and ConfigMaps its hooks' credentials
 // come from; without a target cluster nothing is read and nobody checked.
-func (r *Runner) actorFor(ctx context.Context, cc *v1alpha1.CompositeController, def *definition.Definition) (*actor, error) {
+func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*actor, error) {
 	if r.cluster == nil {
 		return &actor{secrets: r.controllers.secrets}, nil
 	}
 	refuse := func(err error) error {
-		return apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), cc.Name, err)
+		return apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, err)
 	}
-	subject, err := r.Identity.SubjectOf(cc)
+	subject, err := r.Identity.SubjectOf(def)
 	if err != nil {
 		return nil, refuse(err)
 	}

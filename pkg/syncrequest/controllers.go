@@ -2,9 +2,12 @@ package syncrequest
 
 import (
 	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -58,14 +61,31 @@ func newControllers(secrets hooks.SecretSource, dest hooks.Destinations) *contro
 // secretsFor, when set, is asked on every call, before any credential is
 // read: it refuses a controller whose subject may not read them, and says
 // where they are read from (as the controller's identity, when it has one).
-func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver, secretsFor func(*definition.Definition) (hooks.SecretSource, error)) (*definition.Definition, *hooks.ControllerHooks, error) {
+func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver, secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+	return c.getCompiled(ctx, cc, cc.Status.Author, func() (*definition.Definition, error) { return definition.Compile(cc, resolver) }, secretsFor)
+}
+
+// getDecorator is get for a DecoratorController.
+func (c *controllers) getDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, resolver definition.KindResolver, secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+	return c.getCompiled(ctx, dc, dc.Status.Author, func() (*definition.Definition, error) { return definition.CompileDecorator(dc, resolver) }, secretsFor)
+}
+
+// secretsFunc refuses a compiled controller or says where its hooks'
+// credentials are read.
+type secretsFunc func(*definition.Definition) (hooks.SecretSource, error)
+
+// getCompiled returns the controller cc compiled by compile, and its hooks.
+// A kept one serves while the generation and the author (which the server
+// records without a new generation) are the same.
+func (c *controllers) getCompiled(ctx context.Context, cc metav1.Object, author *v1alpha1.ControllerAuthor, compile func() (*definition.Definition, error), secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
 	if secretsFor == nil {
 		secretsFor = func(*definition.Definition) (hooks.SecretSource, error) { return c.secrets, nil }
 	}
+	uid, generation := cc.GetUID(), cc.GetGeneration()
 	now := c.now()
 	c.mu.Lock()
 	c.sweepLocked(now)
-	if e, ok := c.byUID[cc.UID]; ok && cc.UID != "" && e.generation == cc.Generation {
+	if e, ok := c.byUID[uid]; ok && uid != "" && e.generation == generation && apiequality.Semantic.DeepEqual(e.def.Author, author) {
 		e.used = now
 		c.mu.Unlock()
 		if _, err := secretsFor(e.def); err != nil {
@@ -74,7 +94,7 @@ func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController,
 		return e.def, e.hooks, nil
 	}
 	c.mu.Unlock()
-	def, err := definition.Compile(cc, resolver)
+	def, err := compile()
 	if err != nil {
 		return nil, nil, compileError{err}
 	}
@@ -86,15 +106,15 @@ func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController,
 	if err != nil {
 		return nil, nil, err
 	}
-	if cc.UID == "" {
+	if uid == "" {
 		return def, built, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.byUID[cc.UID]; ok {
+	if old, ok := c.byUID[uid]; ok {
 		old.hooks.Close()
 	}
-	c.byUID[cc.UID] = &compiled{generation: cc.Generation, def: def, hooks: built, used: now}
+	c.byUID[uid] = &compiled{generation: generation, def: def, hooks: built, used: now}
 	return def, built, nil
 }
 

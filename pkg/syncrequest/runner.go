@@ -87,19 +87,37 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 // otherwise the sync happens now (finalizer, adoption, children, status,
 // Events) and the answer says what was done.
 func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+	resolver := r.resolver()
+	return r.run(ctx, req, dryRun, resolver, func(secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+		return r.controllers.get(ctx, cc, resolver, secretsFor)
+	})
+}
+
+// RunDecorator is Run for a DecoratorController: the parent is the object
+// it decorates, of the resource its apiVersion and kind name.
+func (r *Runner) RunDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+	resolver := r.resolver()
+	return r.run(ctx, req, dryRun, resolver, func(secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+		return r.controllers.getDecorator(ctx, dc, resolver, secretsFor)
+	})
+}
+
+func (r *Runner) resolver() definition.KindResolver {
+	if r.cluster != nil {
+		return definition.RESTMapperResolver(r.cluster.Discovery)
+	}
+	return definition.GuessingResolver()
+}
+
+func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool, resolver definition.KindResolver, get func(secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error)) (*v1alpha1.SyncRequestStatus, error) {
 	start := time.Now()
 	if err := r.checkRequest(req, dryRun); err != nil {
 		return nil, err
 	}
-	resolver := definition.GuessingResolver()
-	if r.cluster != nil {
-		resolver = definition.RESTMapperResolver(r.cluster.Discovery)
-	}
 	var act *actor
-	def, controllerHooks, err := r.controllers.get(ctx, cc, resolver, func(def *definition.Definition) (hooks.SecretSource, error) {
+	def, controllerHooks, err := get(func(def *definition.Definition) (hooks.SecretSource, error) {
 		var err error
-		act, err = r.actorFor(ctx, cc, def)
-		if err != nil {
+		if act, err = r.actorFor(ctx, def); err != nil {
 			return nil, err
 		}
 		return act.secrets, nil
@@ -114,6 +132,9 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	case err != nil:
 		return nil, hookFailed(err)
 	}
+	if def, err = parentView(def, req, resolver); err != nil {
+		return nil, err
+	}
 	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
 	parent, err := r.parent(ctx, def, req)
 	if err != nil {
@@ -123,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		// What the hook gets must be what the controller's identity
 		// could list, whoever the caller is.
 		if err := (rights.Access{Authorizer: r.authorizer}).CheckReads(ctx, act.subject, def, parent.GetNamespace()); err != nil {
-			return nil, apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), cc.Name, err)
+			return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, err)
 		}
 	}
 	opts := reconcile.Options{DryRun: dryRun}
@@ -161,7 +182,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 		// The loop leaves such a parent alone, and so does a live sync; a
 		// preview says why its plan is empty.
 		if !dryRun {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("CompositeController %q does not sync %s %s: %s", cc.Name, parent.GetKind(), parent.GetName(), res.Skipped))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %q does not sync %s %s: %s", def.Kind, def.Name, parent.GetKind(), parent.GetName(), res.Skipped))
 		}
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
@@ -264,6 +285,9 @@ func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error
 		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
 	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
 		return err
+	}
+	if d := plan.Decoration; d != nil {
+		status.ParentLabels, status.ParentAnnotations = d.Labels, d.Annotations
 	}
 	if status.Patches, err = patchSteps(plan.Patches); err != nil {
 		return err
@@ -394,8 +418,8 @@ func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent is not a Kubernetes object: %v", err))
 		}
 		if parent.GetAPIVersion() != def.Parent.APIVersion() {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; CompositeController %q manages %s of %s",
-				parent.GetAPIVersion(), def.Name, gvr.Resource, def.Parent.APIVersion()))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.parent has apiVersion %q; %s %q manages %s of %s",
+				parent.GetAPIVersion(), def.Kind, def.Name, gvr.Resource, def.Parent.APIVersion()))
 		}
 		if parent.GetName() == "" {
 			return nil, apierrors.NewBadRequest("spec.parent.metadata.name is required")

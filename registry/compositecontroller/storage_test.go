@@ -11,34 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistrytest "k8s.io/apiserver/pkg/registry/generic/testing"
 	"k8s.io/apiserver/pkg/registry/rest"
-	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry/registrytest"
 )
 
 // newStorage returns the registry on a real etcd, started for the test.
 func newStorage(t *testing.T) *Storage {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	install.Install(scheme)
-	codecs := serializer.NewCodecFactory(scheme)
-
-	_, etcdConfig := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
-	etcdConfig.Codec = codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)
-	options := generic.RESTOptions{
-		StorageConfig:           etcdConfig.ForResource(metacontroller.Resource("compositecontrollers")),
-		Decorator:               generic.UndecoratedStorage,
-		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          "compositecontrollers",
-	}
+	scheme, options := registrytest.RESTOptions(t, "compositecontrollers")
 	storage, err := NewStorage(scheme, options, Options{})
 	if err != nil {
 		t.Fatalf("NewStorage: %v", err)

@@ -2,18 +2,13 @@ package compositecontroller
 
 import (
 	"context"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/util/dryrun"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 // Syncer runs one sync of a parent with a controller's hooks.
@@ -21,86 +16,17 @@ type Syncer interface {
 	Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error)
 }
 
-// SyncREST is compositecontrollers/sync: POST a SyncRequest naming a parent,
-// get it back with the hook's answer and the plan in its status. Like
-// TokenRequest, nothing of the request is stored.
-type SyncREST struct {
-	store  rest.Getter
-	scheme *runtime.Scheme
-	syncer Syncer
-}
+// SyncREST is compositecontrollers/sync.
+type SyncREST = controllerregistry.SyncREST
 
-var (
-	_ rest.NamedCreater             = &SyncREST{}
-	_ rest.GroupVersionKindProvider = &SyncREST{}
-)
-
-// NewSyncREST returns the /sync subresource of the store's objects.
+// NewSyncREST returns the /sync subresource of the store's
+// CompositeControllers.
 func NewSyncREST(store rest.Getter, scheme *runtime.Scheme, syncer Syncer) *SyncREST {
-	return &SyncREST{store: store, scheme: scheme, syncer: syncer}
-}
-
-// New returns an empty SyncRequest.
-func (r *SyncREST) New() runtime.Object { return &metacontroller.SyncRequest{} }
-
-// Destroy has nothing to release: the store is the main resource's.
-func (r *SyncREST) Destroy() {}
-
-// GroupVersionKind says the subresource speaks SyncRequest, not
-// CompositeController.
-func (r *SyncREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return v1alpha1.SchemeGroupVersion.WithKind("SyncRequest")
-}
-
-// Create runs the sync. A Connecter could not take dryRun; a NamedCreater
-// gets it in options, validated by the generic endpoint.
-func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	req, ok := obj.(*metacontroller.SyncRequest)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SyncRequest: %T", obj))
-	}
-	if errs := validation.ValidateSyncRequest(name, req); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(metacontroller.Kind("SyncRequest"), name, errs)
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
-			return nil, err
+	return controllerregistry.NewSyncREST(store, scheme, func(ctx context.Context, stored runtime.Object, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
+		cc, err := controllerregistry.Versioned[v1alpha1.CompositeController](scheme, stored)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
 		}
-	}
-	// From the watch cache: a sync runs the controller as it is known
-	// now, and an etcd quorum read per preview would cost more than the
-	// preview itself. A controller the cache has not seen yet (created a
-	// moment ago, and previewed at once) is read from etcd: a miss must
-	// not answer 404 for what the caller has just created.
-	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		stored, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
-	if err != nil {
-		return nil, err
-	}
-	cc := &v1alpha1.CompositeController{}
-	if err := r.scheme.Convert(stored, cc, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	versioned := &v1alpha1.SyncRequest{}
-	if err := r.scheme.Convert(req, versioned, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	status, err := r.syncer.Run(ctx, cc, versioned, dryrun.IsDryRun(options.DryRun))
-	if err != nil {
-		return nil, err
-	}
-	versioned.Status = *status
-	// The generic create handler tracks the fields of every object it
-	// is given, but nothing of a SyncRequest is stored: an answer that
-	// listed its sender as the manager of its fields would say something
-	// untrue (and cost its encoding).
-	versioned.ManagedFields = nil
-	out := &metacontroller.SyncRequest{}
-	if err := r.scheme.Convert(versioned, out, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	out.Name = name
-	return out, nil
+		return syncer.Run(ctx, cc, req, dryRun)
+	})
 }

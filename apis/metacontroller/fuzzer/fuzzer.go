@@ -66,6 +66,16 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				r.UpdateStrategy.Method = metacontroller.ChildUpdateOnDelete
 			}
 		},
+		func(r *metacontroller.DecoratorControllerAttachmentRule, c randfill.Continue) {
+			c.FillNoCustom(r)
+
+			if r.UpdateStrategy == nil {
+				r.UpdateStrategy = &metacontroller.DecoratorControllerAttachmentUpdateStrategy{}
+			}
+			if r.UpdateStrategy.Method == "" {
+				r.UpdateStrategy.Method = metacontroller.ChildUpdateOnDelete
+			}
+		},
 		func(h *metacontroller.Hook, c randfill.Continue) {
 			c.FillNoCustom(h)
 

@@ -32,6 +32,18 @@ func SetDefaults_CompositeControllerChildResourceRule(obj *CompositeControllerCh
 	}
 }
 
+// SetDefaults_DecoratorControllerAttachmentRule defaults the update method
+// to OnDelete, Metacontroller's default, as for a CompositeController's
+// children.
+func SetDefaults_DecoratorControllerAttachmentRule(obj *DecoratorControllerAttachmentRule) {
+	if obj.UpdateStrategy == nil {
+		obj.UpdateStrategy = &DecoratorControllerAttachmentUpdateStrategy{}
+	}
+	if obj.UpdateStrategy.Method == "" {
+		obj.UpdateStrategy.Method = ChildUpdateOnDelete
+	}
+}
+
 // SetDefaults_Hook defaults the contract version to v1. The decoding mode
 // is not defaulted: it follows the version (loose for v1, strict for v2,
 // as Metacontroller works it out when it calls), and a stored default

@@ -30,6 +30,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&CompositeController{},
 		&CompositeControllerList{},
+		&DecoratorController{},
+		&DecoratorControllerList{},
 		&SyncRequest{},
 		&ControllerRevision{},
 		&ControllerRevisionList{},

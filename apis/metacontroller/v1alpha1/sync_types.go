@@ -57,6 +57,13 @@ type SyncRequestSpec struct {
 
 // ParentReference names a parent object of the controller's parent resource.
 type ParentReference struct {
+	// apiVersion and kind say which of a DecoratorController's resources
+	// the object is of; needed only when it decorates more than one.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// kind of the object; see apiVersion.
+	// +optional
+	Kind string `json:"kind,omitempty"`
 	// namespace of the parent; empty for a cluster-scoped parent resource.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
@@ -143,6 +150,12 @@ type SyncRequestStatus struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	ParentStatus *runtime.RawExtension `json:"parentStatus,omitempty"`
+	// parentLabels and parentAnnotations are what a DecoratorController's
+	// hook sets on the object it decorates; a null value removes one.
+	// +optional
+	ParentLabels map[string]*string `json:"parentLabels,omitempty"`
+	// +optional
+	ParentAnnotations map[string]*string `json:"parentAnnotations,omitempty"`
 	// children are the desired children as an apply would store them: on
 	// a dry run, as the server-side apply of each over the live child
 	// computes it (or, with spec.serverDryRun, as the target cluster

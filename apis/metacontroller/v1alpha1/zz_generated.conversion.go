@@ -36,6 +36,16 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*AnnotationSelector)(nil), (*metacontroller.AnnotationSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_AnnotationSelector_To_metacontroller_AnnotationSelector(a.(*AnnotationSelector), b.(*metacontroller.AnnotationSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.AnnotationSelector)(nil), (*AnnotationSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_AnnotationSelector_To_v1alpha1_AnnotationSelector(a.(*metacontroller.AnnotationSelector), b.(*AnnotationSelector), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*AuthorizationConfig)(nil), (*metacontroller.AuthorizationConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_AuthorizationConfig_To_metacontroller_AuthorizationConfig(a.(*AuthorizationConfig), b.(*metacontroller.AuthorizationConfig), scope)
 	}); err != nil {
@@ -193,6 +203,86 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.ControllerRevisionList)(nil), (*ControllerRevisionList)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(a.(*metacontroller.ControllerRevisionList), b.(*ControllerRevisionList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorController)(nil), (*metacontroller.DecoratorController)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(a.(*DecoratorController), b.(*metacontroller.DecoratorController), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorController)(nil), (*DecoratorController)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController(a.(*metacontroller.DecoratorController), b.(*DecoratorController), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerAttachmentRule)(nil), (*metacontroller.DecoratorControllerAttachmentRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerAttachmentRule_To_metacontroller_DecoratorControllerAttachmentRule(a.(*DecoratorControllerAttachmentRule), b.(*metacontroller.DecoratorControllerAttachmentRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerAttachmentRule)(nil), (*DecoratorControllerAttachmentRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerAttachmentRule_To_v1alpha1_DecoratorControllerAttachmentRule(a.(*metacontroller.DecoratorControllerAttachmentRule), b.(*DecoratorControllerAttachmentRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerAttachmentUpdateStrategy)(nil), (*metacontroller.DecoratorControllerAttachmentUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerAttachmentUpdateStrategy_To_metacontroller_DecoratorControllerAttachmentUpdateStrategy(a.(*DecoratorControllerAttachmentUpdateStrategy), b.(*metacontroller.DecoratorControllerAttachmentUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerAttachmentUpdateStrategy)(nil), (*DecoratorControllerAttachmentUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerAttachmentUpdateStrategy_To_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(a.(*metacontroller.DecoratorControllerAttachmentUpdateStrategy), b.(*DecoratorControllerAttachmentUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerHooks)(nil), (*metacontroller.DecoratorControllerHooks)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks(a.(*DecoratorControllerHooks), b.(*metacontroller.DecoratorControllerHooks), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerHooks)(nil), (*DecoratorControllerHooks)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks(a.(*metacontroller.DecoratorControllerHooks), b.(*DecoratorControllerHooks), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerList)(nil), (*metacontroller.DecoratorControllerList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerList_To_metacontroller_DecoratorControllerList(a.(*DecoratorControllerList), b.(*metacontroller.DecoratorControllerList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerList)(nil), (*DecoratorControllerList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerList_To_v1alpha1_DecoratorControllerList(a.(*metacontroller.DecoratorControllerList), b.(*DecoratorControllerList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerResourceRule)(nil), (*metacontroller.DecoratorControllerResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerResourceRule_To_metacontroller_DecoratorControllerResourceRule(a.(*DecoratorControllerResourceRule), b.(*metacontroller.DecoratorControllerResourceRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerResourceRule)(nil), (*DecoratorControllerResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(a.(*metacontroller.DecoratorControllerResourceRule), b.(*DecoratorControllerResourceRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerSpec)(nil), (*metacontroller.DecoratorControllerSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(a.(*DecoratorControllerSpec), b.(*metacontroller.DecoratorControllerSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerSpec)(nil), (*DecoratorControllerSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(a.(*metacontroller.DecoratorControllerSpec), b.(*DecoratorControllerSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerStatus)(nil), (*metacontroller.DecoratorControllerStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(a.(*DecoratorControllerStatus), b.(*metacontroller.DecoratorControllerStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerStatus)(nil), (*DecoratorControllerStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(a.(*metacontroller.DecoratorControllerStatus), b.(*DecoratorControllerStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -477,6 +567,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 		return err
 	}
 	return nil
+}
+
+func autoConvert_v1alpha1_AnnotationSelector_To_metacontroller_AnnotationSelector(in *AnnotationSelector, out *metacontroller.AnnotationSelector, s conversion.Scope) error {
+	*out = *(*metacontroller.AnnotationSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_AnnotationSelector_To_metacontroller_AnnotationSelector is an autogenerated conversion function.
+func Convert_v1alpha1_AnnotationSelector_To_metacontroller_AnnotationSelector(in *AnnotationSelector, out *metacontroller.AnnotationSelector, s conversion.Scope) error {
+	return autoConvert_v1alpha1_AnnotationSelector_To_metacontroller_AnnotationSelector(in, out, s)
+}
+
+func autoConvert_metacontroller_AnnotationSelector_To_v1alpha1_AnnotationSelector(in *metacontroller.AnnotationSelector, out *AnnotationSelector, s conversion.Scope) error {
+	*out = *(*AnnotationSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_AnnotationSelector_To_v1alpha1_AnnotationSelector is an autogenerated conversion function.
+func Convert_metacontroller_AnnotationSelector_To_v1alpha1_AnnotationSelector(in *metacontroller.AnnotationSelector, out *AnnotationSelector, s conversion.Scope) error {
+	return autoConvert_metacontroller_AnnotationSelector_To_v1alpha1_AnnotationSelector(in, out, s)
 }
 
 func autoConvert_v1alpha1_AuthorizationConfig_To_metacontroller_AuthorizationConfig(in *AuthorizationConfig, out *metacontroller.AuthorizationConfig, s conversion.Scope) error {
@@ -1011,6 +1121,278 @@ func autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRev
 // Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList is an autogenerated conversion function.
 func Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in *metacontroller.ControllerRevisionList, out *ControllerRevisionList, s conversion.Scope) error {
 	return autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(in *DecoratorController, out *metacontroller.DecoratorController, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(in *DecoratorController, out *metacontroller.DecoratorController, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController(in *metacontroller.DecoratorController, out *DecoratorController, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController(in *metacontroller.DecoratorController, out *DecoratorController, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerAttachmentRule_To_metacontroller_DecoratorControllerAttachmentRule(in *DecoratorControllerAttachmentRule, out *metacontroller.DecoratorControllerAttachmentRule, s conversion.Scope) error {
+	*out = *(*metacontroller.DecoratorControllerAttachmentRule)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerAttachmentRule_To_metacontroller_DecoratorControllerAttachmentRule is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerAttachmentRule_To_metacontroller_DecoratorControllerAttachmentRule(in *DecoratorControllerAttachmentRule, out *metacontroller.DecoratorControllerAttachmentRule, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerAttachmentRule_To_metacontroller_DecoratorControllerAttachmentRule(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerAttachmentRule_To_v1alpha1_DecoratorControllerAttachmentRule(in *metacontroller.DecoratorControllerAttachmentRule, out *DecoratorControllerAttachmentRule, s conversion.Scope) error {
+	*out = *(*DecoratorControllerAttachmentRule)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerAttachmentRule_To_v1alpha1_DecoratorControllerAttachmentRule is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerAttachmentRule_To_v1alpha1_DecoratorControllerAttachmentRule(in *metacontroller.DecoratorControllerAttachmentRule, out *DecoratorControllerAttachmentRule, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerAttachmentRule_To_v1alpha1_DecoratorControllerAttachmentRule(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerAttachmentUpdateStrategy_To_metacontroller_DecoratorControllerAttachmentUpdateStrategy(in *DecoratorControllerAttachmentUpdateStrategy, out *metacontroller.DecoratorControllerAttachmentUpdateStrategy, s conversion.Scope) error {
+	*out = *(*metacontroller.DecoratorControllerAttachmentUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerAttachmentUpdateStrategy_To_metacontroller_DecoratorControllerAttachmentUpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerAttachmentUpdateStrategy_To_metacontroller_DecoratorControllerAttachmentUpdateStrategy(in *DecoratorControllerAttachmentUpdateStrategy, out *metacontroller.DecoratorControllerAttachmentUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerAttachmentUpdateStrategy_To_metacontroller_DecoratorControllerAttachmentUpdateStrategy(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerAttachmentUpdateStrategy_To_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(in *metacontroller.DecoratorControllerAttachmentUpdateStrategy, out *DecoratorControllerAttachmentUpdateStrategy, s conversion.Scope) error {
+	*out = *(*DecoratorControllerAttachmentUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerAttachmentUpdateStrategy_To_v1alpha1_DecoratorControllerAttachmentUpdateStrategy is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerAttachmentUpdateStrategy_To_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(in *metacontroller.DecoratorControllerAttachmentUpdateStrategy, out *DecoratorControllerAttachmentUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerAttachmentUpdateStrategy_To_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks(in *DecoratorControllerHooks, out *metacontroller.DecoratorControllerHooks, s conversion.Scope) error {
+	if in.Customize != nil {
+		in, out := &in.Customize, &out.Customize
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Customize = nil
+	}
+	if in.Sync != nil {
+		in, out := &in.Sync, &out.Sync
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Sync = nil
+	}
+	if in.Finalize != nil {
+		in, out := &in.Finalize, &out.Finalize
+		*out = new(metacontroller.Hook)
+		if err := Convert_v1alpha1_Hook_To_metacontroller_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Finalize = nil
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks(in *DecoratorControllerHooks, out *metacontroller.DecoratorControllerHooks, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks(in *metacontroller.DecoratorControllerHooks, out *DecoratorControllerHooks, s conversion.Scope) error {
+	if in.Customize != nil {
+		in, out := &in.Customize, &out.Customize
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Customize = nil
+	}
+	if in.Sync != nil {
+		in, out := &in.Sync, &out.Sync
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Sync = nil
+	}
+	if in.Finalize != nil {
+		in, out := &in.Finalize, &out.Finalize
+		*out = new(Hook)
+		if err := Convert_metacontroller_Hook_To_v1alpha1_Hook(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Finalize = nil
+	}
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks(in *metacontroller.DecoratorControllerHooks, out *DecoratorControllerHooks, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerList_To_metacontroller_DecoratorControllerList(in *DecoratorControllerList, out *metacontroller.DecoratorControllerList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]metacontroller.DecoratorController, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerList_To_metacontroller_DecoratorControllerList is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerList_To_metacontroller_DecoratorControllerList(in *DecoratorControllerList, out *metacontroller.DecoratorControllerList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerList_To_metacontroller_DecoratorControllerList(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerList_To_v1alpha1_DecoratorControllerList(in *metacontroller.DecoratorControllerList, out *DecoratorControllerList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]DecoratorController, len(*in))
+		for i := range *in {
+			if err := Convert_metacontroller_DecoratorController_To_v1alpha1_DecoratorController(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerList_To_v1alpha1_DecoratorControllerList is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerList_To_v1alpha1_DecoratorControllerList(in *metacontroller.DecoratorControllerList, out *DecoratorControllerList, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerList_To_v1alpha1_DecoratorControllerList(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerResourceRule_To_metacontroller_DecoratorControllerResourceRule(in *DecoratorControllerResourceRule, out *metacontroller.DecoratorControllerResourceRule, s conversion.Scope) error {
+	*out = *(*metacontroller.DecoratorControllerResourceRule)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerResourceRule_To_metacontroller_DecoratorControllerResourceRule is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerResourceRule_To_metacontroller_DecoratorControllerResourceRule(in *DecoratorControllerResourceRule, out *metacontroller.DecoratorControllerResourceRule, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerResourceRule_To_metacontroller_DecoratorControllerResourceRule(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(in *metacontroller.DecoratorControllerResourceRule, out *DecoratorControllerResourceRule, s conversion.Scope) error {
+	*out = *(*DecoratorControllerResourceRule)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(in *metacontroller.DecoratorControllerResourceRule, out *DecoratorControllerResourceRule, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(in *DecoratorControllerSpec, out *metacontroller.DecoratorControllerSpec, s conversion.Scope) error {
+	out.Resources = *(*[]metacontroller.DecoratorControllerResourceRule)(unsafe.Pointer(&in.Resources))
+	out.Attachments = *(*[]metacontroller.DecoratorControllerAttachmentRule)(unsafe.Pointer(&in.Attachments))
+	if in.Hooks != nil {
+		in, out := &in.Hooks, &out.Hooks
+		*out = new(metacontroller.DecoratorControllerHooks)
+		if err := Convert_v1alpha1_DecoratorControllerHooks_To_metacontroller_DecoratorControllerHooks(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Hooks = nil
+	}
+	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
+	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(in *DecoratorControllerSpec, out *metacontroller.DecoratorControllerSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(in *metacontroller.DecoratorControllerSpec, out *DecoratorControllerSpec, s conversion.Scope) error {
+	out.Resources = *(*[]DecoratorControllerResourceRule)(unsafe.Pointer(&in.Resources))
+	out.Attachments = *(*[]DecoratorControllerAttachmentRule)(unsafe.Pointer(&in.Attachments))
+	if in.Hooks != nil {
+		in, out := &in.Hooks, &out.Hooks
+		*out = new(DecoratorControllerHooks)
+		if err := Convert_metacontroller_DecoratorControllerHooks_To_v1alpha1_DecoratorControllerHooks(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Hooks = nil
+	}
+	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
+	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(in *metacontroller.DecoratorControllerSpec, out *DecoratorControllerSpec, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(in *DecoratorControllerStatus, out *metacontroller.DecoratorControllerStatus, s conversion.Scope) error {
+	*out = *(*metacontroller.DecoratorControllerStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(in *DecoratorControllerStatus, out *metacontroller.DecoratorControllerStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(in *metacontroller.DecoratorControllerStatus, out *DecoratorControllerStatus, s conversion.Scope) error {
+	*out = *(*DecoratorControllerStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(in *metacontroller.DecoratorControllerStatus, out *DecoratorControllerStatus, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_EndpointConfig_To_metacontroller_EndpointConfig(in *EndpointConfig, out *metacontroller.EndpointConfig, s conversion.Scope) error {

@@ -31,6 +31,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&CompositeController{}, func(obj interface{}) { SetObjectDefaults_CompositeController(obj.(*CompositeController)) })
 	scheme.AddTypeDefaultingFunc(&CompositeControllerList{}, func(obj interface{}) { SetObjectDefaults_CompositeControllerList(obj.(*CompositeControllerList)) })
+	scheme.AddTypeDefaultingFunc(&DecoratorController{}, func(obj interface{}) { SetObjectDefaults_DecoratorController(obj.(*DecoratorController)) })
+	scheme.AddTypeDefaultingFunc(&DecoratorControllerList{}, func(obj interface{}) { SetObjectDefaults_DecoratorControllerList(obj.(*DecoratorControllerList)) })
 	return nil
 }
 
@@ -188,5 +190,96 @@ func SetObjectDefaults_CompositeControllerList(in *CompositeControllerList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_CompositeController(a)
+	}
+}
+
+func SetObjectDefaults_DecoratorController(in *DecoratorController) {
+	for i := range in.Spec.Attachments {
+		a := &in.Spec.Attachments[i]
+		SetDefaults_DecoratorControllerAttachmentRule(a)
+	}
+	if in.Spec.Hooks != nil {
+		if in.Spec.Hooks.Customize != nil {
+			SetDefaults_Hook(in.Spec.Hooks.Customize)
+			if in.Spec.Hooks.Customize.Webhook != nil {
+				if in.Spec.Hooks.Customize.Webhook.Service != nil {
+					SetDefaults_ServiceReference(in.Spec.Hooks.Customize.Webhook.Service)
+				}
+				if in.Spec.Hooks.Customize.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(in.Spec.Hooks.Customize.Webhook.CABundle)
+				}
+				if in.Spec.Hooks.Customize.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(in.Spec.Hooks.Customize.Webhook.ClientTLS)
+				}
+				if in.Spec.Hooks.Customize.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(in.Spec.Hooks.Customize.Webhook.Authorization)
+				}
+				if in.Spec.Hooks.Customize.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(in.Spec.Hooks.Customize.Webhook.BasicAuth)
+				}
+			}
+		}
+		if in.Spec.Hooks.Sync != nil {
+			SetDefaults_Hook(in.Spec.Hooks.Sync)
+			if in.Spec.Hooks.Sync.Webhook != nil {
+				if in.Spec.Hooks.Sync.Webhook.Service != nil {
+					SetDefaults_ServiceReference(in.Spec.Hooks.Sync.Webhook.Service)
+				}
+				if in.Spec.Hooks.Sync.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(in.Spec.Hooks.Sync.Webhook.CABundle)
+				}
+				if in.Spec.Hooks.Sync.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(in.Spec.Hooks.Sync.Webhook.ClientTLS)
+				}
+				if in.Spec.Hooks.Sync.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(in.Spec.Hooks.Sync.Webhook.Authorization)
+				}
+				if in.Spec.Hooks.Sync.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(in.Spec.Hooks.Sync.Webhook.BasicAuth)
+				}
+			}
+		}
+		if in.Spec.Hooks.Finalize != nil {
+			SetDefaults_Hook(in.Spec.Hooks.Finalize)
+			if in.Spec.Hooks.Finalize.Webhook != nil {
+				if in.Spec.Hooks.Finalize.Webhook.Service != nil {
+					SetDefaults_ServiceReference(in.Spec.Hooks.Finalize.Webhook.Service)
+				}
+				if in.Spec.Hooks.Finalize.Webhook.CABundle != nil {
+					SetDefaults_CABundleConfig(in.Spec.Hooks.Finalize.Webhook.CABundle)
+				}
+				if in.Spec.Hooks.Finalize.Webhook.ClientTLS != nil {
+					SetDefaults_ClientTLSConfig(in.Spec.Hooks.Finalize.Webhook.ClientTLS)
+				}
+				if in.Spec.Hooks.Finalize.Webhook.Authorization != nil {
+					SetDefaults_AuthorizationConfig(in.Spec.Hooks.Finalize.Webhook.Authorization)
+				}
+				if in.Spec.Hooks.Finalize.Webhook.BasicAuth != nil {
+					SetDefaults_BasicAuthConfig(in.Spec.Hooks.Finalize.Webhook.BasicAuth)
+				}
+			}
+		}
+	}
+	for i := range in.Spec.EndpointConfigs {
+		a := &in.Spec.EndpointConfigs[i]
+		if a.CABundle != nil {
+			SetDefaults_CABundleConfig(a.CABundle)
+		}
+		if a.ClientTLS != nil {
+			SetDefaults_ClientTLSConfig(a.ClientTLS)
+		}
+		if a.Authorization != nil {
+			SetDefaults_AuthorizationConfig(a.Authorization)
+		}
+		if a.BasicAuth != nil {
+			SetDefaults_BasicAuthConfig(a.BasicAuth)
+		}
+	}
+}
+
+func SetObjectDefaults_DecoratorControllerList(in *DecoratorControllerList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_DecoratorController(a)
 	}
 }

@@ -22,6 +22,11 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AnnotationSelector) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.AnnotationSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AuthorizationConfig) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.AuthorizationConfig"
 }
@@ -114,6 +119,46 @@ func (in ControllerRevisionChildren) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ControllerRevisionList) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRevisionList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorController) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorController"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerAttachmentRule) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerAttachmentRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerAttachmentUpdateStrategy) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerAttachmentUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerHooks) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerHooks"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerList) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerResourceRule) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerResourceRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerSpec) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerStatus) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

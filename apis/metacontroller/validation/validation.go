@@ -1,8 +1,9 @@
 // Package validation checks every kind of the group before it is stored or
-// run: CompositeControllers (validation.go, patches.go), ControllerRevisions
-// (controllerrevision.go) and the SyncRequests of /sync (syncrequest.go);
-// DecoratorController will have its decoratorcontroller.go here. The
-// registry's strategies only call it, as sample-apiserver's do.
+// run: CompositeControllers (validation.go, patches.go), DecoratorControllers
+// (decoratorcontroller.go, with the hook, resource and resync checks of
+// validation.go), ControllerRevisions (controllerrevision.go) and the
+// SyncRequests of /sync (syncrequest.go). The registry's strategies only
+// call it, as sample-apiserver's do.
 //
 // apis/ imports nothing from pkg/: the CEL and templates of patches are
 // compiled through Expressions, which the patch engine's compiler
@@ -157,15 +158,21 @@ func ValidateCompositeControllerStatusUpdate(newCC, oldCC *metacontroller.Compos
 func Warnings(cc *metacontroller.CompositeController, exprs Expressions) []string {
 	warnings := checkSpec(&cc.Spec, exprs).warnings
 	if cc.Spec.Hooks != nil && cc.Spec.Hooks.Finalize != nil {
-		// The finalize hook's finalizer, metacontroller.io/compositecontroller-<name>,
-		// is a qualified name: its part after the slash has at most 63
-		// characters. Metacontroller names it the same way.
-		finalizer := "compositecontroller-" + cc.Name
-		if errs := utilvalidation.IsQualifiedName("metacontroller.io/" + finalizer); len(errs) > 0 {
-			warnings = append(warnings, fmt.Sprintf("metadata.name: the finalize hook's finalizer metacontroller.io/%s is not a valid finalizer name (%s), so no parent can get it and the finalize hook never runs; use a name of at most %d characters", finalizer, strings.Join(errs, "; "), 63-len("compositecontroller-")))
-		}
+		warnings = append(warnings, finalizerWarnings("compositecontroller-", cc.Name)...)
 	}
 	return warnings
+}
+
+// finalizerWarnings warns when the finalize hook's finalizer,
+// metacontroller.io/<kind prefix><name>, is no qualified name: its part
+// after the slash has at most 63 characters. Metacontroller names it the
+// same way.
+func finalizerWarnings(kindPrefix, name string) []string {
+	finalizer := kindPrefix + name
+	if errs := utilvalidation.IsQualifiedName("metacontroller.io/" + finalizer); len(errs) > 0 {
+		return []string{fmt.Sprintf("metadata.name: the finalize hook's finalizer metacontroller.io/%s is not a valid finalizer name (%s), so no object can get it and the finalize hook never runs; use a name of at most %d characters", finalizer, strings.Join(errs, "; "), 63-len(kindPrefix))}
+	}
+	return nil
 }
 
 func validateStatus(status *metacontroller.CompositeControllerStatus, fldPath *field.Path) field.ErrorList {
@@ -233,17 +240,7 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 
 	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
 
-	if p := spec.ResyncPeriodSeconds; p != nil {
-		resyncPath := fldPath.Child("resyncPeriodSeconds")
-		switch {
-		case *p < 1:
-			// Metacontroller's CRD accepts any integer and clamps the
-			// period to one second.
-			c.warn(resyncPath, "%d means every parent is synced, and its hooks called, every second even when nothing changed (periods under 1s count as 1s, as in Metacontroller); leave it unset to sync only on change", *p)
-		case *p < shortResyncPeriodSeconds:
-			c.warn(resyncPath, "%d is a very short resync period: every parent is synced, and its hooks called, every %ds even when nothing changed", *p, *p)
-		}
-	}
+	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
 	// workers is this server's own field, so no Metacontroller manifest
 	// sets it. Each worker holds a hook call open: bound them so that one
 	// controller cannot exhaust the server.
@@ -265,6 +262,22 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 func validateServiceAccountReference(sa *metacontroller.ServiceAccountReference, fldPath *field.Path) field.ErrorList {
 	allErrs := validateDNSLabel(sa.Namespace, fldPath.Child("namespace"))
 	return append(allErrs, validateRequired(sa.Name, fldPath.Child("name"), utilvalidation.IsDNS1123Subdomain)...)
+}
+
+// checkResyncPeriod warns about a resync period that calls the hooks
+// every few seconds for every object.
+func (c *checker) checkResyncPeriod(p *int32, resyncPath *field.Path) {
+	if p == nil {
+		return
+	}
+	switch {
+	case *p < 1:
+		// Metacontroller's CRD accepts any integer and clamps the
+		// period to one second.
+		c.warn(resyncPath, "%d means every parent is synced, and its hooks called, every second even when nothing changed (periods under 1s count as 1s, as in Metacontroller); leave it unset to sync only on change", *p)
+	case *p < shortResyncPeriodSeconds:
+		c.warn(resyncPath, "%d is a very short resync period: every parent is synced, and its hooks called, every %ds even when nothing changed", *p, *p)
+	}
 }
 
 // validateResourceRule checks that a rule names a resource the way the
@@ -342,30 +355,13 @@ func (c *checker) checkChildResources(children []metacontroller.CompositeControl
 	for i := range children {
 		child := &children[i]
 		idxPath := fldPath.Index(i)
-		c.err(validateResourceRule(&child.ResourceRule, idxPath)...)
-		if gv, err := schema.ParseGroupVersion(child.APIVersion); err == nil && gv.Group == metacontroller.GroupName {
-			// The loop writes children in the server's name: a child of
-			// this server's own group (a CompositeController, say) would
-			// be checked against the server's rights, not the author's,
-			// and so lend them the server's.
-			c.err(field.Forbidden(idxPath.Child("apiVersion"), "children of "+metacontroller.GroupName+" would be written in composite-apiserver's own name, and checked against its rights rather than the controller's author's"))
-		}
-
-		if key := resourceKey(&child.ResourceRule); key != "" {
+		if key := c.checkChildRule(&child.ResourceRule, first, i, fldPath); key != "" {
 			if key == parentKey {
 				// Metacontroller accepts this, and it is how a controller
 				// builds a tree of objects of one kind. But with a selector
 				// that parents match, a parent adopts, and may delete,
 				// other parents.
 				c.warn(idxPath, "%s is also spec.parentResource: a parent may adopt, and then update or delete, other parents that its selector matches; spec.generateSelector: true limits children to those the parent created", describeRule(&child.ResourceRule))
-			}
-			if j, ok := first[key]; ok {
-				// Metacontroller keeps one informer per resource, so a
-				// second entry adds nothing but a possibly different
-				// update strategy.
-				c.warn(idxPath, "%s is already listed at %s; only that first entry's updateStrategy is used", describeRule(&child.ResourceRule), fldPath.Index(j))
-			} else {
-				first[key] = i
 			}
 		}
 
@@ -375,13 +371,36 @@ func (c *checker) checkChildResources(children []metacontroller.CompositeControl
 	}
 }
 
-func (c *checker) checkUpdateStrategy(strategy *metacontroller.CompositeControllerChildUpdateStrategy, fldPath *field.Path) {
-	// The method is an enum in Metacontroller's CRD. An empty method is
-	// defaulted to OnDelete; it is accepted here too so that validation
-	// does not depend on defaulting having run.
-	if strategy.Method != "" && !slices.Contains(supportedUpdateMethods, strategy.Method) {
-		c.err(field.NotSupported(fldPath.Child("method"), strategy.Method, supportedUpdateMethods))
+// checkChildRule checks the i-th entry of a list of child (or attachment)
+// resources: a resource that can exist, not of this server's group, listed
+// once (first records where each was first listed). It returns the rule's
+// resourceKey.
+func (c *checker) checkChildRule(rule *metacontroller.ResourceRule, first map[string]int, i int, fldPath *field.Path) string {
+	idxPath := fldPath.Index(i)
+	c.err(validateResourceRule(rule, idxPath)...)
+	if gv, err := schema.ParseGroupVersion(rule.APIVersion); err == nil && gv.Group == metacontroller.GroupName {
+		// The loop writes children in the server's name: a child of
+		// this server's own group (a CompositeController, say) would
+		// be checked against the server's rights, not the author's,
+		// and so lend them the server's.
+		c.err(field.Forbidden(idxPath.Child("apiVersion"), "children of "+metacontroller.GroupName+" would be written in composite-apiserver's own name, and checked against its rights rather than the controller's author's"))
 	}
+	key := resourceKey(rule)
+	if key == "" {
+		return ""
+	}
+	if j, ok := first[key]; ok {
+		// Metacontroller keeps one informer per resource, so a second
+		// entry adds nothing but a possibly different update strategy.
+		c.warn(idxPath, "%s is already listed at %s; only that first entry's updateStrategy is used", describeRule(rule), fldPath.Index(j))
+	} else {
+		first[key] = i
+	}
+	return key
+}
+
+func (c *checker) checkUpdateStrategy(strategy *metacontroller.CompositeControllerChildUpdateStrategy, fldPath *field.Path) {
+	c.checkUpdateMethod(strategy.Method, fldPath.Child("method"))
 
 	checksPath := fldPath.Child("statusChecks")
 	rolling := strategy.Method == metacontroller.ChildUpdateRollingRecreate || strategy.Method == metacontroller.ChildUpdateRollingInPlace
@@ -400,6 +419,15 @@ func (c *checker) checkUpdateStrategy(strategy *metacontroller.CompositeControll
 		if cond.Type == "" {
 			c.err(field.Required(checksPath.Child("conditions").Index(i).Child("type"), "the condition type to check, e.g. \"Ready\""))
 		}
+	}
+}
+
+// checkUpdateMethod checks an update method, an enum in Metacontroller's
+// CRD. An empty method is defaulted to OnDelete; it is accepted here too so
+// that validation does not depend on defaulting having run.
+func (c *checker) checkUpdateMethod(method metacontroller.ChildUpdateMethod, fldPath *field.Path) {
+	if method != "" && !slices.Contains(supportedUpdateMethods, method) {
+		c.err(field.NotSupported(fldPath, method, supportedUpdateMethods))
 	}
 }
 
@@ -429,13 +457,36 @@ type namedHook struct {
 }
 
 func (c *checker) checkHooks(hooks *metacontroller.CompositeControllerHooks, endpoints []metacontroller.EndpointConfig, fldPath *field.Path) {
-	if hooks.Sync == nil {
-		// Without a sync hook the controller has no way to compute the
-		// children or the status of a parent; Metacontroller fails every
-		// sync ("sync hook nil/not defined").
-		c.err(field.Required(fldPath.Child("sync"), "a sync hook computes each parent's children and status"))
+	c.checkCalledHooks(calledHooks(hooks), endpoints, fldPath)
+	for _, h := range uncalledHooks(hooks) {
+		if h.hook == nil {
+			continue
+		}
+		hookPath := fldPath.Child(h.name)
+		// Only what Metacontroller's CRD schema checks: as the hook is
+		// never called, nothing else about it matters.
+		c.checkHookVersion(h.hook, hookPath)
+		if wh := h.hook.Webhook; wh != nil && wh.ResponseUnMarshallMode != nil && !slices.Contains(supportedUnmarshallModes, *wh.ResponseUnMarshallMode) {
+			c.err(field.NotSupported(hookPath.Child("webhook", "responseUnMarshallMode"), *wh.ResponseUnMarshallMode, supportedUnmarshallModes))
+		}
+		c.warn(hookPath, "is accepted for compatibility but never called: this server does not call %s hooks, and neither does Metacontroller", h.name)
 	}
-	for _, h := range calledHooks(hooks) {
+	c.checkPatches(hooks.Patches, endpoints, fldPath.Child("patches"))
+}
+
+// checkCalledHooks checks the customize, sync and finalize hooks every
+// kind of controller has: a sync hook is required, and each hook must be
+// callable.
+func (c *checker) checkCalledHooks(called []namedHook, endpoints []metacontroller.EndpointConfig, fldPath *field.Path) {
+	for _, h := range called {
+		if h.name == "sync" && h.hook == nil {
+			// Without a sync hook the controller has no way to compute
+			// the children or the status of a parent; Metacontroller
+			// fails every sync ("sync hook nil/not defined").
+			c.err(field.Required(fldPath.Child("sync"), "a sync hook computes each parent's children and status"))
+		}
+	}
+	for _, h := range called {
 		if h.hook == nil {
 			continue
 		}
@@ -452,20 +503,6 @@ func (c *checker) checkHooks(hooks *metacontroller.CompositeControllerHooks, end
 			c.warn(hookPath, "has no webhook, so it is never called")
 		}
 	}
-	for _, h := range uncalledHooks(hooks) {
-		if h.hook == nil {
-			continue
-		}
-		hookPath := fldPath.Child(h.name)
-		// Only what Metacontroller's CRD schema checks: as the hook is
-		// never called, nothing else about it matters.
-		c.checkHookVersion(h.hook, hookPath)
-		if wh := h.hook.Webhook; wh != nil && wh.ResponseUnMarshallMode != nil && !slices.Contains(supportedUnmarshallModes, *wh.ResponseUnMarshallMode) {
-			c.err(field.NotSupported(hookPath.Child("webhook", "responseUnMarshallMode"), *wh.ResponseUnMarshallMode, supportedUnmarshallModes))
-		}
-		c.warn(hookPath, "is accepted for compatibility but never called: this server does not call %s hooks, and neither does Metacontroller", h.name)
-	}
-	c.checkPatches(hooks.Patches, endpoints, fldPath.Child("patches"))
 }
 
 // checkHookVersion checks the version, an enum in Metacontroller's CRD.

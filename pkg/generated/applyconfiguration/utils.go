@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=metacontroller.k8s.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AnnotationSelector"):
+		return &metacontrollerv1alpha1.AnnotationSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AuthorizationConfig"):
 		return &metacontrollerv1alpha1.AuthorizationConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BasicAuthConfig"):
@@ -66,6 +68,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.ControllerRevisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevisionChildren"):
 		return &metacontrollerv1alpha1.ControllerRevisionChildrenApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorController"):
+		return &metacontrollerv1alpha1.DecoratorControllerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerAttachmentRule"):
+		return &metacontrollerv1alpha1.DecoratorControllerAttachmentRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerAttachmentUpdateStrategy"):
+		return &metacontrollerv1alpha1.DecoratorControllerAttachmentUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerHooks"):
+		return &metacontrollerv1alpha1.DecoratorControllerHooksApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerResourceRule"):
+		return &metacontrollerv1alpha1.DecoratorControllerResourceRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerSpec"):
+		return &metacontrollerv1alpha1.DecoratorControllerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerStatus"):
+		return &metacontrollerv1alpha1.DecoratorControllerStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EndpointConfig"):
 		return &metacontrollerv1alpha1.EndpointConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Hook"):

@@ -33,106 +33,163 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1alpha1.AuthorizationConfig{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_AuthorizationConfig(ref),
-		v1alpha1.BasicAuthConfig{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_BasicAuthConfig(ref),
-		v1alpha1.CABundleConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_CABundleConfig(ref),
-		v1alpha1.ChildUpdateStatusChecks{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_ChildUpdateStatusChecks(ref),
-		v1alpha1.ClientConfig{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientConfig(ref),
-		v1alpha1.ClientTLSConfig{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientTLSConfig(ref),
-		v1alpha1.CompositeController{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController(ref),
-		v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName():   schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerChildResourceRule(ref),
-		v1alpha1.CompositeControllerChildUpdateStrategy{}.OpenAPIModelName(): schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerChildUpdateStrategy(ref),
-		v1alpha1.CompositeControllerHooks{}.OpenAPIModelName():               schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerHooks(ref),
-		v1alpha1.CompositeControllerList{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerList(ref),
-		v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName():  schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerParentResourceRule(ref),
-		v1alpha1.CompositeControllerRevisionHistory{}.OpenAPIModelName():     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref),
-		v1alpha1.CompositeControllerSpec{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerSpec(ref),
-		v1alpha1.CompositeControllerStatus{}.OpenAPIModelName():              schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerStatus(ref),
-		v1alpha1.ControllerAuthor{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerAuthor(ref),
-		v1alpha1.ControllerRevision{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref),
-		v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName():             schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref),
-		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
-		v1alpha1.EndpointConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
-		v1alpha1.Hook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
-		v1alpha1.JSON{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_JSON(ref),
-		v1alpha1.JSONPatch{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatch(ref),
-		v1alpha1.JSONPatchValue{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatchValue(ref),
-		v1alpha1.KeyReference{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref),
-		v1alpha1.ParentReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref),
-		v1alpha1.PatchDefinition{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchDefinition(ref),
-		v1alpha1.PatchHook{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchHook(ref),
-		v1alpha1.PatchSelector{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref),
-		v1alpha1.ResourceRule{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
-		v1alpha1.SecretReference{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
-		v1alpha1.ServiceAccountReference{}.OpenAPIModelName():                schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceAccountReference(ref),
-		v1alpha1.ServiceReference{}.OpenAPIModelName():                       schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
-		v1alpha1.StatusConditionCheck{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionCheck(ref),
-		v1alpha1.SyncPatchChange{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchChange(ref),
-		v1alpha1.SyncPatchStep{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchStep(ref),
-		v1alpha1.SyncPlanItem{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref),
-		v1alpha1.SyncRequest{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref),
-		v1alpha1.SyncRequestSpec{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref),
-		v1alpha1.SyncRequestStatus{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(ref),
-		v1alpha1.SyncRevision{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRevision(ref),
-		v1alpha1.SyncRollout{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRollout(ref),
-		v1alpha1.SyncTimings{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref),
-		v1alpha1.Webhook{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_Webhook(ref),
-		v1alpha1.WebhookEtagConfig{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_WebhookEtagConfig(ref),
-		resource.Quantity{}.OpenAPIModelName():                               schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                            schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                                schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                                 schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                                    schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1alpha1.AnnotationSelector{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_AnnotationSelector(ref),
+		v1alpha1.AuthorizationConfig{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_AuthorizationConfig(ref),
+		v1alpha1.BasicAuthConfig{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_BasicAuthConfig(ref),
+		v1alpha1.CABundleConfig{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_CABundleConfig(ref),
+		v1alpha1.ChildUpdateStatusChecks{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ChildUpdateStatusChecks(ref),
+		v1alpha1.ClientConfig{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientConfig(ref),
+		v1alpha1.ClientTLSConfig{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_ClientTLSConfig(ref),
+		v1alpha1.CompositeController{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController(ref),
+		v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName():        schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerChildResourceRule(ref),
+		v1alpha1.CompositeControllerChildUpdateStrategy{}.OpenAPIModelName():      schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerChildUpdateStrategy(ref),
+		v1alpha1.CompositeControllerHooks{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerHooks(ref),
+		v1alpha1.CompositeControllerList{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerList(ref),
+		v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName():       schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerParentResourceRule(ref),
+		v1alpha1.CompositeControllerRevisionHistory{}.OpenAPIModelName():          schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref),
+		v1alpha1.CompositeControllerSpec{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerSpec(ref),
+		v1alpha1.CompositeControllerStatus{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerStatus(ref),
+		v1alpha1.ControllerAuthor{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerAuthor(ref),
+		v1alpha1.ControllerRevision{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref),
+		v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName():                  schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref),
+		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
+		v1alpha1.DecoratorController{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController(ref),
+		v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName():           schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentRule(ref),
+		v1alpha1.DecoratorControllerAttachmentUpdateStrategy{}.OpenAPIModelName(): schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(ref),
+		v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerHooks(ref),
+		v1alpha1.DecoratorControllerList{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerList(ref),
+		v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName():             schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerResourceRule(ref),
+		v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerSpec(ref),
+		v1alpha1.DecoratorControllerStatus{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerStatus(ref),
+		v1alpha1.EndpointConfig{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
+		v1alpha1.Hook{}.OpenAPIModelName():                                        schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
+		v1alpha1.JSON{}.OpenAPIModelName():                                        schema_composite_apiserver_apis_metacontroller_v1alpha1_JSON(ref),
+		v1alpha1.JSONPatch{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatch(ref),
+		v1alpha1.JSONPatchValue{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatchValue(ref),
+		v1alpha1.KeyReference{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_KeyReference(ref),
+		v1alpha1.ParentReference{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref),
+		v1alpha1.PatchDefinition{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchDefinition(ref),
+		v1alpha1.PatchHook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchHook(ref),
+		v1alpha1.PatchSelector{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref),
+		v1alpha1.ResourceRule{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
+		v1alpha1.SecretReference{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
+		v1alpha1.ServiceAccountReference{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceAccountReference(ref),
+		v1alpha1.ServiceReference{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
+		v1alpha1.StatusConditionCheck{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_StatusConditionCheck(ref),
+		v1alpha1.SyncPatchChange{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchChange(ref),
+		v1alpha1.SyncPatchStep{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPatchStep(ref),
+		v1alpha1.SyncPlanItem{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncPlanItem(ref),
+		v1alpha1.SyncRequest{}.OpenAPIModelName():                                 schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequest(ref),
+		v1alpha1.SyncRequestSpec{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestSpec(ref),
+		v1alpha1.SyncRequestStatus{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(ref),
+		v1alpha1.SyncRevision{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRevision(ref),
+		v1alpha1.SyncRollout{}.OpenAPIModelName():                                 schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRollout(ref),
+		v1alpha1.SyncTimings{}.OpenAPIModelName():                                 schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncTimings(ref),
+		v1alpha1.Webhook{}.OpenAPIModelName():                                     schema_composite_apiserver_apis_metacontroller_v1alpha1_Webhook(ref),
+		v1alpha1.WebhookEtagConfig{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_WebhookEtagConfig(ref),
+		resource.Quantity{}.OpenAPIModelName():                                    schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                                              schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                                              schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                                 schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                                     schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                                      schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                                         schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_AnnotationSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AnnotationSelector selects objects by annotation, as a label selector selects them by label.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"matchAnnotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "matchAnnotations are annotations an object must have, with these values.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"matchExpressions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchExpressions are requirements on annotations, as a label selector's.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.LabelSelectorRequirement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelectorRequirement{}.OpenAPIModelName()},
 	}
 }
 
@@ -1088,6 +1145,418 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionL
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorController adds labels, annotations, a status and attachments to existing objects it does not own, as Metacontroller's does: for every object of its resources that its selectors match, the sync hook gets the object and its attachments and answers what to add.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec says which objects are decorated, which attachments they may get and which hooks compute them.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is what the embedded controller last observed. It is written only by the server through the status subresource.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DecoratorControllerStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName(), v1alpha1.DecoratorControllerStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerAttachmentRule names an attachment resource and how its objects are updated.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion is the group/version of the resource, e.g. \"apps/v1\" or \"v1\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resource is the plural resource name, e.g. \"deployments\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"updateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "updateStrategy says how attachments of this resource are updated.",
+							Ref:         ref(v1alpha1.DecoratorControllerAttachmentUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"apiVersion", "resource"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DecoratorControllerAttachmentUpdateStrategy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerAttachmentUpdateStrategy is how attachments are updated.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"method": {
+						SchemaProps: spec.SchemaProps{
+							Description: "method is one of OnDelete (the default), Recreate or InPlace. RollingRecreate and RollingInPlace are accepted, as Metacontroller's schema does, and act as Recreate and InPlace: a decorated object has no revisions.\n\nPossible enum values:\n - `\"InPlace\"` updates a changed child in place.\n - `\"OnDelete\"` never updates a child; it is recreated from the desired state only once somebody deletes it.\n - `\"Recreate\"` deletes a changed child and creates it anew.\n - `\"RollingInPlace\"` updates changed children in place one at a time, waiting for each to pass its status checks.\n - `\"RollingRecreate\"` recreates changed children one at a time, waiting for each to pass its status checks.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"InPlace", "OnDelete", "Recreate", "RollingInPlace", "RollingRecreate"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerHooks(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerHooks are the hooks of a DecoratorController.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"customize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "customize returns the related objects an object's sync hook also sees.",
+							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
+						},
+					},
+					"sync": {
+						SchemaProps: spec.SchemaProps{
+							Description: "sync computes an object's labels, annotations, status and attachments. Required.",
+							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
+						},
+					},
+					"finalize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "finalize is called instead of sync while an object is being deleted, or no longer matches the selectors, until it answers finalized: true.",
+							Ref:         ref(v1alpha1.Hook{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Hook{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerList is a list of DecoratorControllers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the DecoratorControllers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DecoratorController{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DecoratorController{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerResourceRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerResourceRule names a decorated resource and the objects of it that are decorated.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion is the group/version of the resource, e.g. \"apps/v1\" or \"v1\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resource is the plural resource name, e.g. \"deployments\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"labelSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "labelSelector restricts the objects decorated to those it matches.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"annotationSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "annotationSelector restricts the objects decorated to those whose annotations it matches.",
+							Ref:         ref(v1alpha1.AnnotationSelector{}.OpenAPIModelName()),
+						},
+					},
+					"ignoreStatusChanges": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ignoreStatusChanges, when true, syncs an object only when its generation, labels or annotations change or it is being deleted, not when only its status changes.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"apiVersion", "resource"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.AnnotationSelector{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerSpec is Metacontroller's DecoratorController spec, field for field.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"resources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "resources are the resources whose objects are decorated, each with selectors that pick the objects.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"attachments": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "attachments are the resources the sync hook may return attachments of, each with its update strategy. An attachment is owned by the object it decorates (a controller ownerReference) and annotated metacontroller.k8s.io/decorator-controller: <controller name>.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"hooks": {
+						SchemaProps: spec.SchemaProps{
+							Description: "hooks are the webhooks called for each object. A sync hook is required.",
+							Ref:         ref(v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName()),
+						},
+					},
+					"endpointConfigs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"host",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "endpointConfigs are per-host connection settings (CA bundle, client TLS, authentication) applied to every hook whose host matches and that sets none of its own.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.EndpointConfig{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resyncPeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resyncPeriodSeconds is how often every object is synced even when nothing changed. Unset means only on change; 0 and negative values mean every second, as in Metacontroller.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"serviceAccount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "serviceAccount, when set, is the identity the controller acts with, as a CompositeController's: writing it requires the right to impersonate the ServiceAccount. Not in Metacontroller.",
+							Ref:         ref(v1alpha1.ServiceAccountReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"resources"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName(), v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName(), v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerStatus is what the embedded controller last observed. Metacontroller's is empty.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the generation of the spec the loop runs.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions: Ready, HookReachable.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"objects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "objects is the number of objects the controller decorates.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"attachments": {
+						SchemaProps: spec.SchemaProps{
+							Description: "attachments is the number of attachments the decorated objects own.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lastSyncTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastSyncTime is when an object was last synced.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastSyncError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastSyncError is the last sync's error, empty after a success.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author is who last wrote the controller's spec, recorded by the server, as a CompositeController's.",
+							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1300,6 +1769,20 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ParentReference(ref
 				Description: "ParentReference names a parent object of the controller's parent resource.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "apiVersion and kind say which of a DecoratorController's resources the object is of; needed only when it decorates more than one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the object; see apiVersion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
 							Description: "namespace of the parent; empty for a cluster-scoped parent resource.",
@@ -1961,6 +2444,35 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_SyncRequestStatus(r
 						SchemaProps: spec.SchemaProps{
 							Description: "parentStatus is the status the hook returned for the parent.",
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"parentLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentLabels and parentAnnotations are what a DecoratorController's hook sets on the object it decorates; a null value removes one.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"parentAnnotations": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 					"children": {

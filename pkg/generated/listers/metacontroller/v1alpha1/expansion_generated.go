@@ -29,3 +29,7 @@ type ControllerRevisionListerExpansion interface{}
 // ControllerRevisionNamespaceListerExpansion allows custom methods to be added to
 // ControllerRevisionNamespaceLister.
 type ControllerRevisionNamespaceListerExpansion interface{}
+
+// DecoratorControllerListerExpansion allows custom methods to be added to
+// DecoratorControllerLister.
+type DecoratorControllerListerExpansion interface{}

@@ -28,6 +28,8 @@ type Interface interface {
 	CompositeControllers() TypedCompositeControllerInformer
 	// ControllerRevisions returns a ControllerRevisionInformer.
 	ControllerRevisions() TypedControllerRevisionInformer
+	// DecoratorControllers returns a DecoratorControllerInformer.
+	DecoratorControllers() TypedDecoratorControllerInformer
 }
 
 type version struct {
@@ -49,4 +51,9 @@ func (v *version) CompositeControllers() TypedCompositeControllerInformer {
 // ControllerRevisions returns a TypedControllerRevisionInformer.
 func (v *version) ControllerRevisions() TypedControllerRevisionInformer {
 	return &controllerRevisionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// DecoratorControllers returns a TypedDecoratorControllerInformer.
+func (v *version) DecoratorControllers() TypedDecoratorControllerInformer {
+	return &decoratorControllerInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -21,3 +21,5 @@ package v1alpha1
 type CompositeControllerExpansion interface{}
 
 type ControllerRevisionExpansion interface{}
+
+type DecoratorControllerExpansion interface{}

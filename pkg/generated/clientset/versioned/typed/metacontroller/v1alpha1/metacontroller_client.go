@@ -30,6 +30,7 @@ type MetacontrollerV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	CompositeControllersGetter
 	ControllerRevisionsGetter
+	DecoratorControllersGetter
 }
 
 // MetacontrollerV1alpha1Client is used to interact with features provided by the metacontroller.k8s.io group.
@@ -43,6 +44,10 @@ func (c *MetacontrollerV1alpha1Client) CompositeControllers() CompositeControlle
 
 func (c *MetacontrollerV1alpha1Client) ControllerRevisions(namespace string) ControllerRevisionInterface {
 	return newControllerRevisions(c, namespace)
+}
+
+func (c *MetacontrollerV1alpha1Client) DecoratorControllers() DecoratorControllerInterface {
+	return newDecoratorControllers(c)
 }
 
 // NewForConfig creates a new MetacontrollerV1alpha1Client for the given config.

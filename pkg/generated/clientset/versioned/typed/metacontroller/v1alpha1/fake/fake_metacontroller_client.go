@@ -36,6 +36,10 @@ func (c *FakeMetacontrollerV1alpha1) ControllerRevisions(namespace string) v1alp
 	return newFakeControllerRevisions(c, namespace)
 }
 
+func (c *FakeMetacontrollerV1alpha1) DecoratorControllers() v1alpha1.DecoratorControllerInterface {
+	return newFakeDecoratorControllers(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeMetacontrollerV1alpha1) RESTClient() rest.Interface {

@@ -1,0 +1,174 @@
+package metacontroller
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// DecoratorController adds labels, annotations, a status and attachments to
+// existing objects it does not own, as Metacontroller's does: for every
+// object of its resources that its selectors match, the sync hook gets the
+// object and its attachments and answers what to add.
+type DecoratorController struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which objects are decorated, which attachments they may
+	// get and which hooks compute them.
+	Spec DecoratorControllerSpec `json:"spec"`
+	// status is what the embedded controller last observed. It is written
+	// only by the server through the status subresource.
+	// +optional
+	Status DecoratorControllerStatus `json:"status,omitempty"`
+}
+
+// DecoratorControllerSpec is Metacontroller's DecoratorController spec, field
+// for field.
+type DecoratorControllerSpec struct {
+	// resources are the resources whose objects are decorated, each with
+	// selectors that pick the objects.
+	Resources []DecoratorControllerResourceRule `json:"resources"`
+
+	// attachments are the resources the sync hook may return attachments
+	// of, each with its update strategy. An attachment is owned by the
+	// object it decorates (a controller ownerReference) and annotated
+	// metacontroller.k8s.io/decorator-controller: <controller name>.
+	// +optional
+	Attachments []DecoratorControllerAttachmentRule `json:"attachments,omitempty"`
+
+	// hooks are the webhooks called for each object. A sync hook is
+	// required.
+	// +optional
+	Hooks *DecoratorControllerHooks `json:"hooks,omitempty"`
+
+	// endpointConfigs are per-host connection settings (CA bundle, client
+	// TLS, authentication) applied to every hook whose host matches and
+	// that sets none of its own.
+	// +optional
+	EndpointConfigs []EndpointConfig `json:"endpointConfigs,omitempty"`
+
+	// resyncPeriodSeconds is how often every object is synced even when
+	// nothing changed. Unset means only on change; 0 and negative values
+	// mean every second, as in Metacontroller.
+	// +optional
+	ResyncPeriodSeconds *int32 `json:"resyncPeriodSeconds,omitempty"`
+
+	// serviceAccount, when set, is the identity the controller acts with,
+	// as a CompositeController's: writing it requires the right to
+	// impersonate the ServiceAccount. Not in Metacontroller.
+	// +optional
+	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+}
+
+// DecoratorControllerResourceRule names a decorated resource and the
+// objects of it that are decorated.
+type DecoratorControllerResourceRule struct {
+	ResourceRule `json:",inline"`
+
+	// labelSelector restricts the objects decorated to those it matches.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// annotationSelector restricts the objects decorated to those whose
+	// annotations it matches.
+	// +optional
+	AnnotationSelector *AnnotationSelector `json:"annotationSelector,omitempty"`
+
+	// ignoreStatusChanges, when true, syncs an object only when its
+	// generation, labels or annotations change or it is being deleted,
+	// not when only its status changes.
+	// +optional
+	IgnoreStatusChanges *bool `json:"ignoreStatusChanges,omitempty"`
+}
+
+// AnnotationSelector selects objects by annotation, as a label selector
+// selects them by label.
+type AnnotationSelector struct {
+	// matchAnnotations are annotations an object must have, with these
+	// values.
+	// +optional
+	MatchAnnotations map[string]string `json:"matchAnnotations,omitempty"`
+	// matchExpressions are requirements on annotations, as a label
+	// selector's.
+	// +optional
+	MatchExpressions []metav1.LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// DecoratorControllerAttachmentRule names an attachment resource and how
+// its objects are updated.
+type DecoratorControllerAttachmentRule struct {
+	ResourceRule `json:",inline"`
+
+	// updateStrategy says how attachments of this resource are updated.
+	// +optional
+	UpdateStrategy *DecoratorControllerAttachmentUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// DecoratorControllerAttachmentUpdateStrategy is how attachments are updated.
+type DecoratorControllerAttachmentUpdateStrategy struct {
+	// method is one of OnDelete (the default), Recreate or InPlace.
+	// RollingRecreate and RollingInPlace are accepted, as Metacontroller's
+	// schema does, and act as Recreate and InPlace: a decorated object
+	// has no revisions.
+	// +optional
+	Method ChildUpdateMethod `json:"method,omitempty"`
+}
+
+// DecoratorControllerHooks are the hooks of a DecoratorController.
+type DecoratorControllerHooks struct {
+	// customize returns the related objects an object's sync hook also
+	// sees.
+	// +optional
+	Customize *Hook `json:"customize,omitempty"`
+	// sync computes an object's labels, annotations, status and
+	// attachments. Required.
+	// +optional
+	Sync *Hook `json:"sync,omitempty"`
+	// finalize is called instead of sync while an object is being
+	// deleted, or no longer matches the selectors, until it answers
+	// finalized: true.
+	// +optional
+	Finalize *Hook `json:"finalize,omitempty"`
+}
+
+// DecoratorControllerStatus is what the embedded controller last observed.
+// Metacontroller's is empty.
+type DecoratorControllerStatus struct {
+	// observedGeneration is the generation of the spec the loop runs.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready, HookReachable.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// objects is the number of objects the controller decorates.
+	// +optional
+	Objects int32 `json:"objects,omitempty"`
+	// attachments is the number of attachments the decorated objects own.
+	// +optional
+	Attachments int32 `json:"attachments,omitempty"`
+	// lastSyncTime is when an object was last synced.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// lastSyncError is the last sync's error, empty after a success.
+	// +optional
+	LastSyncError string `json:"lastSyncError,omitempty"`
+	// author is who last wrote the controller's spec, recorded by the
+	// server, as a CompositeController's.
+	// +optional
+	Author *ControllerAuthor `json:"author,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// DecoratorControllerList is a list of DecoratorControllers.
+type DecoratorControllerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the DecoratorControllers.
+	Items []DecoratorController `json:"items"`
+}

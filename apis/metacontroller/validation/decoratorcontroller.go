@@ -1,0 +1,103 @@
+package validation
+
+import (
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+)
+
+// ValidateDecoratorController validates a DecoratorController on creation.
+// It is cluster-scoped, as a CompositeController.
+func ValidateDecoratorController(dc *metacontroller.DecoratorController) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&dc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
+	return append(allErrs, checkDecoratorSpec(&dc.Spec).errs...)
+}
+
+// ValidateDecoratorControllerUpdate validates an update: the spec has no
+// immutable fields, the loop restarts with the new one.
+func ValidateDecoratorControllerUpdate(newDC, oldDC *metacontroller.DecoratorController) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newDC.ObjectMeta, &oldDC.ObjectMeta, field.NewPath("metadata"))
+	return append(allErrs, checkDecoratorSpec(&newDC.Spec).errs...)
+}
+
+// ValidateDecoratorControllerStatusUpdate validates an update through the
+// status subresource; the spec is the stored one.
+func ValidateDecoratorControllerStatusUpdate(newDC, oldDC *metacontroller.DecoratorController) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newDC.ObjectMeta, &oldDC.ObjectMeta, field.NewPath("metadata"))
+	fldPath := field.NewPath("status")
+	status := &newDC.Status
+	allErrs = append(allErrs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
+	allErrs = append(allErrs, validateNonNegative(status.ObservedGeneration, fldPath.Child("observedGeneration"))...)
+	allErrs = append(allErrs, validateNonNegative(int64(status.Objects), fldPath.Child("objects"))...)
+	allErrs = append(allErrs, validateNonNegative(int64(status.Attachments), fldPath.Child("attachments"))...)
+	return allErrs
+}
+
+// DecoratorWarnings are the warnings about an accepted DecoratorController,
+// each starting with the path of its field.
+func DecoratorWarnings(dc *metacontroller.DecoratorController) []string {
+	warnings := checkDecoratorSpec(&dc.Spec).warnings
+	if dc.Spec.Hooks != nil && dc.Spec.Hooks.Finalize != nil {
+		warnings = append(warnings, finalizerWarnings("decoratorcontroller-", dc.Name)...)
+	}
+	return warnings
+}
+
+func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
+	c := &checker{}
+	fldPath := field.NewPath("spec")
+
+	resourcesPath := fldPath.Child("resources")
+	if len(spec.Resources) == 0 {
+		// Required in Metacontroller's CRD; a decorator of nothing never
+		// runs a hook.
+		c.err(field.Required(resourcesPath, "the resources whose objects are decorated"))
+	}
+	for i := range spec.Resources {
+		r := &spec.Resources[i]
+		idxPath := resourcesPath.Index(i)
+		c.err(validateResourceRule(&r.ResourceRule, idxPath)...)
+		if r.LabelSelector != nil {
+			c.err(metav1validation.ValidateLabelSelector(r.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, idxPath.Child("labelSelector"))...)
+		}
+		if s := r.AnnotationSelector; s != nil {
+			// Metacontroller reads it as a label selector over the
+			// annotations, and fails to start when it does not convert.
+			c.err(validateAnnotationSelector(s, idxPath.Child("annotationSelector"))...)
+		}
+	}
+
+	attachmentsPath := fldPath.Child("attachments")
+	first := make(map[string]int, len(spec.Attachments))
+	for i := range spec.Attachments {
+		a := &spec.Attachments[i]
+		c.checkChildRule(&a.ResourceRule, first, i, attachmentsPath)
+		if a.UpdateStrategy != nil {
+			c.checkUpdateMethod(a.UpdateStrategy.Method, attachmentsPath.Index(i).Child("updateStrategy", "method"))
+		}
+	}
+
+	hooksPath := fldPath.Child("hooks")
+	if spec.Hooks == nil {
+		c.err(field.Required(hooksPath, "a sync hook is required"))
+	} else {
+		h := spec.Hooks
+		c.checkCalledHooks([]namedHook{{"customize", h.Customize}, {"sync", h.Sync}, {"finalize", h.Finalize}}, spec.EndpointConfigs, hooksPath)
+	}
+	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
+	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
+	return c
+}
+
+// validateAnnotationSelector checks an annotation selector as the label
+// selector Metacontroller reads it as (it fails to start a controller whose
+// selector does not convert): keys and values must be valid as a label's.
+func validateAnnotationSelector(s *metacontroller.AnnotationSelector, fldPath *field.Path) field.ErrorList {
+	allErrs := metav1validation.ValidateLabels(s.MatchAnnotations, fldPath.Child("matchAnnotations"))
+	exprs := &metav1.LabelSelector{MatchExpressions: s.MatchExpressions}
+	return append(allErrs, metav1validation.ValidateLabelSelector(exprs, metav1validation.LabelSelectorValidationOptions{}, fldPath)...)
+}

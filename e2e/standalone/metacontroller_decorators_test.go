@@ -1,0 +1,163 @@
+package standalone
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// Metacontroller's decorator examples apply unchanged, without warnings,
+// read back as written (defaults added), and print in `kubectl get dec`.
+func TestMetacontrollerDecoratorExamplesApply(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	for _, ex := range framework.MetacontrollerDecorators {
+		t.Run(ex.Name, func(t *testing.T) {
+			stdout := applyExample(t, s, ex.Manifest)
+			docs := splitYAMLDocuments(t, ex.Manifest)
+			for i, name := range ex.Objects {
+				if want := "decoratorcontroller.metacontroller.k8s.io/" + name + " created"; !strings.Contains(stdout, want) {
+					t.Errorf("kubectl apply did not print %q:\n%s", want, stdout)
+				}
+				got := yamlToMap(t, s.mustKubectl(t, "get", "dec", name, "-o", "yaml"))
+				checkSubset(t, "spec", docs[i]["spec"], got["spec"])
+				if out := s.mustKubectl(t, "get", "metacontroller", "-o", "name"); !strings.Contains(out, "decoratorcontroller.metacontroller.k8s.io/"+name+"\n") {
+					t.Errorf("kubectl get metacontroller -o name does not list %s:\n%s", name, out)
+				}
+				row := parseTable(t, s.mustKubectl(t, "get", "decorators", name)).row(t, name)
+				if row["READY"] != "Unknown" || row["OBJECTS"] != "0" || !strings.HasPrefix(row["SYNC HOOK"], "http://") {
+					t.Errorf("kubectl get decorators %s printed %v", name, row)
+				}
+			}
+		})
+	}
+}
+
+// A DecoratorController's mistakes are field errors, all at once.
+func TestInvalidDecoratorIsRejectedNamingEveryBrokenField(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	path := writeManifest(t, `apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: `+uniqueName("bad-decorator")+`
+spec:
+  resources:
+  - apiVersion: v1
+    resource: configmaps
+    annotationSelector:
+      matchExpressions:
+      - {key: team, operator: Near}
+  attachments:
+  - apiVersion: v1
+    resource: secrets
+    updateStrategy: {method: Sometimes}
+  hooks:
+    finalize:
+      webhook: {url: "ftp://hooks.example.com/finalize"}
+`)
+	_, stderr, err := s.kubectl("apply", "-f", path)
+	if err == nil {
+		t.Fatal("kubectl apply accepted an invalid DecoratorController")
+	}
+	for _, want := range []string{
+		"spec.resources[0].annotationSelector.matchExpressions[0].operator",
+		`spec.attachments[0].updateStrategy.method: Unsupported value: "Sometimes"`,
+		"spec.hooks.sync: Required value",
+		"spec.hooks.finalize.webhook.url",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the error does not name %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestKubectlExplainDecoratorController(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	out := s.mustKubectl(t, "explain", "decoratorcontroller.spec")
+	for _, want := range []string{"resources", "attachments", "hooks", "resyncPeriodSeconds", "endpointConfigs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain decoratorcontroller.spec does not say %q:\n%s", want, out)
+		}
+	}
+	out = s.mustKubectl(t, "explain", "dec.spec.resources.annotationSelector")
+	if !strings.Contains(out, "matchAnnotations") {
+		t.Errorf("kubectl explain dec.spec.resources.annotationSelector:\n%s", out)
+	}
+}
+
+// A DecoratorController's /sync?dryRun=All previews an inline object: what
+// its hook sets on it (labels, a null one removed, annotations) and the
+// plan of its attachments, and shows the request the hook got. An object
+// of none of its resources is refused, naming them.
+func TestDryRunSyncOfADecoratedObject(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	hook := startHook(t)
+	name := uniqueName("decorate-preview")
+	s.mustKubectl(t, "create", "-f", writeManifest(t, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: %s
+spec:
+  resources:
+  - apiVersion: example.com/v1
+    resource: hellos
+  - apiVersion: v1
+    resource: configmaps
+  attachments:
+  - apiVersion: v1
+    resource: secrets
+  hooks:
+    sync:
+      version: v2
+      webhook:
+        url: %s/decorate
+`, name, hook.URL)))
+	request := `{"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "SyncRequest", "spec": {
+  "parent": {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "c", "namespace": "default", "uid": "c-uid", "labels": {"stale": "yes"},
+                          "annotations": {"attach": "x", "drop-label": "stale"}}},
+  "children": {"Secret.v1": {"default/c-old": {"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": "c-old", "namespace": "default", "annotations": {"metacontroller.k8s.io/decorator-controller": "` + name + `"}}}}}}}`
+	out := s.mustKubectl(t, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/decoratorcontrollers/"+name+"/sync?dryRun=All", "-f", writeManifest(t, request))
+	var answer struct {
+		Status struct {
+			ParentLabels      map[string]*string `json:"parentLabels"`
+			ParentAnnotations map[string]*string `json:"parentAnnotations"`
+			Plan              []struct{ Kind, Name, Action string }
+			HookRequest       map[string]any `json:"hookRequest"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		t.Fatalf("answer is not JSON: %v\n%s", err, out)
+	}
+	st := answer.Status
+	if v, has := st.ParentLabels["stale"]; !has || v != nil || st.ParentLabels["decorated"] == nil || *st.ParentLabels["decorated"] != "yes" {
+		t.Errorf("parentLabels %v: want decorated=yes and stale null", st.ParentLabels)
+	}
+	if a := st.ParentAnnotations["decorated-by"]; a == nil || *a != "hook.py" {
+		t.Errorf("parentAnnotations %v", st.ParentAnnotations)
+	}
+	plan := map[string]string{}
+	for _, item := range st.Plan {
+		plan[item.Kind+"/"+item.Name] = item.Action
+	}
+	if plan["Secret/c-x"] != "Create" || plan["Secret/c-old"] != "Delete" || len(plan) != 2 {
+		t.Errorf("plan %v: want Secret c-x created and c-old deleted", plan)
+	}
+	if _, ok := st.HookRequest["object"]; !ok || st.HookRequest["attachments"] == nil || st.HookRequest["parent"] != nil {
+		t.Errorf("the hook request is not a decorator's: %v", st.HookRequest)
+	}
+
+	pod := `{"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "SyncRequest", "spec": {
+  "parent": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}}}`
+	_, stderr, err := s.kubectl("create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/decoratorcontrollers/"+name+"/sync?dryRun=All", "-f", writeManifest(t, pod))
+	if err == nil || !strings.Contains(stderr, "decorates hellos (example.com/v1), configmaps (v1), not Pod of v1") {
+		t.Errorf("a Pod, which it does not decorate: %v\n%s", err, stderr)
+	}
+}

@@ -1,0 +1,222 @@
+package definition
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+// KindDecorator is the Kind of a Definition compiled from a
+// DecoratorController.
+const KindDecorator = "DecoratorController"
+
+// DecoratorFinalizerPrefix names the finalizer a DecoratorController with a
+// finalize hook puts on the objects it decorates, as Metacontroller does.
+const DecoratorFinalizerPrefix = "metacontroller.io/decoratorcontroller-"
+
+// DecoratorAnnotation marks the attachments a DecoratorController wrote, with
+// its name as the value, as Metacontroller marks them: an object's
+// attachments are the objects it controls that carry it, so that two
+// decorators of one object never take each other's.
+const DecoratorAnnotation = "metacontroller.k8s.io/decorator-controller"
+
+// Decorated is one of a DecoratorController's resources: whose objects it
+// decorates, picked by label and annotation.
+type Decorated struct {
+	Resource
+	Labels      labels.Selector
+	Annotations labels.Selector
+	// IgnoreStatusChanges: an object is synced again only when its
+	// generation, labels or annotations change or it is being deleted.
+	IgnoreStatusChanges bool
+}
+
+// CompileDecorator compiles dc into the same Definition a CompositeController
+// compiles into: its resources are the parents (Decorated, one view each in
+// Parents), its attachments the children, claimed by controller reference
+// and DecoratorAnnotation rather than by a label selector. A decorated
+// object has no revisions, so a Rolling* method acts as its plain one.
+func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
+	spec := field.NewPath("spec")
+	d := &Definition{
+		Kind:            KindDecorator,
+		Name:            dc.Name,
+		UID:             dc.UID,
+		Generation:      dc.Generation,
+		Decorator:       dc,
+		EndpointConfigs: dc.Spec.EndpointConfigs,
+		Finalizer:       DecoratorFinalizerPrefix + dc.Name,
+		FieldManager:    FieldManager(dc.Name),
+		ChildAnnotation: DecoratorAnnotation,
+		ParentLabels:    labels.Everything(),
+		ServiceAccount:  dc.Spec.ServiceAccount,
+		Author:          dc.Status.Author,
+	}
+	if p := dc.Spec.ResyncPeriodSeconds; p != nil {
+		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)
+	}
+	for i, r := range dc.Spec.Resources {
+		path := spec.Child("resources").Index(i)
+		gvr, err := parseGVR(path, r.ResourceRule)
+		if err != nil {
+			return nil, err
+		}
+		dr := Decorated{Resource: resolve(gvr, resolver), Labels: labels.Everything(), Annotations: labels.Everything()}
+		dr.IgnoreStatusChanges = r.IgnoreStatusChanges != nil && *r.IgnoreStatusChanges
+		if s := r.LabelSelector; s != nil {
+			if dr.Labels, err = metav1.LabelSelectorAsSelector(s); err != nil {
+				return nil, fmt.Errorf("%s: %w", path.Child("labelSelector"), err)
+			}
+		}
+		if s := r.AnnotationSelector; s != nil {
+			// Metacontroller reads it as a label selector over annotations.
+			ls := &metav1.LabelSelector{MatchLabels: s.MatchAnnotations, MatchExpressions: s.MatchExpressions}
+			if dr.Annotations, err = metav1.LabelSelectorAsSelector(ls); err != nil {
+				return nil, fmt.Errorf("%s: %w", path.Child("annotationSelector"), err)
+			}
+		}
+		d.Decorated = append(d.Decorated, dr)
+	}
+	for i, a := range dc.Spec.Attachments {
+		gvr, err := parseGVR(spec.Child("attachments").Index(i), a.ResourceRule)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := d.Child(gvr); dup {
+			continue
+		}
+		child := Child{Resource: resolve(gvr, resolver), Method: v1alpha1.ChildUpdateOnDelete}
+		if s := a.UpdateStrategy; s != nil && s.Method != "" {
+			child.Method = plainMethod(s.Method)
+		}
+		d.Children = append(d.Children, child)
+	}
+	if h := dc.Spec.Hooks; h != nil {
+		var err error
+		if d.Hooks, err = resolveHooks(spec.Child("hooks"), h.Sync, h.Finalize, h.Customize); err != nil {
+			return nil, err
+		}
+	}
+	d.Rights = neededRights(d)
+	d.References = references(d)
+	return d, nil
+}
+
+// plainMethod is the update method a decorator's attachments get for m:
+// without revisions, a rolling method updates as its plain one.
+func plainMethod(m v1alpha1.ChildUpdateMethod) v1alpha1.ChildUpdateMethod {
+	switch m {
+	case v1alpha1.ChildUpdateRollingRecreate:
+		return v1alpha1.ChildUpdateRecreate
+	case v1alpha1.ChildUpdateRollingInPlace:
+		return v1alpha1.ChildUpdateInPlace
+	}
+	return m
+}
+
+// Parents are the definitions the loop runs, one per parent resource: d
+// itself for a CompositeController; for a DecoratorController, one view
+// per resource, whose Parent, selectors and IgnoreStatusChanges are that
+// resource's. The engine, a sync and a parent loop each read one view.
+func (d *Definition) Parents() []*Definition {
+	if d.Kind != KindDecorator {
+		return []*Definition{d}
+	}
+	out := make([]*Definition, 0, len(d.Decorated))
+	for _, r := range d.Decorated {
+		view := *d
+		view.Parent = r.Resource
+		view.ParentLabels = r.Labels
+		view.ParentAnnotations = r.Annotations
+		view.IgnoreStatusChanges = r.IgnoreStatusChanges
+		view.Rights = viewRights(d, r.GVR)
+		out = append(out, &view)
+	}
+	return out
+}
+
+// parentResources are the resources whose objects d syncs.
+func (d *Definition) parentResources() []Resource {
+	if d.Kind != KindDecorator {
+		return []Resource{d.Parent}
+	}
+	out := make([]Resource, 0, len(d.Decorated))
+	for _, r := range d.Decorated {
+		out = append(out, r.Resource)
+	}
+	return out
+}
+
+// IsParent tells whether gvr's group and resource are one of d's parent
+// resources (whatever the version).
+func (d *Definition) IsParent(group, resource string) bool {
+	for _, r := range d.parentResources() {
+		if r.GVR.Group == group && r.GVR.Resource == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// Selects tells whether the controller syncs obj for what it is rather
+// than for its finalizer: it matches the label selector and, for a
+// decorator, the annotation selector.
+func (d *Definition) Selects(obj *unstructured.Unstructured) bool {
+	if !d.ParentLabels.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	return d.ParentAnnotations == nil || d.ParentAnnotations.Matches(labels.Set(obj.GetAnnotations()))
+}
+
+// OwnsChild tells whether obj, controlled by one of the controller's
+// parents, is the controller's child: for a decorator only when it carries
+// the decorator's annotation with its name.
+func (d *Definition) OwnsChild(obj metav1.Object) bool {
+	return d.ChildAnnotation == "" || obj.GetAnnotations()[d.ChildAnnotation] == d.Name
+}
+
+// WithoutStatusRights is d without the right to write its parent's status:
+// for a decorated resource without a status subresource, whose status, if
+// any, is written with the object itself.
+func (d *Definition) WithoutStatusRights() *Definition {
+	out := *d
+	out.Rights = nil
+	for _, r := range d.Rights {
+		if r.Subresource == "status" && r.Group == d.Parent.GVR.Group && r.Resource == d.Parent.GVR.Resource {
+			continue
+		}
+		out.Rights = append(out.Rights, r)
+	}
+	return &out
+}
+
+// viewRights are the rights a decorator's loop on the resource parent uses:
+// d's without those on its other resources (unless they are attachments
+// too).
+func viewRights(d *Definition, parent schema.GroupVersionResource) []Right {
+	var out []Right
+	for _, r := range d.Rights {
+		other := d.IsParent(r.Group, r.Resource) && (r.Group != parent.Group || r.Resource != parent.Resource)
+		if other && !isChildResource(d, r.Group, r.Resource) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func isChildResource(d *Definition, group, resource string) bool {
+	for _, c := range d.Children {
+		if c.GVR.Group == group && c.GVR.Resource == resource {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+)
+
+// What is DecoratorController's own in the engine: its hook's request and
+// answer, which carry the decorated object and its attachments where a
+// CompositeController's carry the parent and its children, and the labels
+// and annotations its answer sets on the object. Everything else (claim,
+// validation of the attachments, the plan) is the engine's shared code,
+// with the object as the parent and the attachments as its children.
+
+// DecoratorHook is a DecoratorController's sync or finalize hook as the
+// engine calls it: it answers and says the exact request body it sent
+// (*hooks.Webhook); nil when it sent none.
+type DecoratorHook interface {
+	DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error)
+}
+
+// InProcessDecorator makes a decorator hook that runs in this process (Go
+// code, tests) a hook the engine takes in Hooks.Sync or Hooks.Finalize.
+func InProcessDecorator(h hookapi.DecoratorHook) SyncHook {
+	return inProcessDecorator{h}
+}
+
+type inProcessDecorator struct{ hookapi.DecoratorHook }
+
+func (h inProcessDecorator) DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error) {
+	resp, err := h.Decorate(ctx, req)
+	return resp, nil, err
+}
+
+func (h inProcessDecorator) SyncSent(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	return nil, nil, fmt.Errorf("a DecoratorController's hook answers decorator requests only")
+}
+
+// Decoration is what a DecoratorController's answer sets on the object
+// besides its status: labels and annotations, a nil value removing one.
+type Decoration struct {
+	Labels      map[string]*string
+	Annotations map[string]*string
+}
+
+// callHook calls the sync or finalize hook in the shape of the controller's
+// kind: a DecoratorController's hook gets the decorated object and its
+// attachments, and its answer is read as a CompositeController's would be
+// (status, attachments as children, resync, finalized), its labels and
+// annotations kept in the plan's Decoration.
+func (c *computation) callHook(ctx context.Context, hookName string, hook SyncHook, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+	def := c.in.Definition
+	if def.Kind != definition.KindDecorator {
+		return hook.SyncSent(ctx, req)
+	}
+	dh, ok := hook.(DecoratorHook)
+	if !ok {
+		return nil, nil, fmt.Errorf("the %s hook of DecoratorController %q can't take a decorator's request", hookName, def.Name)
+	}
+	resp, sent, err := dh.DecorateSent(ctx, &hookapi.DecoratorHookRequest{
+		Controller:  def.Decorator.DeepCopy(),
+		Object:      req.Parent,
+		Attachments: req.Children,
+		Related:     req.Related,
+		Finalizing:  req.Finalizing,
+	})
+	if err != nil || resp == nil {
+		return nil, sent, err
+	}
+	if problems := decorationProblems(resp); len(problems) > 0 {
+		return nil, sent, &InvalidResponseError{Kind: def.Kind, Controller: def.Name, Hook: hookName, Problems: problems}
+	}
+	c.plan.Decoration = &Decoration{Labels: resp.Labels, Annotations: resp.Annotations}
+	return &hookapi.SyncHookResponse{
+		Status:             resp.Status,
+		Children:           resp.Attachments,
+		ResyncAfterSeconds: resp.ResyncAfterSeconds,
+		Finalized:          resp.Finalized,
+	}, sent, nil
+}
+
+// decorationProblems are the labels and annotations of an answer that the
+// API server would refuse on the object, each named, sorted.
+func decorationProblems(resp *hookapi.DecoratorHookResponse) []string {
+	var problems []string
+	for k, v := range resp.Labels {
+		for _, msg := range validation.IsQualifiedName(k) {
+			problems = append(problems, fmt.Sprintf("labels: key %q: %s", k, msg))
+		}
+		if v != nil {
+			for _, msg := range validation.IsValidLabelValue(*v) {
+				problems = append(problems, fmt.Sprintf("labels: value %q of %q: %s", *v, k, msg))
+			}
+		}
+	}
+	for k := range resp.Annotations {
+		for _, msg := range validation.IsQualifiedName(k) {
+			problems = append(problems, fmt.Sprintf("annotations: key %q: %s", k, msg))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// annotateChild marks a desired attachment as the decorator's, as
+// Metacontroller does: an object's attachments are told from other
+// objects it controls by this annotation.
+func (c *computation) annotateChild(obj *unstructured.Unstructured) {
+	def := c.in.Definition
+	if def.ChildAnnotation == "" {
+		return
+	}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[def.ChildAnnotation] = def.Name
+	obj.SetAnnotations(ann)
+}
+
+// attachmentSelector is what a decorated object's attachments are matched
+// by instead of a label selector: every candidate, for the candidates of a
+// decorator are only the objects carrying its annotation (see
+// OwnedCandidates).
+var attachmentSelector = labels.Everything()
+
+// OwnedCandidates keeps of the candidate children those the controller may
+// claim: for a DecoratorController the objects carrying its annotation, so
+// that an object's other dependents, or another decorator's attachments,
+// are never claimed, released or deleted.
+func OwnedCandidates(def *definition.Definition, candidates []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if def.ChildAnnotation == "" {
+		return candidates
+	}
+	out := candidates[:0:0]
+	for _, obj := range candidates {
+		if def.OwnsChild(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}

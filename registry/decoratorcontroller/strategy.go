@@ -1,0 +1,145 @@
+// Package decoratorcontroller is the registry of DecoratorControllers: how
+// they are created, updated, validated, stored and printed. What it shares
+// with the CompositeController registry is in registry/controllerregistry.
+package decoratorcontroller
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+)
+
+// strategy is how the main resource is created and updated: users own the
+// spec, the server owns the status.
+type strategy struct {
+	controllerregistry.Controller
+	runtime.ObjectTyper
+	names.NameGenerator
+	// rightsWarnings says, on create and on a spec change, which rights
+	// the server lacks to run the controller; nil without a target cluster.
+	rightsWarnings func(ctx context.Context, dc runtime.Object) []string
+	// destinations are the address ranges hooks may not be called at.
+	destinations hooks.Destinations
+	// mayAuthor tells whether the request's user passes the author checks
+	// of a controller; nil without a target cluster.
+	mayAuthor func(ctx context.Context, dc runtime.Object) bool
+	// identityRequired refuses a controller that names no ServiceAccount.
+	identityRequired bool
+}
+
+var (
+	_ rest.RESTCreateUpdateStrategy = strategy{}
+	_ rest.ResetFieldsStrategy      = strategy{}
+	_ rest.RESTDeleteStrategy       = strategy{}
+)
+
+// NewStrategy returns the strategy of the decoratorcontrollers resource.
+func NewStrategy(typer runtime.ObjectTyper) strategy {
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+}
+
+// PrepareForCreate clears the status, which only the controller may write,
+// records the request's user as the author, and starts the generation at 1.
+func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	dc := obj.(*metacontroller.DecoratorController)
+	dc.Status = metacontroller.DecoratorControllerStatus{Author: controllerregistry.AuthorOf(ctx)}
+	dc.Generation = 1
+}
+
+// PrepareForUpdate keeps the stored status and bumps the generation when,
+// and only when, the spec changed; whoever changes the spec becomes its
+// author, as for CompositeControllers.
+func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newDC := obj.(*metacontroller.DecoratorController)
+	oldDC := old.(*metacontroller.DecoratorController)
+	newDC.Status = oldDC.Status
+	switch {
+	case specChanged(newDC, oldDC):
+		newDC.Generation = oldDC.Generation + 1
+		newDC.Status.Author = controllerregistry.AuthorOf(ctx)
+	case oldDC.Status.Author == nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)):
+		newDC.Status.Author = controllerregistry.AuthorOf(ctx)
+	}
+}
+
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	dc := obj.(*metacontroller.DecoratorController)
+	errs := append(validation.ValidateDecoratorController(dc), s.validateDestinations(dc)...)
+	return append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
+}
+
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	dc, oldDC := obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController)
+	errs := append(validation.ValidateDecoratorControllerUpdate(dc, oldDC), s.validateDestinations(dc)...)
+	if specChanged(dc, oldDC) {
+		errs = append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
+	}
+	return errs
+}
+
+func (s strategy) validateDestinations(dc *metacontroller.DecoratorController) field.ErrorList {
+	h := dc.Spec.Hooks
+	if h == nil {
+		return nil
+	}
+	return controllerregistry.ValidateHookDestinations(s.destinations, field.NewPath("spec", "hooks"),
+		[]controllerregistry.NamedHook{{Name: "sync", Hook: h.Sync}, {Name: "finalize", Hook: h.Finalize}, {Name: "customize", Hook: h.Customize}})
+}
+
+func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
+	warnings := validation.DecoratorWarnings(obj.(*metacontroller.DecoratorController))
+	if s.rightsWarnings != nil {
+		warnings = append(warnings, s.rightsWarnings(ctx, obj)...)
+	}
+	return warnings
+}
+
+func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	dc := obj.(*metacontroller.DecoratorController)
+	warnings := validation.DecoratorWarnings(dc)
+	if s.rightsWarnings != nil && specChanged(dc, old.(*metacontroller.DecoratorController)) {
+		warnings = append(warnings, s.rightsWarnings(ctx, obj)...)
+	}
+	return warnings
+}
+
+func specChanged(newDC, oldDC *metacontroller.DecoratorController) bool {
+	return !apiequality.Semantic.DeepEqual(newDC.Spec, oldDC.Spec)
+}
+
+// statusStrategy is how the status subresource updates an object: the
+// controller owns the status, and nothing else changes through it.
+type statusStrategy struct {
+	strategy
+	controllerregistry.Status
+}
+
+var _ rest.RESTUpdateStrategy = statusStrategy{}
+
+// PrepareForUpdate keeps everything but the status as stored.
+func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newDC := obj.(*metacontroller.DecoratorController)
+	oldDC := old.(*metacontroller.DecoratorController)
+	newDC.Spec = oldDC.Spec
+	controllerregistry.KeepMetadata(&newDC.ObjectMeta, &oldDC.ObjectMeta)
+	// The author is the spec's: a status writer cannot choose it.
+	newDC.Status.Author = oldDC.Status.Author
+}
+
+func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateDecoratorControllerStatusUpdate(obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController))
+}
+
+// WarningsOnUpdate has nothing to say: the spec cannot change here.
+func (statusStrategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	return nil
+}

@@ -1,0 +1,66 @@
+package loop
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestADecoratorActsAsItsServiceAccount: a DecoratorController that names
+// a ServiceAccount acts as it, as a CompositeController does. Its
+// ServiceAccount may decorate hellos and write Secrets in one namespace
+// only: a Hello there is decorated and gets its attachment; a Hello in
+// another namespace (where the server itself may write) gets nothing, and
+// a Forbidden Event names the ServiceAccount.
+func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
+	hook := setUp(t)
+	ctx := context.Background()
+	const ctrl = "decorator-identity"
+	home, away := namespace(t, "decorator-identity-home"), namespace(t, "decorator-identity-away")
+	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "decorator"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, "decorator-identity", home, `rules:
+- apiGroups: ["example.com"]
+  resources: ["hellos"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["example.com"]
+  resources: ["hellos/status"]
+  verbs: ["get", "update"]
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+`, "{kind: ServiceAccount, name: decorator, namespace: "+home+"}")
+	grant(t, "composite-apiserver-impersonate", home, `rules:
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["impersonate", "get"]
+`, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
+
+	createDecoratorManifest(t, ctrl, decorator(ctrl, hook.URL)+"  serviceAccount: {namespace: "+home+", name: decorator}\n")
+
+	hello := createParent(t, home, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	waitDecorated(t, func() (metav1.Object, error) {
+		return dyn.Resource(hellos).Namespace(home).Get(ctx, "h", metav1.GetOptions{})
+	})
+	waitAttachment(t, home, "h-a", ctrl, hello)
+
+	createParent(t, away, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	waitEventReason(t, away, "h", "Forbidden", "ServiceAccount "+home+"/decorator may not list hellos.example.com in namespace "+away)
+	got, err := dyn.Resource(hellos).Namespace(away).Get(ctx, "h", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labels := got.GetLabels(); labels["decorated"] != "" {
+		t.Errorf("a Hello where the decorator's ServiceAccount may not write was decorated: %v", labels)
+	}
+	if list, err := stack.Kube.CoreV1().Secrets(away).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, s := range list.Items {
+			if s.Annotations[decoratorAnnotation] == ctrl {
+				t.Errorf("an attachment %s was written where the decorator's ServiceAccount may not", s.Name)
+			}
+		}
+	}
+}

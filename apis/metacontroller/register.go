@@ -33,6 +33,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CompositeController{},
 		&CompositeControllerList{},
 		&SyncRequest{},
+		&FleetPreview{},
 		&ControllerRevision{},
 		&ControllerRevisionList{},
 	)

@@ -154,7 +154,8 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
-	opts.Syncer = syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	opts.Syncer, opts.Previewer = runner, runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
@@ -166,10 +167,11 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(metacontroller.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"compositecontrollers":        storage.CompositeController,
-		"compositecontrollers/status": storage.Status,
-		"compositecontrollers/sync":   storage.Sync,
-		"controllerrevisions":         revisions,
+		"compositecontrollers":         storage.CompositeController,
+		"compositecontrollers/status":  storage.Status,
+		"compositecontrollers/sync":    storage.Sync,
+		"compositecontrollers/preview": storage.Preview,
+		"controllerrevisions":          revisions,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

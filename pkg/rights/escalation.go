@@ -76,18 +76,47 @@ type Escalation struct {
 // CheckAuthor answers Forbidden, naming every right the user lacks, when
 // the user may not do what cc's loop would do.
 func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeController) error {
-	gr := schema.GroupResource{Group: v1alpha1.GroupName, Resource: "compositecontrollers"}
-	user, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		return apierrors.NewForbidden(gr, cc.Name, errors.New("no user in the request"))
-	}
 	def, err := definition.Compile(cc, nil)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	needed := AuthorRights(def)
-	// All at once: each may be a SubjectAccessReview to kube-apiserver
-	// (the delegating authorizer caches answers for a few seconds).
+	missing, err := Missing(ctx, e.Authorizer, AuthorRights(def))
+	if err != nil {
+		return apierrors.NewForbidden(controllers, cc.Name, err)
+	}
+	return AuthorForbidden(cc.Name, missing, "")
+}
+
+var controllers = schema.GroupResource{Group: v1alpha1.GroupName, Resource: "compositecontrollers"}
+
+// AuthorForbidden is the answer to an author who lacks the rights missing
+// (in namespace, or in all namespaces when it is empty, unless a right
+// names its object); nil when none are.
+func AuthorForbidden(controller string, missing []Right, namespace string) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	where := "in all namespaces unless named"
+	if namespace != "" {
+		where = "in namespace " + namespace
+	}
+	names := make([]string, 0, len(missing))
+	for _, r := range missing {
+		names = append(names, r.String())
+	}
+	return apierrors.NewForbidden(controllers, controller, fmt.Errorf(
+		"its loop would act with composite-apiserver's identity on what you may not touch yourself; you may not %s (%s)",
+		strings.Join(names, ", "), where))
+}
+
+// Missing returns the rights the request's user lacks, asking authz about
+// all of them at once: each may be a SubjectAccessReview to kube-apiserver
+// (the delegating authorizer caches answers for a few seconds).
+func Missing(ctx context.Context, authz authorizer.Authorizer, needed []Right) ([]Right, error) {
+	user, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, errors.New("no user in the request")
+	}
 	denied := make([]bool, len(needed))
 	errs := make([]error, len(needed))
 	var wg sync.WaitGroup
@@ -95,7 +124,7 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			decision, _, err := e.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
+			decision, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
 				Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
 			})
@@ -107,18 +136,54 @@ func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeCont
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return apierrors.NewForbidden(gr, cc.Name, err)
+		return nil, err
 	}
-	var missing []string
+	var missing []Right
 	for i, r := range needed {
 		if denied[i] {
-			missing = append(missing, r.String())
+			missing = append(missing, r)
 		}
 	}
-	if len(missing) > 0 {
-		return apierrors.NewForbidden(gr, cc.Name, fmt.Errorf(
-			"its loop would act with composite-apiserver's identity on what you may not touch yourself; you may not %s (in all namespaces unless named)",
-			strings.Join(missing, ", ")))
+	return missing, nil
+}
+
+// AuthorRightsByScope splits AuthorRights(def) for a fleet preview, which
+// reads the parents of the namespaces it previews and no others: the
+// rights on namespaced parent and child resources are asked in each
+// namespace previewed (InNamespace); the rest (named Secrets and
+// ConfigMaps, cluster-scoped resources, and resources discovery could not
+// place) as a create of the controller asks them.
+func AuthorRightsByScope(def *definition.Definition) (cluster, namespaced []Right) {
+	scoped := map[schema.GroupResource]bool{}
+	for _, r := range append([]definition.Resource{def.Parent}, childResources(def)...) {
+		if r.Err == nil && r.Namespaced {
+			scoped[r.GVR.GroupResource()] = true
+		}
 	}
-	return nil
+	for _, r := range AuthorRights(def) {
+		if r.Name == "" && scoped[schema.GroupResource{Group: r.Group, Resource: r.Resource}] {
+			namespaced = append(namespaced, r)
+		} else {
+			cluster = append(cluster, r)
+		}
+	}
+	return cluster, namespaced
+}
+
+// InNamespace is rights, each asked in namespace.
+func InNamespace(rights []Right, namespace string) []Right {
+	out := make([]Right, len(rights))
+	for i, r := range rights {
+		r.Namespace = namespace
+		out[i] = r
+	}
+	return out
+}
+
+func childResources(def *definition.Definition) []definition.Resource {
+	out := make([]definition.Resource, 0, len(def.Children))
+	for _, c := range def.Children {
+		out = append(out, c.Resource)
+	}
+	return out
 }

@@ -108,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req 
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env, children, warnings := r.env(resolver, dryRun)
+	env, children, warnings := r.env(resolver, r.authorizer, dryRun)
 	if !dryRun {
 		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
@@ -197,17 +197,17 @@ func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
 // keeps what the sync lists of the child resources, where a preview finds
 // the live child of a desired one the plan holds no observed object for
 // (released, or someone else's); nil without a cluster.
-func (r *Runner) env(resolver definition.KindResolver, dryRun bool) (env reconcile.Env, children *callerLister, warnings []string) {
+func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authorizer, dryRun bool) (env reconcile.Env, children *callerLister, warnings []string) {
 	if r.cluster == nil {
 		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
 	}
-	children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
+	children = &callerLister{cluster: r.cluster, authorizer: authz, keep: dryRun}
 	return reconcile.Env{
 		Client:    r.cluster.Dynamic,
 		Metadata:  r.cluster.Metadata,
 		Resolver:  resolver,
 		Children:  children,
-		Related:   &callerLister{cluster: r.cluster, authorizer: r.authorizer},
+		Related:   &callerLister{cluster: r.cluster, authorizer: authz},
 		Recorder:  r.recorder,
 		Ownership: r.cluster.Schemas,
 		Revisions: reconcile.ClientRevisions{Client: r.cluster.Dynamic},

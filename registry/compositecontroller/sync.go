@@ -67,15 +67,7 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 			return nil, err
 		}
 	}
-	// From the watch cache: a sync runs the controller as it is known
-	// now, and an etcd quorum read per preview would cost more than the
-	// preview itself. A controller the cache has not seen yet (created a
-	// moment ago, and previewed at once) is read from etcd: a miss must
-	// not answer 404 for what the caller has just created.
-	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		stored, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
+	stored, err := getController(ctx, r.store, name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,4 +95,25 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	}
 	out.Name = name
 	return out, nil
+}
+
+// getController reads the controller a subresource request names, from the
+// watch cache: a sync runs the controller as it is known now, and an etcd
+// quorum read per preview would cost more than the preview itself. A
+// controller the cache has not seen yet (created a moment ago, and
+// previewed at once) is read from etcd: a miss must not answer 404 for what
+// the caller has just created.
+func getController(ctx context.Context, store rest.Getter, name string) (*metacontroller.CompositeController, error) {
+	stored, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		stored, err = store.Get(ctx, name, &metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	cc, ok := stored.(*metacontroller.CompositeController)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("the store answered %T", stored))
+	}
+	return cc, nil
 }

@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CompositeController{},
 		&CompositeControllerList{},
 		&SyncRequest{},
+		&FleetPreview{},
 		&ControllerRevision{},
 		&ControllerRevisionList{},
 	)

@@ -189,7 +189,8 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	if err != nil {
 		return nil, err
 	}
-	env, _, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, true)
+	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false)
+	env.Index = newPageChildren(children)
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
 	results := make([]v1alpha1.FleetPreviewParent, len(cands))
 	budget := parentBudget(f.def) + fleetAnswerMargin

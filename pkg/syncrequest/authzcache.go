@@ -21,8 +21,8 @@ type requestAuthorizer struct {
 
 type authzQuestion struct {
 	verb, namespace, group, version, resource, subresource, name string
-	resourceRequest                                             bool
-	path                                                        string
+	resourceRequest                                              bool
+	path                                                         string
 }
 
 type authzAnswer struct {

@@ -335,5 +335,3 @@ func addUp(t *v1alpha1.FleetPreviewTotals, p *v1alpha1.FleetPreviewParent) {
 	t.Counts.Orphan += p.Counts.Orphan
 	t.Counts.Unchanged += p.Counts.Unchanged
 }
-
-

@@ -14,8 +14,10 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -240,67 +242,34 @@ func (f *fleetFixture) resourceVersions(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	out["compositecontroller/"+stored.Name] = stored.ResourceVersion
+	opts := metav1.ListOptions{}
 	for _, ns := range fleetNamespaces {
-		for kind, list := range map[string]func() ([]metav1.Object, error){
-			"hello": func() ([]metav1.Object, error) {
-				l, err := f.dyn.Resource(hellosGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-				return unstructuredObjects(l), err
-			},
-			"configmap": func() ([]metav1.Object, error) {
-				l, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				var objs []metav1.Object
-				for i := range l.Items {
-					objs = append(objs, &l.Items[i])
-				}
-				return objs, nil
-			},
-			"secret": func() ([]metav1.Object, error) {
-				l, err := stack.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				var objs []metav1.Object
-				for i := range l.Items {
-					objs = append(objs, &l.Items[i])
-				}
-				return objs, nil
-			},
-			"controllerrevision": func() ([]metav1.Object, error) {
-				l, err := f.cc.MetacontrollerV1alpha1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				var objs []metav1.Object
-				for i := range l.Items {
-					objs = append(objs, &l.Items[i])
-				}
-				return objs, nil
+		for kind, list := range map[string]func() (runtime.Object, error){
+			"hello":     func() (runtime.Object, error) { return f.dyn.Resource(hellosGVR).Namespace(ns).List(ctx, opts) },
+			"configmap": func() (runtime.Object, error) { return stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, opts) },
+			"secret":    func() (runtime.Object, error) { return stack.Kube.CoreV1().Secrets(ns).List(ctx, opts) },
+			"controllerrevision": func() (runtime.Object, error) {
+				return f.cc.MetacontrollerV1alpha1().ControllerRevisions(ns).List(ctx, opts)
 			},
 		} {
-			objs, err := list()
+			l, err := list()
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := meta.ExtractList(l)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, o := range objs {
-				out[kind+"/"+ns+"/"+o.GetName()] = o.GetResourceVersion()
+				m, err := meta.Accessor(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[kind+"/"+ns+"/"+m.GetName()] = m.GetResourceVersion()
 			}
 		}
 	}
 	return out
-}
-
-func unstructuredObjects(l *unstructured.UnstructuredList) []metav1.Object {
-	if l == nil {
-		return nil
-	}
-	objs := make([]metav1.Object, 0, len(l.Items))
-	for i := range l.Items {
-		objs = append(objs, &l.Items[i])
-	}
-	return objs
 }
 
 // TestFleetPreviewNamesTheParentsAndFieldsAProposalChanges: a proposal
@@ -509,4 +478,31 @@ func keysOfParents(m map[string]v1alpha1.FleetPreviewParent) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestFleetPreviewRefusesAnInvalidProposal: a proposal is validated as an
+// update of the controller would be, and the error names the field where
+// the request holds it; nothing is previewed.
+func TestFleetPreviewRefusesAnInvalidProposal(t *testing.T) {
+	f := setUpFleet(t)
+	bad := f.proposal(t, "proposed", func(s *v1alpha1.CompositeControllerSpec) {
+		url := "not a url"
+		s.Hooks.Sync.Webhook.URL = &url
+	})
+	_, err := f.cc.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), fleetController, &v1alpha1.FleetPreview{
+		Spec: v1alpha1.FleetPreviewSpec{CompositeController: bad, Limit: -1},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("an invalid proposal: %v, want Invalid", err)
+	}
+	var fields []string
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			fields = append(fields, c.Field)
+		}
+	}
+	sort.Strings(fields)
+	if want := []string{"spec.compositeController.hooks.sync.webhook.url", "spec.limit"}; !reflect.DeepEqual(fields, want) {
+		t.Errorf("fields %q, want %q (%v)", fields, want, err)
+	}
 }

@@ -11,13 +11,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -417,6 +420,24 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
+	}
+	// RBAC reaches kube-apiserver's authorizer through its informers, and
+	// composite-apiserver keeps each answer for seconds: ask kube-apiserver
+	// first, so that the server's first question gets the grant.
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Group: "metacontroller.k8s.io", Resource: "compositecontrollers", Subresource: "preview"},
+		{Verb: "list", Group: "example.com", Resource: "hellos", Namespace: "fleet-a"},
+		{Verb: "watch", Group: "", Resource: "configmaps", Namespace: "fleet-a"},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			review, err := stack.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs},
+			}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("%s is not granted %+v: %v", user, attrs, err)
+		}
 	}
 	kubeconfig, err := stack.UserKubeconfig(user)
 	if err != nil {

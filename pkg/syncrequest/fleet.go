@@ -3,6 +3,7 @@ package syncrequest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ const (
 	MaxFleetLimit     = 1000
 	// fleetAnswerMargin is the time kept, before the request's deadline,
 	// to encode and send the answer.
-	fleetAnswerMargin = 2 * time.Second
+	fleetAnswerMargin = 3 * time.Second
 )
 
 // Preview previews cc against its live parents, those spec.selector picks,
@@ -181,9 +182,13 @@ func parentSelector(def *definition.Definition, sel *metav1.LabelSelector) (labe
 	return def.ParentLabels.Add(reqs...), nil
 }
 
-// run previews the page's parents, fleetWorkers at a time, and stops
-// starting new ones when the request's deadline is nearer than one
-// parent's hooks may take: the parents not started are the next page's.
+// run previews the page's parents, fleetWorkers at a time, within the
+// request's deadline (the generic create handler gives a request 34 s at
+// most) less fleetAnswerMargin to send the answer: a parent whose hooks
+// have not answered by then is cut short, and it and the parents after
+// it, started or not, are the next page's. A page thus ends in time
+// whatever the hooks' timeouts, and holds at least its first parent, or a
+// hook slower than a request would stop the fleet for good.
 func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreviewStatus, error) {
 	cands, next, done, err := f.gather(ctx)
 	if err != nil {
@@ -192,31 +197,45 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false)
 	env.Index = newPageChildren(children)
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
+	pageCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pageCtx, cancel = context.WithDeadline(ctx, deadline.Add(-fleetAnswerMargin))
+		defer cancel()
+	}
 	results := make([]v1alpha1.FleetPreviewParent, len(cands))
-	budget := parentBudget(f.def) + fleetAnswerMargin
-	deadline, hasDeadline := ctx.Deadline()
+	// cut[i]: parent i was not started, or the page's deadline cut it
+	// short.
+	cut := make([]bool, len(cands))
 	limit := make(chan struct{}, fleetWorkers)
-	started := len(cands)
 	var wg sync.WaitGroup
 	for i, c := range cands {
 		limit <- struct{}{}
-		// At least one parent a page, or a controller whose hooks may
-		// take longer than the request could never be previewed.
-		if i > 0 && hasDeadline && time.Until(deadline) < budget {
+		if pageCtx.Err() != nil {
 			<-limit
-			started = i
+			for j := i; j < len(cands); j++ {
+				cut[j] = true
+			}
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-limit }()
-			results[i] = f.previewParent(ctx, rec, env, c.parent)
+			results[i] = f.previewParent(pageCtx, rec, env, c.parent)
+			cut[i] = results[i].Error != "" && pageCtx.Err() != nil
 		}()
 	}
 	wg.Wait()
-	if started < len(cands) {
-		results, next, done = results[:started], cands[started].at, false
+	// Parents are answered in order: the page ends before the first one
+	// cut short, which then heads the next page.
+	if k := slices.Index(cut, true); k >= 0 {
+		if k == 0 {
+			k = 1
+		}
+		if k < len(cands) {
+			results, next, done = results[:k], cands[k].at, false
+		}
 	}
 	status := &v1alpha1.FleetPreviewStatus{Parents: results}
 	for i := range results {
@@ -226,23 +245,6 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 		status.Continue = next.token()
 	}
 	return status, nil
-}
-
-// parentBudget is the longest one parent's preview may take: its hooks'
-// timeouts, one after the other, and a second for reading its children.
-func parentBudget(def *definition.Definition) time.Duration {
-	d := time.Second
-	for _, h := range []*definition.Hook{def.Hooks.Customize, def.Hooks.Sync, def.Hooks.Finalize} {
-		if h != nil && h.Webhook != nil {
-			d += h.Timeout
-		}
-	}
-	for _, p := range def.Hooks.Patches {
-		if p.Webhook != nil {
-			d += p.Webhook.Timeout
-		}
-	}
-	return d
 }
 
 // previewParent is one parent's dry-run sync, summed up: the plan's

@@ -134,6 +134,11 @@ func BenchmarkFleetPreview(b *testing.B) {
 	b.ReportMetric(cpu*1000/float64(previewed), "server-cpu-ms/parent")
 	b.ReportMetric(float64(rssBefore)/(1<<20), "rss-before-MiB")
 	b.ReportMetric(float64(peak)/(1<<20), "rss-peak-MiB")
+	// With -sync.cpuprofile, where the server spends a page's time.
+	s.profile(b, "fleet-preview", func(ctx context.Context, _ int) error {
+		_, _, err := s.previewPage(ctx, url, "", *fleetLimit)
+		return err
+	})
 	b.Logf("fleet preview: %d parents × %d ConfigMaps in %d pages of %d: %.0f parents/s (%.2f× B1 direct's %.0f req/s in the same run); composite-apiserver CPU %.2f ms a parent; RSS %.0f MiB before, %.0f MiB at its peak while streaming",
 		parents, children, pages, *fleetLimit, rate, ratio, direct.rps(), cpu*1000/float64(previewed), float64(rssBefore)/(1<<20), float64(peak)/(1<<20))
 }

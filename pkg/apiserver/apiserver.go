@@ -155,6 +155,10 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
+	// Fleet previews on the replica that runs the loop read the children
+	// from the loop's caches.
+	caches := &controller.Caches{}
+	runner.ReadChildrenFrom(caches)
 	opts.Syncer, opts.Previewer = runner, runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
@@ -184,7 +188,8 @@ func (c completedConfig) New() (*Server, error) {
 		}
 	}
 	if c.ExtraConfig.Loop != nil && c.ExtraConfig.Target != nil {
-		if err := generic.AddPostStartHook("start-composite-controller-loop", c.startLoop); err != nil {
+		startLoop := func(ctx genericapiserver.PostStartHookContext) error { return c.startLoop(ctx, caches) }
+		if err := generic.AddPostStartHook("start-composite-controller-loop", startLoop); err != nil {
 			return nil, err
 		}
 	}
@@ -209,7 +214,7 @@ func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHook
 
 // startLoop runs the controller loop in the background for as long as the
 // server runs, on the leader only when leader election is on.
-func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext) error {
+func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches) error {
 	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
@@ -223,7 +228,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations,
+			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 		})
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")

@@ -75,6 +75,8 @@ type Config struct {
 	FinalizeGrace time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
+	// Caches, when set, lends the loop's informer caches while it runs.
+	Caches *Caches
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -189,6 +191,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("can't sync the CompositeController informer")
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
+	m.cfg.Caches.lend(ctx, m)
 	go func() {
 		for m.processNext(ctx) {
 		}

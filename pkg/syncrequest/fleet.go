@@ -195,7 +195,7 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 		return nil, err
 	}
 	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false)
-	env.Index = newPageChildren(children)
+	env.Index = newPageChildren(children, f.r.caches)
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
 	pageCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {

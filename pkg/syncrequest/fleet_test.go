@@ -12,10 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -78,7 +82,7 @@ func TestPageChildrenListsOnceAndIndexesByController(t *testing.T) {
 		lists++
 		return false, nil, nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}})
+	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}}, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		owner types.UID
@@ -118,5 +122,52 @@ func TestTotalsAddUpThePlans(t *testing.T) {
 	want := v1alpha1.FleetPreviewTotals{Parents: 4, Changed: 2, Failed: 1, Counts: v1alpha1.FleetPreviewCounts{Create: 1, Unchanged: 8}}
 	if totals != want {
 		t.Errorf("totals %+v, want %+v", totals, want)
+	}
+}
+
+// fakeCaches holds one index, of configmaps.
+type fakeCaches struct{ index engine.ChildIndex }
+
+func (c fakeCaches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool) {
+	return c.index, gvr == configMaps
+}
+
+type oneChild struct{ obj *unstructured.Unstructured }
+
+func (o oneChild) Candidates(context.Context, schema.GroupVersionResource, string, types.UID) ([]*unstructured.Unstructured, error) {
+	return []*unstructured.Unstructured{o.obj}, nil
+}
+
+func (o oneChild) Get(context.Context, schema.GroupVersionResource, string, string) (*unstructured.Unstructured, error) {
+	return o.obj, nil
+}
+
+// Where the loop caches a child resource, a page reads it from there, and
+// only where the caller may list it: the cache holds what the server may
+// read.
+func TestPageChildrenReadTheLoopsCacheAsTheCallerMay(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"})
+	client.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		t.Errorf("listed %s: the cache holds it", a.GetResource())
+		return false, nil, nil
+	})
+	cached := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "cached", "namespace": "ns"}}}
+	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetNamespace() == "ns" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{oneChild{cached}})
+	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
+	objs, err := page.Candidates(ctx, configMaps, "ns", "uid")
+	if err != nil || len(objs) != 1 || objs[0] != cached {
+		t.Errorf("candidates %v, %v; want the cached one", objs, err)
+	}
+	if _, err := page.Candidates(ctx, configMaps, "other", "uid"); !apierrors.IsForbidden(err) {
+		t.Errorf("candidates in a namespace the caller may not list: %v, want Forbidden", err)
+	}
+	if _, err := page.Get(ctx, configMaps, "other", "cached"); !apierrors.IsForbidden(err) {
+		t.Errorf("get in a namespace the caller may not list: %v, want Forbidden", err)
 	}
 }

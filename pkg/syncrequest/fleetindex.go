@@ -9,17 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
-// pageChildren are the children of a page's parents, listed once per
-// child resource and namespace, as the caller may list them, and indexed by
-// controller: a page of a hundred parents in one namespace costs one list
-// per child resource, not one per parent, and each parent's claim reads
-// only its own children and the orphans, as the loop's informer indexes
-// give them (engine.ChildIndex). The objects are shared by the parents'
-// syncs, which only read them.
+// pageChildren are the children of a page's parents, as the caller may
+// list them: from the loop's caches where this replica holds them, or else
+// listed once per child resource and namespace, and indexed by controller.
+// A page of a hundred parents in one namespace costs one list per child
+// resource at most, not one per parent, and each parent's claim reads only
+// its own children and the orphans, as the loop's informer indexes give
+// them (engine.ChildIndex). The objects are shared by the parents' syncs,
+// which only read them.
 type pageChildren struct {
 	lister *callerLister
+	caches ChildCaches
 
 	mu    sync.Mutex
 	lists map[pageListKey]*pageList
@@ -38,8 +42,24 @@ type pageList struct {
 	byName  map[string]*unstructured.Unstructured
 }
 
-func newPageChildren(lister *callerLister) *pageChildren {
-	return &pageChildren{lister: lister, lists: map[pageListKey]*pageList{}}
+func newPageChildren(lister *callerLister, caches ChildCaches) *pageChildren {
+	return &pageChildren{lister: lister, caches: caches, lists: map[pageListKey]*pageList{}}
+}
+
+// cached is the loop's index of gvr, when the caller may list gvr in
+// namespace and this replica caches it.
+func (p *pageChildren) cached(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (engine.ChildIndex, bool, error) {
+	if p.caches == nil {
+		return nil, false, nil
+	}
+	index, ok := p.caches.Children(gvr)
+	if !ok {
+		return nil, false, nil
+	}
+	if err := authorize(ctx, p.lister.authorizer, "list", gvr, namespace, ""); err != nil {
+		return nil, false, err
+	}
+	return index, true, nil
 }
 
 // list lists gvr in namespace on first use; the parents that want it
@@ -76,6 +96,12 @@ func (p *pageChildren) list(ctx context.Context, gvr schema.GroupVersionResource
 // Candidates are the objects of gvr in namespace that owner controls, and
 // the orphans.
 func (p *pageChildren) Candidates(ctx context.Context, gvr schema.GroupVersionResource, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
+	if index, ok, err := p.cached(ctx, gvr, namespace); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return index.Candidates(ctx, gvr, namespace, owner)
+	}
 	l, err := p.list(ctx, gvr, namespace)
 	if err != nil {
 		return nil, err
@@ -94,6 +120,12 @@ func (p *pageChildren) Candidates(ctx context.Context, gvr schema.GroupVersionRe
 
 // Get returns the listed object of gvr called namespace/name, or nil.
 func (p *pageChildren) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	if index, ok, err := p.cached(ctx, gvr, namespace); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return index.Get(ctx, gvr, namespace, name)
+	}
 	l, err := p.list(ctx, gvr, namespace)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,22 @@ type Runner struct {
 	// controllers are the controllers asked about, compiled.
 	controllers *controllers
 	recorder    record.EventRecorder
+	// caches are the loop's caches of child resources on this replica,
+	// which fleet previews read instead of listing; nil for none.
+	caches ChildCaches
 }
+
+// ChildCaches are caches of child resources the server holds anyway: the
+// controller loop's informers (controller.Caches).
+type ChildCaches interface {
+	// Children indexes gvr's objects by controller, when cached and
+	// synced.
+	Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool)
+}
+
+// ReadChildrenFrom makes fleet previews read children from caches where
+// they hold them. Call it before serving.
+func (r *Runner) ReadChildrenFrom(caches ChildCaches) { r.caches = caches }
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
 // mode, where only inline parents can be previewed.

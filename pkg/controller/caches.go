@@ -42,6 +42,22 @@ func (c *Caches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex, b
 	return indexerIndex{s.Informer().GetIndexer()}, true
 }
 
+// Ownership is the loop's field-ownership comparison, which remembers the
+// children it found converged (fieldowner.Unchanged): a preview of a
+// converged fleet compares each unchanged child again only when the loop
+// has not; nil where no loop runs. An unchanged child's lines are never
+// shown in a fleet preview, so a remembered answer, which has none, shows
+// the same.
+func (c *Caches) Ownership() engine.FieldOwnership {
+	if c == nil {
+		return nil
+	}
+	if m := c.manager.Load(); m != nil {
+		return m.ownership()
+	}
+	return nil
+}
+
 // lend makes m's caches the ones lent until it is done.
 func (c *Caches) lend(ctx context.Context, m *Manager) {
 	if c == nil {

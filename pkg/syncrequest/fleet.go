@@ -196,6 +196,11 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	}
 	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false)
 	env.Index = newPageChildren(children, f.r.caches)
+	if f.r.caches != nil {
+		if o := f.r.caches.Ownership(); o != nil {
+			env.Ownership = o
+		}
+	}
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
 	pageCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {

@@ -132,6 +132,8 @@ func (c fakeCaches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex
 	return c.index, gvr == configMaps
 }
 
+func (fakeCaches) Ownership() engine.FieldOwnership { return nil }
+
 type oneChild struct{ obj *unstructured.Unstructured }
 
 func (o oneChild) Candidates(context.Context, schema.GroupVersionResource, string, types.UID) ([]*unstructured.Unstructured, error) {

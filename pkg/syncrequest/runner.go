@@ -71,6 +71,9 @@ type ChildCaches interface {
 	// Children indexes gvr's objects by controller, when cached and
 	// synced.
 	Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool)
+	// Ownership compares children as the loop does, remembering the
+	// converged ones; nil for none.
+	Ownership() engine.FieldOwnership
 }
 
 // ReadChildrenFrom makes fleet previews read children from caches where

@@ -16,7 +16,8 @@ import (
 // preview reads the children the loop caches (ConfigMaps) and lists the
 // ones it does not (the Secrets a proposal adds): converged parents show
 // their ConfigMaps unchanged and, under a proposed hook deployment that
-// also returns a Secret, exactly that Secret to create.
+// also returns a Secret, exactly that Secret to create; a parent only a
+// proposal selects, its ConfigMaps to create.
 func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 	hook := setUp(t)
 	ns := namespace(t, "loop-fleet")
@@ -44,13 +45,25 @@ func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 	spec.Hooks.Sync.Webhook.URL = &url
 	spec.ChildResources = append(spec.ChildResources, v1alpha1.CompositeControllerChildResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "secrets"}})
 
+	// A parent the stored controller does not select, whose children the
+	// loop never made: a proposal that selects it creates them, which the
+	// cache is asked about by name.
+	createParent(t, ns, "w0", "loop-fleet-wave", map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}})
+	wave := stored.Spec.DeepCopy()
+	wave.ParentResource.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"test": "loop-fleet-wave"}}
+
 	for _, tc := range []struct {
-		name string
-		spec *v1alpha1.CompositeControllerSpec
-		want func(parent string) []string
+		name      string
+		spec      *v1alpha1.CompositeControllerSpec
+		parents   int
+		unchanged int32
+		want      func(parent string) []string
 	}{
-		{"the stored controller", nil, func(string) []string { return nil }},
-		{"the proposal", spec, func(parent string) []string { return []string{"Create Secret " + parent + "-sneaky"} }},
+		{"the stored controller", nil, parents, 2, func(string) []string { return nil }},
+		{"the proposal", spec, parents, 2, func(parent string) []string { return []string{"Create Secret " + parent + "-sneaky"} }},
+		{"another selector", wave, 1, 0, func(parent string) []string {
+			return []string{"Create ConfigMap " + parent + "-a", "Create ConfigMap " + parent + "-b"}
+		}},
 	} {
 		answer, err := cc.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), c.Name, &v1alpha1.FleetPreview{
 			Spec: v1alpha1.FleetPreviewSpec{CompositeController: tc.spec},
@@ -58,8 +71,8 @@ func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if n := len(answer.Status.Parents); n != parents {
-			t.Errorf("%s: %d parents, want %d", tc.name, n, parents)
+		if n := len(answer.Status.Parents); n != tc.parents {
+			t.Errorf("%s: %d parents, want %d", tc.name, n, tc.parents)
 		}
 		for _, p := range answer.Status.Parents {
 			var changes []string
@@ -68,8 +81,8 @@ func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 			}
 			sort.Strings(changes)
 			want := tc.want(p.Name)
-			if strings.Join(changes, "\n") != strings.Join(want, "\n") || p.Counts.Unchanged != 2 || p.Error != "" {
-				t.Errorf("%s, parent %s: changes %q, %d unchanged, error %q; want %q and its 2 ConfigMaps unchanged", tc.name, p.Name, changes, p.Counts.Unchanged, p.Error, want)
+			if strings.Join(changes, "\n") != strings.Join(want, "\n") || p.Counts.Unchanged != tc.unchanged || p.Error != "" {
+				t.Errorf("%s, parent %s: changes %q, %d unchanged, error %q; want %q and %d unchanged", tc.name, p.Name, changes, p.Counts.Unchanged, p.Error, want, tc.unchanged)
 			}
 		}
 	}

@@ -59,9 +59,15 @@ var (
 // fleetHookAnswer is the hooks' answer for parent: a ConfigMap <parent>-cm
 // whose color is the parent's spec.color, or teal for gold parents under
 // the proposed hook, which also returns a Secret <parent>-token (the child
-// type the proposal adds); the failing hook fails for failing parents.
+// type the proposal adds); the failing hook fails for failing parents, the
+// slow one answers as the current one, 3 s late.
 func fleetHookAnswer(hook string, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, error) {
 	labels := parent.GetLabels()
+	if hook == "slow" {
+		// A deployment that answers in 3 s: pages of a short request
+		// hold only the parents answered within its deadline.
+		time.Sleep(3 * time.Second)
+	}
 	if hook == "failing" && labels["fail"] == "yes" {
 		return nil, fmt.Errorf("the new hook deployment breaks on %s", parent.GetName())
 	}
@@ -99,7 +105,7 @@ func setUpFleet(t *testing.T) *fleetFixture {
 func newFleet() (*fleetFixture, error) {
 	ctx := context.Background()
 	mux := http.NewServeMux()
-	for _, h := range []string{"current", "proposed", "failing"} {
+	for _, h := range []string{"current", "proposed", "failing", "slow"} {
 		mux.Handle("/"+h+"/sync", hookapi.SyncHandler(hookapi.SyncHookFunc(func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 			return fleetHookAnswer(h, req.Parent)
 		})))
@@ -525,5 +531,43 @@ func TestFleetPreviewRefusesAnInvalidProposal(t *testing.T) {
 	sort.Strings(fields)
 	if want := []string{"spec.compositeController.hooks.sync.webhook.url", "spec.limit"}; !reflect.DeepEqual(fields, want) {
 		t.Errorf("fields %q, want %q (%v)", fields, want, err)
+	}
+}
+
+// TestFleetPreviewPagesEndWithinTheRequestsDeadline: with hooks slower
+// than a request's deadline allows for all its parents (8 s, the timeout
+// the client asks for, against 3 s a parent, 16 at a time), a page answers
+// in time with the parents previewed so far and a continue token, and the
+// pages together hold every parent once.
+func TestFleetPreviewPagesEndWithinTheRequestsDeadline(t *testing.T) {
+	f := setUpFleet(t)
+	spec := f.proposal(t, "slow", nil)
+	client := f.cc.MetacontrollerV1alpha1().RESTClient()
+	var pages []*v1alpha1.FleetPreview
+	next := ""
+	for len(pages) <= fleetParents {
+		page := &v1alpha1.FleetPreview{}
+		err := client.Post().Resource("compositecontrollers").Name(fleetController).SubResource("preview").Timeout(8 * time.Second).
+			Body(&v1alpha1.FleetPreview{Spec: v1alpha1.FleetPreviewSpec{CompositeController: spec, Limit: fleetParents, Continue: next}}).
+			Do(context.Background()).Into(page)
+		if err != nil {
+			t.Fatalf("page %d: %v", len(pages)+1, err)
+		}
+		pages = append(pages, page)
+		if next = page.Status.Continue; next == "" {
+			break
+		}
+	}
+	if n := len(pages[0].Status.Parents); n == fleetParents || pages[0].Status.Continue == "" {
+		t.Errorf("the first page holds %d of %d parents (continue %q): 3 s hooks for all of them, 16 at a time, do not fit in 8 s", n, fleetParents, pages[0].Status.Continue)
+	}
+	got := byParent(t, pages)
+	if len(got) != fleetParents {
+		t.Errorf("%d pages hold %d parents, want %d", len(pages), len(got), fleetParents)
+	}
+	for key, p := range got {
+		if p.Error != "" || len(p.Changes) > 0 {
+			t.Errorf("parent %s: error %q, changes %v; the slow hook answers as the current one", key, p.Error, p.Changes)
+		}
 	}
 }

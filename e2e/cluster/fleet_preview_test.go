@@ -458,6 +458,23 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Without create on compositecontrollers/preview, nothing.
+	nobodyConfig, err := stack.UserKubeconfig("fleet-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = clientcmd.BuildConfigFromFlags("", nobodyConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nobody.MetacontrollerV1alpha1().CompositeControllers().Preview(ctx, fleetController, &v1alpha1.FleetPreview{}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a user without create on compositecontrollers/preview: %v, want Forbidden", err)
+	}
+
 	// Small pages, so that paging per namespace is what is proven.
 	pages := previewAll(t, tenant, nil, 10)
 	got := byParent(t, pages)

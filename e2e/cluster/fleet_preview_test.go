@@ -445,32 +445,10 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 			t.Fatalf("%s is not granted %+v: %v", user, attrs, err)
 		}
 	}
-	kubeconfig, err := stack.UserKubeconfig(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenant, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tenant := clientAs(t, user)
 
 	// Without create on compositecontrollers/preview, nothing.
-	nobodyConfig, err := stack.UserKubeconfig("fleet-nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err = clientcmd.BuildConfigFromFlags("", nobodyConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nobody, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nobody := clientAs(t, "fleet-nobody")
 	if _, err := nobody.MetacontrollerV1alpha1().CompositeControllers().Preview(ctx, fleetController, &v1alpha1.FleetPreview{}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("a user without create on compositecontrollers/preview: %v, want Forbidden", err)
 	}
@@ -513,6 +491,24 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 			t.Errorf("parent %s: error %q, changes %v; want the missing rights on Secrets and no plan", key, p.Error, p.Changes)
 		}
 	}
+}
+
+// clientAs is a clientset of user, authenticated by a client certificate.
+func clientAs(t *testing.T, user string) clientset.Interface {
+	t.Helper()
+	kubeconfig, err := stack.UserKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }
 
 func keysOfParents(m map[string]v1alpha1.FleetPreviewParent) []string {

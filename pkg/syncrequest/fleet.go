@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -195,7 +196,11 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 		return nil, err
 	}
 	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false)
-	env.Index = newPageChildren(children, f.r.caches)
+	owners := make(map[types.UID]bool, len(cands))
+	for _, c := range cands {
+		owners[c.parent.GetUID()] = true
+	}
+	env.Index = newPageChildren(children, f.r.caches, owners)
 	if f.r.caches != nil {
 		if o := f.r.caches.Ownership(); o != nil {
 			env.Ownership = o

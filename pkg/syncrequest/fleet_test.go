@@ -76,13 +76,13 @@ func TestPageChildrenListsOnceAndIndexesByController(t *testing.T) {
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"},
-		cm("a-1", "a"), cm("b-1", "b"), cm("orphan", ""))
+		cm("a-1", "a"), cm("b-1", "b"), cm("orphan", ""), cm("x-1", "x"))
 	lists := 0
 	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
 		lists++
 		return false, nil, nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}}, nil)
+	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}}, nil, map[types.UID]bool{"a": true, "b": true, "c": true})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		owner types.UID
@@ -106,6 +106,17 @@ func TestPageChildrenListsOnceAndIndexesByController(t *testing.T) {
 	}
 	if lists != 1 {
 		t.Errorf("%d lists, want 1", lists)
+	}
+	// The page keeps no copy of a child of a parent not on it (x), and
+	// finds it by name all the same: the plan must not create it.
+	if objs, _ := page.Candidates(ctx, configMaps, "ns", "x"); len(objs) != 1 || objs[0].GetName() != "orphan" {
+		t.Errorf("candidates of a parent not on the page: %v, want the orphan only", objs)
+	}
+	if got, err := page.Get(ctx, configMaps, "ns", "x-1"); err != nil || got == nil || got.GetName() != "x-1" {
+		t.Errorf("Get x-1 = %v, %v; want it, read by name", got, err)
+	}
+	if got, err := page.Get(ctx, configMaps, "ns", "missing"); err != nil || got != nil {
+		t.Errorf("Get missing = %v, %v; want nothing", got, err)
 	}
 }
 
@@ -160,7 +171,7 @@ func TestPageChildrenReadTheLoopsCacheAsTheCallerMay(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{oneChild{cached}})
+	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{oneChild{cached}}, nil)
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
 	objs, err := page.Candidates(ctx, configMaps, "ns", "uid")
 	if err != nil || len(objs) != 1 || objs[0] != cached {

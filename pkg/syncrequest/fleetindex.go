@@ -2,28 +2,34 @@ package syncrequest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 )
 
 // pageChildren are the children of a page's parents, as the caller may
 // list them: from the loop's caches where this replica holds them, or else
-// listed once per child resource and namespace, and indexed by controller.
-// A page of a hundred parents in one namespace costs one list per child
-// resource at most, not one per parent, and each parent's claim reads only
-// its own children and the orphans, as the loop's informer indexes give
-// them (engine.ChildIndex). The objects are shared by the parents' syncs,
-// which only read them.
+// listed once per child resource and namespace, in chunks, keeping only
+// the page's parents' children and the orphans, indexed by controller. A
+// page of a hundred parents in one namespace costs one list per child
+// resource at most, not one per parent, and holds its own parents'
+// children, not the namespace's; each parent's claim reads only its own
+// children and the orphans, as the loop's informer indexes give them
+// (engine.ChildIndex). The objects are shared by the parents' syncs, which
+// only read them.
 type pageChildren struct {
 	lister *callerLister
 	caches ChildCaches
+	// owners are the uids of the page's parents.
+	owners map[types.UID]bool
 
 	mu    sync.Mutex
 	lists map[pageListKey]*pageList
@@ -42,8 +48,11 @@ type pageList struct {
 	byName  map[string]*unstructured.Unstructured
 }
 
-func newPageChildren(lister *callerLister, caches ChildCaches) *pageChildren {
-	return &pageChildren{lister: lister, caches: caches, lists: map[pageListKey]*pageList{}}
+// childChunk is how many children one list request of a page reads.
+const childChunk = 500
+
+func newPageChildren(lister *callerLister, caches ChildCaches, owners map[types.UID]bool) *pageChildren {
+	return &pageChildren{lister: lister, caches: caches, owners: owners, lists: map[pageListKey]*pageList{}}
 }
 
 // cached is the loop's index of gvr, when the caller may list gvr in
@@ -73,24 +82,47 @@ func (p *pageChildren) list(ctx context.Context, gvr schema.GroupVersionResource
 		p.lists[key] = l
 	}
 	p.mu.Unlock()
-	l.once.Do(func() {
-		objs, err := p.lister.List(ctx, gvr, namespace, labels.Everything())
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.owned = map[types.UID][]*unstructured.Unstructured{}
-		l.byName = make(map[string]*unstructured.Unstructured, len(objs))
-		for _, obj := range objs {
-			l.byName[obj.GetNamespace()+"/"+obj.GetName()] = obj
-			if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-				l.owned[ref.UID] = append(l.owned[ref.UID], obj)
-			} else {
-				l.orphans = append(l.orphans, obj)
-			}
-		}
-	})
+	l.once.Do(func() { l.err = p.fill(ctx, l, gvr, namespace) })
 	return l, l.err
+}
+
+// fill lists gvr in namespace into l, chunk by chunk, keeping the
+// children of the page's parents and the orphans.
+func (p *pageChildren) fill(ctx context.Context, l *pageList, gvr schema.GroupVersionResource, namespace string) error {
+	if err := authorize(ctx, p.lister.authorizer, "list", gvr, namespace, ""); err != nil {
+		return err
+	}
+	l.owned = map[types.UID][]*unstructured.Unstructured{}
+	l.byName = map[string]*unstructured.Unstructured{}
+	opts := metav1.ListOptions{Limit: childChunk}
+	for {
+		list, err := p.lister.cluster.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("can't list %s: %w", gvr.GroupResource(), err)
+		}
+		for i := range list.Items {
+			// Its own struct, so that the chunk's array is not kept
+			// alive by the few objects kept.
+			obj := &unstructured.Unstructured{Object: list.Items[i].Object}
+			ref := metav1.GetControllerOfNoCopy(obj)
+			switch {
+			case ref == nil:
+				l.orphans = append(l.orphans, obj)
+			case p.owners[ref.UID]:
+				l.owned[ref.UID] = append(l.owned[ref.UID], obj)
+			default:
+				// Another parent's, not this page's.
+				continue
+			}
+			// As lean as the loop's cache keeps them, so that a hook
+			// gets the same request from a preview as from the loop.
+			fieldowner.Lean(obj)
+			l.byName[obj.GetNamespace()+"/"+obj.GetName()] = obj
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
 }
 
 // Candidates are the objects of gvr in namespace that owner controls, and
@@ -130,5 +162,14 @@ func (p *pageChildren) Get(ctx context.Context, gvr schema.GroupVersionResource,
 	if err != nil {
 		return nil, err
 	}
-	return l.byName[namespace+"/"+name], nil
+	if obj, ok := l.byName[namespace+"/"+name]; ok {
+		return obj, nil
+	}
+	// Another parent's child, of which the page keeps no copy, or none:
+	// asked for by name, as the caller may list it here.
+	obj, err := p.lister.cluster.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
 }

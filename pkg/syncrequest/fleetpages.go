@@ -77,7 +77,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 		if namespaces, err = f.namespaces(ctx, pos.Namespace); err != nil {
 			return nil, pos, false, err
 		}
-		if len(namespaces) == 0 {
+		if namespaces = f.listable(ctx, namespaces); len(namespaces) == 0 {
 			return nil, position{}, true, nil
 		}
 		if namespaces[0] != pos.Namespace {
@@ -111,18 +111,18 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 			pos = position{AllNamespaces: f.allNamespaces, Namespace: pos.Namespace, Continue: c}
 			continue
 		}
-		if f.allNamespaces || len(namespaces) <= 1 {
+		if f.allNamespaces {
 			return cands, position{}, true, nil
 		}
-		namespaces = namespaces[1:]
+		if namespaces = f.listable(ctx, namespaces[1:]); len(namespaces) == 0 {
+			return cands, position{}, true, nil
+		}
 		pos = position{Namespace: namespaces[0]}
 	}
 	return cands, pos, false, nil
 }
 
-// namespaces are, sorted, the namespaces from the one named from on where
-// the caller may list the parent resource: the others contribute nothing
-// to a preview, not even their names.
+// namespaces are, sorted, the namespaces from the one named from on.
 func (f *fleet) namespaces(ctx context.Context, from string) ([]string, error) {
 	list, err := f.r.cluster.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -135,11 +135,16 @@ func (f *fleet) namespaces(ctx context.Context, from string) ([]string, error) {
 		}
 	}
 	sort.Strings(names)
-	out := names[:0]
-	for _, ns := range names {
-		if authorize(ctx, f.authz, "list", f.def.Parent.GVR, ns, "") == nil {
-			out = append(out, ns)
-		}
+	return names, nil
+}
+
+// listable drops the leading namespaces where the caller may not list the
+// parent resource: they contribute nothing to a preview, not even their
+// names. Asked one namespace at a time, as a page reaches it, so that a
+// page asks about the namespaces it reads, not about every namespace.
+func (f *fleet) listable(ctx context.Context, namespaces []string) []string {
+	for len(namespaces) > 0 && authorize(ctx, f.authz, "list", f.def.Parent.GVR, namespaces[0], "") != nil {
+		namespaces = namespaces[1:]
 	}
-	return out, nil
+	return namespaces
 }

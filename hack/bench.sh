@@ -36,6 +36,13 @@ Options:
   --b3-parents N      B3 converged parents (default 2000)
   --b6-parents N      B6 parents of the healthy controller, and of the hanging
                       one (default 200)
+  --b9                also run B9: a fleet preview (POST .../preview of the
+                      stored controller, pages of 500) of --b9-parents converged
+                      parents × 10 ConfigMaps, parents/s against B1 direct's
+                      rate in the same run, and composite-apiserver's resident
+                      memory while the pages stream; off by default (it
+                      converges its parents first: about 2 more minutes)
+  --b9-parents N      B9 parents (default 2000)
   --bench REGEX       which benchmarks (go test -bench; default .)
   --out FILE          raw go test output (default _output/bench/bench-<time>.txt;
                       the table goes to the same name with .md)
@@ -51,7 +58,8 @@ without; B2 loop objects/s >= B2_MIN_RATIO (default 0.8) x client-go's at
 each size, a new parent's p50 among the last size's converged parents <=
 1.5x among the first's, and the burst's p50 growth <= B2_MAX_P50_GROWTH
 when set; B3 0 child and status writes; B4 <= 1.2x; B5 create and get p50
-<= 1.5x and list <= 1x the CRD's; B6 <= 1.25x.
+<= 1.5x and list <= 1x the CRD's; B6 <= 1.25x; B9 (with --b9) parents
+previewed/s >= 0.8x B1 direct's req/s.
 EOF
 }
 
@@ -59,6 +67,7 @@ b2_parents=500,2000
 b2_timeout=4m
 b3_parents=2000
 b6_parents=200
+b9_parents=0
 bench=.
 out=""
 table_of=""
@@ -68,6 +77,8 @@ while [[ $# -gt 0 ]]; do
     --b2-timeout) b2_timeout=$2; shift 2 ;;
     --b3-parents) b3_parents=$2; shift 2 ;;
     --b6-parents) b6_parents=$2; shift 2 ;;
+    --b9) [[ $b9_parents -gt 0 ]] || b9_parents=2000; shift ;;
+    --b9-parents) b9_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --table) table_of=$2; shift 2 ;;
@@ -79,7 +90,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -249,6 +260,18 @@ table() {
       row(what, why("BenchmarkLoopConvergenceWithIdentity"), "—", "—", "≤ 1.2× cost", "**no**")
     }
 
+    n = "BenchmarkFleetPreview"
+    if (b9 > 0) {
+      what = sprintf("B9 fleet preview of %s converged parents × 10 ConfigMaps, pages of 500, in-process hook (parents previewed/s)", b9)
+      if (has(n)) {
+        r = v(n, "ratio-vs-direct")
+        row(what, sprintf("%.0f parents/s; server CPU %.2f ms/parent; RSS %.0f MiB before, peak %.0f MiB while streaming", v(n, "parents/s"), v(n, "server-cpu-ms/parent"), v(n, "rss-before-MiB"), v(n, "rss-peak-MiB")),
+          sprintf("B1 direct in the same run: %.0f req/s", v(n, "direct-req/s")), x(r), "≥ 0.8×", met(r >= 0.8))
+      } else {
+        row(what, why(n), "—", "—", "≥ 0.8×", "**no**")
+      }
+    }
+
     n = "BenchmarkIsolation/hanging"
     n0 = "BenchmarkIsolation/without"
     what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)
@@ -286,7 +309,7 @@ start=$SECONDS
 status=0
 go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 45m \
   "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
-  "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "$@" 2>&1 | tee "$out" || status=$?
+  "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" "$@" 2>&1 | tee "$out" || status=$?
 elapsed=$((SECONDS - start))
 
 table "$out" > "$table"

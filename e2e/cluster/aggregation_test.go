@@ -66,7 +66,7 @@ func TestAPIResourcesListsCompositeControllersWithShortNames(t *testing.T) {
 func TestDiscoveryThroughKubeAPIServer(t *testing.T) {
 	dumpLogsOnFailure(t)
 	out := mustKubectl(t, "get", "--raw", "/apis/metacontroller.k8s.io/v1alpha1")
-	for _, want := range []string{`"compositecontrollers"`, `"compositecontrollers/status"`, `"compositecontrollers/sync"`, `"cctl"`} {
+	for _, want := range []string{`"compositecontrollers"`, `"compositecontrollers/status"`, `"compositecontrollers/sync"`, `"compositecontrollers/preview"`, `"cctl"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("discovery of metacontroller.k8s.io/v1alpha1 lacks %s:\n%s", want, out)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -303,4 +307,101 @@ func TestPluginErrorsAreOneLine(t *testing.T) {
 	})
 	kubectlComposite(t, "", "preview", controller, "-f", parent).
 		oneErrorLine(t, "failing hook", controller, "sync hook", "500")
+}
+
+// proposalFile writes the fleet's controller with spec as a manifest, as
+// a user would keep a proposed change.
+func proposalFile(t *testing.T, spec *v1alpha1.CompositeControllerSpec) string {
+	t.Helper()
+	cc := &v1alpha1.CompositeController{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "CompositeController"},
+		ObjectMeta: metav1.ObjectMeta{Name: fleetController},
+		Spec:       *spec,
+	}
+	data, err := yaml.Marshal(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeTemp(t, "proposed.yaml", string(data))
+}
+
+// TestPluginPreviewAcrossTheFleet: `kubectl composite preview --all-parents
+// -f proposed.yaml` prints a row per parent and the totals, -o diff every
+// change, -o json the whole answer across pages; the exit code is 0
+// without changes, 1 with, 2 when a parent can't be previewed.
+func TestPluginPreviewAcrossTheFleet(t *testing.T) {
+	f := setUpFleet(t)
+	secrets := func(s *v1alpha1.CompositeControllerSpec) {
+		s.ChildResources = append(s.ChildResources, v1alpha1.CompositeControllerChildResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "secrets"}})
+	}
+	proposed := proposalFile(t, f.proposal(t, "proposed", secrets))
+
+	r := kubectlComposite(t, "", "preview", "--all-parents", "-f", proposed)
+	r.want(t, 1, "a proposal that changes every parent")
+	header := regexp.MustCompile(`(?m)^PARENT\s+CREATES\s+UPDATES\s+DELETES\s+UNCHANGED\s+STATUS\s+ERRORS$`)
+	if !header.MatchString(r.stdout) {
+		t.Errorf("no table header:\n%s", r.stdout)
+	}
+	for key := range f.parents {
+		row := `(?m)^` + regexp.QuoteMeta(key) + `\s+1\s+0\s+0\s+1\s+-\s+-$`
+		if f.gold[key] {
+			row = `(?m)^` + regexp.QuoteMeta(key) + `\s+1\s+1\s+0\s+0\s+1 changes\s+-$`
+		}
+		if !regexp.MustCompile(row).MatchString(r.stdout) {
+			t.Errorf("no row %s for %s:\n%s", row, key, r.stdout)
+		}
+	}
+	if want := "50 parents: 50 would change, 0 can't be previewed; children: 50 to create, 17 to update, 0 to delete, 33 unchanged"; !strings.Contains(r.stdout, want) {
+		t.Errorf("no totals %q:\n%s", want, r.stdout)
+	}
+
+	// -o diff of the gold parents only: each one's changed field.
+	r = kubectlComposite(t, "", "preview", "--selector", "tier=gold", "-f", proposed, "-o", "diff")
+	r.want(t, 1, "the diff of the gold parents")
+	for key := range f.parents {
+		name := key[strings.Index(key, "/")+1:]
+		shown := strings.Contains(r.stdout, "# "+key+"\n")
+		if shown != f.gold[key] {
+			t.Errorf("parent %s shown: %v, want %v:\n%s", key, shown, f.gold[key], r.stdout)
+		}
+		if f.gold[key] {
+			ns := key[:strings.Index(key, "/")]
+			for _, want := range []string{
+				"--- live/v1.ConfigMap." + ns + "." + name + "-cm\n", "-data.color: \"blue\"\n+data.color: \"teal\"\n",
+				"# Create Secret " + key + "-token\n", "+status.color: \"teal\"\n",
+			} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("the diff of %s lacks %q", key, want)
+				}
+			}
+		}
+	}
+
+	// The stored controller as it is changes nothing: exit 0.
+	r = kubectlComposite(t, "", "preview", fleetController, "--all-parents")
+	r.want(t, 0, "the stored controller")
+	if !strings.Contains(r.stdout, "50 parents: 0 would change") {
+		t.Errorf("the stored controller:\n%s", r.stdout)
+	}
+
+	// A hook that fails for some parents: exit 2, one line on stderr, the
+	// errors in the table on those parents.
+	r = kubectlComposite(t, "", "preview", "--all-parents", "-f", proposalFile(t, f.proposal(t, "failing", nil)))
+	r.oneErrorLine(t, "a failing hook", "5 of the 50 parents can't be previewed")
+	for key := range f.failing {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(key) + `\s.*the new hook deployment breaks on`).MatchString(r.stdout) {
+			t.Errorf("no error on %s:\n%s", key, r.stdout)
+		}
+	}
+
+	// -o json across pages of 7: one FleetPreview with every parent.
+	r = kubectlComposite(t, "", "preview", "--all-parents", "-f", proposed, "-o", "json", "--chunk-size", "7")
+	r.want(t, 1, "-o json")
+	var answer v1alpha1.FleetPreview
+	if err := json.Unmarshal([]byte(r.stdout), &answer); err != nil {
+		t.Fatalf("-o json is not a FleetPreview: %v\n%s", err, r.stdout)
+	}
+	if answer.Kind != "FleetPreview" || len(answer.Status.Parents) != fleetParents || answer.Status.Totals.Parents != fleetParents || answer.Status.Continue != "" {
+		t.Errorf("-o json: kind %q, %d parents, totals %+v, continue %q", answer.Kind, len(answer.Status.Parents), answer.Status.Totals, answer.Status.Continue)
+	}
 }

@@ -159,7 +159,11 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
 	runner.Identity = c.ExtraConfig.Identity
-	opts.Syncer = runner
+	// Fleet previews on the replica that runs the loop read the children
+	// from the loop's caches.
+	caches := &controller.Caches{}
+	runner.ReadChildrenFrom(caches)
+	opts.Syncer, opts.Previewer = runner, runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	opts.Identity = c.ExtraConfig.Identity
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
@@ -180,13 +184,14 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(metacontroller.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"compositecontrollers":        storage.CompositeController,
-		"compositecontrollers/status": storage.Status,
-		"compositecontrollers/sync":   storage.Sync,
-		"controllerrevisions":         revisions,
-		"decoratorcontrollers":        decorators.DecoratorController,
-		"decoratorcontrollers/status": decorators.Status,
-		"decoratorcontrollers/sync":   decorators.Sync,
+		"compositecontrollers":         storage.CompositeController,
+		"compositecontrollers/status":  storage.Status,
+		"compositecontrollers/sync":    storage.Sync,
+		"compositecontrollers/preview": storage.Preview,
+		"controllerrevisions":          revisions,
+		"decoratorcontrollers":         decorators.DecoratorController,
+		"decoratorcontrollers/status":  decorators.Status,
+		"decoratorcontrollers/sync":    decorators.Sync,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)
@@ -199,7 +204,8 @@ func (c completedConfig) New() (*Server, error) {
 		}
 	}
 	if c.ExtraConfig.Loop != nil && c.ExtraConfig.Target != nil {
-		if err := generic.AddPostStartHook("start-composite-controller-loop", c.startLoop); err != nil {
+		startLoop := func(ctx genericapiserver.PostStartHookContext) error { return c.startLoop(ctx, caches) }
+		if err := generic.AddPostStartHook("start-composite-controller-loop", startLoop); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +230,7 @@ func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHook
 
 // startLoop runs the controller loop in the background for as long as the
 // server runs, on the leader only when leader election is on.
-func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext) error {
+func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches) error {
 	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
@@ -238,7 +244,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations,
+			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 		})
 		if err := m.Run(ctx); err != nil {

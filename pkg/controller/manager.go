@@ -88,6 +88,8 @@ type Config struct {
 	Impersonator Impersonator
 	// Identity is the operator's policy on controller identities.
 	Identity rights.IdentityPolicy
+	// Caches, when set, lends the loop's informer caches while it runs.
+	Caches *Caches
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -221,6 +223,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
 	go m.noticeLeftovers(ctx)
+	m.cfg.Caches.lend(ctx, m)
 	go func() {
 		for m.processNext(ctx) {
 		}

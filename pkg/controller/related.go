@@ -72,7 +72,12 @@ func (l *informerLister) Candidates(ctx context.Context, gvr schema.GroupVersion
 	if err != nil {
 		return nil, err
 	}
-	indexer := inf.Informer().GetIndexer()
+	return candidates(inf.Informer().GetIndexer(), namespace, owner)
+}
+
+// candidates are the objects of indexer that owner controls and the
+// orphans, from its indexes (childIndexers).
+func candidates(indexer cache.Indexer, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
 	owned, err := indexer.ByIndex(indexController, string(owner))
 	if err != nil {
 		return nil, err
@@ -105,11 +110,16 @@ func (l *informerLister) Get(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, err
 	}
+	return cached(inf.Informer().GetIndexer(), namespace, name)
+}
+
+// cached is indexer's object namespace/name, or nil.
+func cached(indexer cache.Indexer, namespace, name string) (*unstructured.Unstructured, error) {
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	obj, ok, err := inf.Informer().GetIndexer().GetByKey(key)
+	obj, ok, err := indexer.GetByKey(key)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -337,7 +337,7 @@ func (c *computation) run(ctx context.Context) error {
 	if !c.in.Definition.ManagesChildren(c.in.Parent) {
 		return c.leaveChildren()
 	}
-	return c.buildItems(desired)
+	return c.buildItems(ctx, desired)
 }
 
 // leaveChildren plans nothing for the children of a parent that is being

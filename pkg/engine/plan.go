@@ -33,7 +33,7 @@ const (
 )
 
 // buildItems compares the desired children with the observed ones.
-func (c *computation) buildItems(desired []desiredChild) error {
+func (c *computation) buildItems(ctx context.Context, desired []desiredChild) error {
 	items, err := c.claimItems(true)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (c *computation) buildItems(desired []desiredChild) error {
 		wanted[key] = true
 		obs, ok := observed[key]
 		if !ok && !foreign[key] && !released[key] && !unowned[key] && c.in.Existing != nil {
-			existing, err := c.in.Existing.Get(context.TODO(), d.gvr, d.obj.GetNamespace(), d.obj.GetName())
+			existing, err := c.in.Existing.Get(ctx, d.gvr, d.obj.GetNamespace(), d.obj.GetName())
 			if err != nil {
 				return fmt.Errorf("can't look up %s: %w", describe(d.obj), err)
 			}

@@ -34,12 +34,17 @@ func writeAnswer(w io.Writer, format string, answer *v1alpha1.SyncRequest) error
 	out := answer.DeepCopy()
 	// The typed client drops the type; the printed object names it.
 	out.APIVersion, out.Kind = v1alpha1.SchemeGroupVersion.String(), "SyncRequest"
+	return writeObject(w, format, out)
+}
+
+// writeObject prints obj as kubectl -o yaml|json prints objects.
+func writeObject(w io.Writer, format string, obj interface{}) error {
 	var data []byte
 	var err error
 	if format == outputYAML {
-		data, err = yaml.Marshal(out)
+		data, err = yaml.Marshal(obj)
 	} else {
-		if data, err = json.MarshalIndent(out, "", "    "); err == nil {
+		if data, err = json.MarshalIndent(obj, "", "    "); err == nil {
 			data = append(data, '\n')
 		}
 	}

@@ -34,7 +34,14 @@ import (
 //   - each Secret and ConfigMap the hooks' credentials and CA bundles
 //     come from: get, on that object. The server reads it and sends what
 //     it holds to the hook's URL, which the author chose.
+//
+// A controller with an identity (spec.serviceAccount) acts as it, and
+// kube-apiserver judges what it does: its author needs only what `kubectl
+// --as` needs, impersonate on that ServiceAccount.
 func AuthorRights(def *definition.Definition) []Right {
+	if sa := def.ServiceAccount; sa != nil {
+		return []Right{ImpersonateRight(*sa)}
+	}
 	var out []Right
 	for _, r := range Needed(def) {
 		switch {
@@ -102,21 +109,44 @@ func (e *Escalation) CheckDecoratorAuthor(ctx context.Context, dc *v1alpha1.Deco
 // AuthorRights; resource is the controller's, for the error.
 func (e *Escalation) check(ctx context.Context, resource string, def *definition.Definition) error {
 	gr := schema.GroupResource{Group: v1alpha1.GroupName, Resource: resource}
-	user, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		return apierrors.NewForbidden(gr, def.Name, errors.New("no user in the request"))
+	missing, err := Missing(ctx, e.Authorizer, AuthorRights(def))
+	if err != nil {
+		return apierrors.NewForbidden(gr, def.Name, err)
 	}
-	needed := AuthorRights(def)
+	return AuthorForbidden(gr, def, missing, "")
+}
+
+// AuthorForbidden is the answer to an author of def, a controller of the
+// resource gr, who lacks the rights missing (in namespace, or in all
+// namespaces when it is empty, unless a right names its object); nil when
+// none are.
+func AuthorForbidden(gr schema.GroupResource, def *definition.Definition, missing []Right, namespace string) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	where := "in all namespaces unless named"
+	if namespace != "" {
+		where = "in namespace " + namespace
+	}
+	names := make([]string, 0, len(missing))
+	for _, r := range missing {
+		names = append(names, r.String())
+	}
 	why := "its loop would act with composite-apiserver's identity on what you may not touch yourself"
 	if sa := def.ServiceAccount; sa != nil {
-		// The loop acts as the ServiceAccount, whose rights
-		// kube-apiserver judges: the author needs only what `kubectl
-		// --as` needs to act as it.
-		needed = []Right{ImpersonateRight(*sa)}
 		why = fmt.Sprintf("its loop would act as ServiceAccount %s/%s (spec.serviceAccount)", sa.Namespace, sa.Name)
 	}
-	// All at once: each may be a SubjectAccessReview to kube-apiserver
-	// (the delegating authorizer caches answers for a few seconds).
+	return apierrors.NewForbidden(gr, def.Name, fmt.Errorf("%s; you may not %s (%s)", why, strings.Join(names, ", "), where))
+}
+
+// Missing returns the rights the request's user lacks, asking authz about
+// all of them at once: each may be a SubjectAccessReview to kube-apiserver
+// (the delegating authorizer caches answers for a few seconds).
+func Missing(ctx context.Context, authz authorizer.Authorizer, needed []Right) ([]Right, error) {
+	user, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, errors.New("no user in the request")
+	}
 	denied := make([]bool, len(needed))
 	errs := make([]error, len(needed))
 	var wg sync.WaitGroup
@@ -124,7 +154,7 @@ func (e *Escalation) check(ctx context.Context, resource string, def *definition
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			decision, _, err := e.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
+			decision, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
 				Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
 			})
@@ -136,17 +166,54 @@ func (e *Escalation) check(ctx context.Context, resource string, def *definition
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return apierrors.NewForbidden(gr, def.Name, err)
+		return nil, err
 	}
-	var missing []string
+	var missing []Right
 	for i, r := range needed {
 		if denied[i] {
-			missing = append(missing, r.String())
+			missing = append(missing, r)
 		}
 	}
-	if len(missing) > 0 {
-		return apierrors.NewForbidden(gr, def.Name, fmt.Errorf(
-			"%s; you may not %s (in all namespaces unless named)", why, strings.Join(missing, ", ")))
+	return missing, nil
+}
+
+// AuthorRightsByScope splits AuthorRights(def) for a fleet preview, which
+// reads the parents of the namespaces it previews and no others: the
+// rights on namespaced parent and child resources are asked in each
+// namespace previewed (InNamespace); the rest (named Secrets and
+// ConfigMaps, cluster-scoped resources, and resources discovery could not
+// place) as a create of the controller asks them.
+func AuthorRightsByScope(def *definition.Definition) (cluster, namespaced []Right) {
+	scoped := map[schema.GroupResource]bool{}
+	for _, r := range append([]definition.Resource{def.Parent}, childResources(def)...) {
+		if r.Err == nil && r.Namespaced {
+			scoped[r.GVR.GroupResource()] = true
+		}
 	}
-	return nil
+	for _, r := range AuthorRights(def) {
+		if r.Name == "" && scoped[schema.GroupResource{Group: r.Group, Resource: r.Resource}] {
+			namespaced = append(namespaced, r)
+		} else {
+			cluster = append(cluster, r)
+		}
+	}
+	return cluster, namespaced
+}
+
+// InNamespace is rights, each asked in namespace.
+func InNamespace(rights []Right, namespace string) []Right {
+	out := make([]Right, len(rights))
+	for i, r := range rights {
+		r.Namespace = namespace
+		out[i] = r
+	}
+	return out
+}
+
+func childResources(def *definition.Definition) []definition.Resource {
+	out := make([]definition.Resource, 0, len(def.Children))
+	for _, c := range def.Children {
+		out = append(out, c.Resource)
+	}
+	return out
 }

@@ -115,3 +115,43 @@ func TestAuthorMustReadWhatTheHooksCredentialsComeFrom(t *testing.T) {
 		t.Errorf("the Secret was not asked for by namespace and name: %v", asked)
 	}
 }
+
+// A fleet preview asks the rights on namespaced parents and children in
+// each namespace it previews, and the others (a cluster-scoped child, the
+// Secret the hook's credentials come from) as a create of the controller.
+func TestAuthorRightsByScopeAsksNamespacedRightsPerNamespace(t *testing.T) {
+	cc := controller()
+	cc.Spec.ChildResources = append(cc.Spec.ChildResources, v1alpha1.CompositeControllerChildResourceRule{
+		ResourceRule: v1alpha1.ResourceRule{APIVersion: "rbac.authorization.k8s.io/v1", Resource: "clusterroles"},
+	})
+	url := "https://hook.example.com/sync"
+	cc.Spec.Hooks = &v1alpha1.CompositeControllerHooks{Sync: &v1alpha1.Hook{Webhook: &v1alpha1.Webhook{
+		URL:           &url,
+		Authorization: &v1alpha1.AuthorizationConfig{SecretRef: v1alpha1.KeyReference{Namespace: "team", Name: "hook-token", Key: "token"}},
+	}}}
+	def := definitiontest.Compile(t, cc)
+	cluster, namespaced := AuthorRightsByScope(def)
+	if len(cluster)+len(namespaced) != len(AuthorRights(def)) {
+		t.Fatalf("%d + %d rights, want the %d author rights", len(cluster), len(namespaced), len(AuthorRights(def)))
+	}
+	for _, r := range namespaced {
+		if r.Resource != "things" && r.Resource != "configmaps" && r.Resource != "deployments" {
+			t.Errorf("%s is asked per namespace", r)
+		}
+	}
+	var clusterWide []string
+	for _, r := range cluster {
+		clusterWide = append(clusterWide, r.String())
+	}
+	got := strings.Join(clusterWide, ", ")
+	for _, want := range []string{"create clusterroles.rbac.authorization.k8s.io", "get secrets team/hook-token"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cluster-wide rights %q lack %q", got, want)
+		}
+	}
+	for _, r := range InNamespace(namespaced, "team-a") {
+		if r.Namespace != "team-a" {
+			t.Errorf("%s is not asked in team-a", r)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package syncrequest
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -52,4 +54,21 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*act
 		}
 	}
 	return &actor{subject: subject, secrets: r.controllers.secrets}, nil
+}
+
+// fleetActor is whom a fleet preview of def acts as: the controller's
+// identity, or the caller, who is checked as its author.
+func (r *Runner) fleetActor(ctx context.Context, def *definition.Definition) (*actor, error) {
+	if sa := r.Identity.Identity(def); sa != nil {
+		clients, err := r.cluster.As(sa.Namespace, sa.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &actor{subject: rights.ServiceAccountSubject(*sa), clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
+	}
+	user, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, errors.New("no user in the request"))
+	}
+	return &actor{subject: rights.Subject{User: user}, secrets: r.controllers.secrets}, nil
 }

@@ -64,7 +64,25 @@ type Runner struct {
 	// Identity is the operator's policy on controller identities: whom
 	// a controller's reads and writes are checked against and done as.
 	Identity rights.IdentityPolicy
+	// caches are the loop's caches of child resources on this replica,
+	// which fleet previews read instead of listing; nil for none.
+	caches ChildCaches
 }
+
+// ChildCaches are caches of child resources the server holds anyway: the
+// controller loop's informers (controller.Caches).
+type ChildCaches interface {
+	// Children indexes gvr's objects by controller, when cached and
+	// synced.
+	Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool)
+	// Ownership compares children as the loop does, remembering the
+	// converged ones; nil for none.
+	Ownership() engine.FieldOwnership
+}
+
+// ReadChildrenFrom makes fleet previews read children from caches where
+// they hold them. Call it before serving.
+func (r *Runner) ReadChildrenFrom(caches ChildCaches) { r.caches = caches }
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
 // mode, where only inline parents can be previewed.
@@ -151,7 +169,7 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
-	env, children, warnings := r.env(resolver, dryRun, act)
+	env, children, warnings := r.env(resolver, r.authorizer, dryRun, act)
 	if !dryRun {
 		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
@@ -245,11 +263,11 @@ func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
 // keeps what the sync lists of the child resources, where a preview finds
 // the live child of a desired one the plan holds no observed object for
 // (released, or someone else's); nil without a cluster.
-func (r *Runner) env(resolver definition.KindResolver, dryRun bool, act *actor) (env reconcile.Env, children *callerLister, warnings []string) {
+func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authorizer, dryRun bool, act *actor) (env reconcile.Env, children *callerLister, warnings []string) {
 	if r.cluster == nil {
 		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
 	}
-	children = &callerLister{cluster: r.cluster, authorizer: r.authorizer, keep: dryRun}
+	children = &callerLister{cluster: r.cluster, authorizer: authz, keep: dryRun}
 	client, meta := r.cluster.Dynamic, r.cluster.Metadata
 	if act.clients != nil {
 		client, meta = act.clients.Dynamic, act.clients.Metadata
@@ -262,8 +280,8 @@ func (r *Runner) env(resolver definition.KindResolver, dryRun bool, act *actor) 
 		// What reaches the hook: what the caller may list, and the
 		// controller's identity or author too.
 		Related: &rights.RelatedLister{
-			ObjectLister: &callerLister{cluster: r.cluster, authorizer: r.authorizer},
-			Access:       rights.Access{Authorizer: r.authorizer},
+			ObjectLister: &callerLister{cluster: r.cluster, authorizer: authz},
+			Access:       rights.Access{Authorizer: authz},
 			Subject:      act.subject,
 		},
 		Recorder:  r.recorder,

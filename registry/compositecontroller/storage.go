@@ -24,6 +24,8 @@ type Storage struct {
 	Status              *StatusREST
 	// Sync is nil when NewStorage was given no Syncer.
 	Sync *SyncREST
+	// Preview is nil when NewStorage was given no Previewer.
+	Preview *PreviewREST
 }
 
 // REST is the compositecontrollers resource, stored in etcd.
@@ -84,6 +86,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	if opts.Syncer != nil {
 		storage.Sync = NewSyncREST(store, scheme, opts.Syncer)
 	}
+	if opts.Previewer != nil {
+		storage.Preview = &PreviewREST{store: store, scheme: scheme, strategy: s, previewer: opts.Previewer}
+	}
 	return storage, nil
 }
 
@@ -92,6 +97,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 type Options struct {
 	// Syncer runs /sync.
 	Syncer Syncer
+	// Previewer runs /preview.
+	Previewer Previewer
 	// Rights warns on apply about rights the server lacks.
 	Rights RightsChecker
 	// Authors refuses a controller whose author may not do what its loop

@@ -66,15 +66,7 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 			return nil, err
 		}
 	}
-	// From the watch cache: a sync runs the controller as it is known
-	// now, and an etcd quorum read per preview would cost more than the
-	// preview itself. A controller the cache has not seen yet (created a
-	// moment ago, and previewed at once) is read from etcd: a miss must
-	// not answer 404 for what the caller has just created.
-	stored, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		stored, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
+	stored, err := GetController(ctx, r.store, name)
 	if err != nil {
 		return nil, err
 	}
@@ -98,4 +90,18 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	}
 	out.Name = name
 	return out, nil
+}
+
+// GetController reads the controller a subresource request names, from the
+// watch cache: a sync runs the controller as it is known now, and an etcd
+// quorum read per preview would cost more than the preview itself. A
+// controller the cache has not seen yet (created a moment ago, and
+// previewed at once) is read from etcd: a miss must not answer 404 for what
+// the caller has just created.
+func GetController(ctx context.Context, store rest.Getter, name string) (runtime.Object, error) {
+	stored, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		stored, err = store.Get(ctx, name, &metav1.GetOptions{})
+	}
+	return stored, err
 }

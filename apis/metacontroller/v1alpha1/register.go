@@ -33,6 +33,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&DecoratorController{},
 		&DecoratorControllerList{},
 		&SyncRequest{},
+		&FleetPreview{},
 		&ControllerRevision{},
 		&ControllerRevisionList{},
 	)

@@ -25,6 +25,7 @@ import (
 	unsafe "unsafe"
 
 	metacontroller "github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -293,6 +294,66 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.EndpointConfig)(nil), (*EndpointConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(a.(*metacontroller.EndpointConfig), b.(*EndpointConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreview)(nil), (*metacontroller.FleetPreview)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreview_To_metacontroller_FleetPreview(a.(*FleetPreview), b.(*metacontroller.FleetPreview), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreview)(nil), (*FleetPreview)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreview_To_v1alpha1_FleetPreview(a.(*metacontroller.FleetPreview), b.(*FleetPreview), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreviewCounts)(nil), (*metacontroller.FleetPreviewCounts)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreviewCounts_To_metacontroller_FleetPreviewCounts(a.(*FleetPreviewCounts), b.(*metacontroller.FleetPreviewCounts), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreviewCounts)(nil), (*FleetPreviewCounts)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreviewCounts_To_v1alpha1_FleetPreviewCounts(a.(*metacontroller.FleetPreviewCounts), b.(*FleetPreviewCounts), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreviewParent)(nil), (*metacontroller.FleetPreviewParent)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreviewParent_To_metacontroller_FleetPreviewParent(a.(*FleetPreviewParent), b.(*metacontroller.FleetPreviewParent), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreviewParent)(nil), (*FleetPreviewParent)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreviewParent_To_v1alpha1_FleetPreviewParent(a.(*metacontroller.FleetPreviewParent), b.(*FleetPreviewParent), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreviewSpec)(nil), (*metacontroller.FleetPreviewSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(a.(*FleetPreviewSpec), b.(*metacontroller.FleetPreviewSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreviewSpec)(nil), (*FleetPreviewSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(a.(*metacontroller.FleetPreviewSpec), b.(*FleetPreviewSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreviewStatus)(nil), (*metacontroller.FleetPreviewStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus(a.(*FleetPreviewStatus), b.(*metacontroller.FleetPreviewStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreviewStatus)(nil), (*FleetPreviewStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus(a.(*metacontroller.FleetPreviewStatus), b.(*FleetPreviewStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPreviewTotals)(nil), (*metacontroller.FleetPreviewTotals)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPreviewTotals_To_metacontroller_FleetPreviewTotals(a.(*FleetPreviewTotals), b.(*metacontroller.FleetPreviewTotals), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.FleetPreviewTotals)(nil), (*FleetPreviewTotals)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_FleetPreviewTotals_To_v1alpha1_FleetPreviewTotals(a.(*metacontroller.FleetPreviewTotals), b.(*FleetPreviewTotals), scope)
 	}); err != nil {
 		return err
 	}
@@ -1413,6 +1474,160 @@ func autoConvert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(in *me
 // Convert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig is an autogenerated conversion function.
 func Convert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(in *metacontroller.EndpointConfig, out *EndpointConfig, s conversion.Scope) error {
 	return autoConvert_metacontroller_EndpointConfig_To_v1alpha1_EndpointConfig(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreview_To_metacontroller_FleetPreview(in *FleetPreview, out *metacontroller.FleetPreview, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreview_To_metacontroller_FleetPreview is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreview_To_metacontroller_FleetPreview(in *FleetPreview, out *metacontroller.FleetPreview, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreview_To_metacontroller_FleetPreview(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreview_To_v1alpha1_FleetPreview(in *metacontroller.FleetPreview, out *FleetPreview, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_metacontroller_FleetPreview_To_v1alpha1_FleetPreview is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreview_To_v1alpha1_FleetPreview(in *metacontroller.FleetPreview, out *FleetPreview, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreview_To_v1alpha1_FleetPreview(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreviewCounts_To_metacontroller_FleetPreviewCounts(in *FleetPreviewCounts, out *metacontroller.FleetPreviewCounts, s conversion.Scope) error {
+	*out = *(*metacontroller.FleetPreviewCounts)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreviewCounts_To_metacontroller_FleetPreviewCounts is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreviewCounts_To_metacontroller_FleetPreviewCounts(in *FleetPreviewCounts, out *metacontroller.FleetPreviewCounts, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreviewCounts_To_metacontroller_FleetPreviewCounts(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreviewCounts_To_v1alpha1_FleetPreviewCounts(in *metacontroller.FleetPreviewCounts, out *FleetPreviewCounts, s conversion.Scope) error {
+	*out = *(*FleetPreviewCounts)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_FleetPreviewCounts_To_v1alpha1_FleetPreviewCounts is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreviewCounts_To_v1alpha1_FleetPreviewCounts(in *metacontroller.FleetPreviewCounts, out *FleetPreviewCounts, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreviewCounts_To_v1alpha1_FleetPreviewCounts(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreviewParent_To_metacontroller_FleetPreviewParent(in *FleetPreviewParent, out *metacontroller.FleetPreviewParent, s conversion.Scope) error {
+	*out = *(*metacontroller.FleetPreviewParent)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreviewParent_To_metacontroller_FleetPreviewParent is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreviewParent_To_metacontroller_FleetPreviewParent(in *FleetPreviewParent, out *metacontroller.FleetPreviewParent, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreviewParent_To_metacontroller_FleetPreviewParent(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreviewParent_To_v1alpha1_FleetPreviewParent(in *metacontroller.FleetPreviewParent, out *FleetPreviewParent, s conversion.Scope) error {
+	*out = *(*FleetPreviewParent)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_FleetPreviewParent_To_v1alpha1_FleetPreviewParent is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreviewParent_To_v1alpha1_FleetPreviewParent(in *metacontroller.FleetPreviewParent, out *FleetPreviewParent, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreviewParent_To_v1alpha1_FleetPreviewParent(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(in *FleetPreviewSpec, out *metacontroller.FleetPreviewSpec, s conversion.Scope) error {
+	if in.CompositeController != nil {
+		in, out := &in.CompositeController, &out.CompositeController
+		*out = new(metacontroller.CompositeControllerSpec)
+		if err := Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.CompositeController = nil
+	}
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Limit = in.Limit
+	out.Continue = in.Continue
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(in *FleetPreviewSpec, out *metacontroller.FleetPreviewSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(in *metacontroller.FleetPreviewSpec, out *FleetPreviewSpec, s conversion.Scope) error {
+	if in.CompositeController != nil {
+		in, out := &in.CompositeController, &out.CompositeController
+		*out = new(CompositeControllerSpec)
+		if err := Convert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeControllerSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.CompositeController = nil
+	}
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Limit = in.Limit
+	out.Continue = in.Continue
+	return nil
+}
+
+// Convert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(in *metacontroller.FleetPreviewSpec, out *FleetPreviewSpec, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus(in *FleetPreviewStatus, out *metacontroller.FleetPreviewStatus, s conversion.Scope) error {
+	*out = *(*metacontroller.FleetPreviewStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus(in *FleetPreviewStatus, out *metacontroller.FleetPreviewStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreviewStatus_To_metacontroller_FleetPreviewStatus(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus(in *metacontroller.FleetPreviewStatus, out *FleetPreviewStatus, s conversion.Scope) error {
+	*out = *(*FleetPreviewStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus(in *metacontroller.FleetPreviewStatus, out *FleetPreviewStatus, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreviewStatus_To_v1alpha1_FleetPreviewStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPreviewTotals_To_metacontroller_FleetPreviewTotals(in *FleetPreviewTotals, out *metacontroller.FleetPreviewTotals, s conversion.Scope) error {
+	*out = *(*metacontroller.FleetPreviewTotals)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_FleetPreviewTotals_To_metacontroller_FleetPreviewTotals is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPreviewTotals_To_metacontroller_FleetPreviewTotals(in *FleetPreviewTotals, out *metacontroller.FleetPreviewTotals, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPreviewTotals_To_metacontroller_FleetPreviewTotals(in, out, s)
+}
+
+func autoConvert_metacontroller_FleetPreviewTotals_To_v1alpha1_FleetPreviewTotals(in *metacontroller.FleetPreviewTotals, out *FleetPreviewTotals, s conversion.Scope) error {
+	*out = *(*FleetPreviewTotals)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_FleetPreviewTotals_To_v1alpha1_FleetPreviewTotals is an autogenerated conversion function.
+func Convert_metacontroller_FleetPreviewTotals_To_v1alpha1_FleetPreviewTotals(in *metacontroller.FleetPreviewTotals, out *FleetPreviewTotals, s conversion.Scope) error {
+	return autoConvert_metacontroller_FleetPreviewTotals_To_v1alpha1_FleetPreviewTotals(in, out, s)
 }
 
 func autoConvert_v1alpha1_Hook_To_metacontroller_Hook(in *Hook, out *metacontroller.Hook, s conversion.Scope) error {

@@ -33,6 +33,7 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&CompositeControllerList{}, func(obj interface{}) { SetObjectDefaults_CompositeControllerList(obj.(*CompositeControllerList)) })
 	scheme.AddTypeDefaultingFunc(&DecoratorController{}, func(obj interface{}) { SetObjectDefaults_DecoratorController(obj.(*DecoratorController)) })
 	scheme.AddTypeDefaultingFunc(&DecoratorControllerList{}, func(obj interface{}) { SetObjectDefaults_DecoratorControllerList(obj.(*DecoratorControllerList)) })
+	scheme.AddTypeDefaultingFunc(&FleetPreview{}, func(obj interface{}) { SetObjectDefaults_FleetPreview(obj.(*FleetPreview)) })
 	return nil
 }
 
@@ -281,5 +282,157 @@ func SetObjectDefaults_DecoratorControllerList(in *DecoratorControllerList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_DecoratorController(a)
+	}
+}
+
+func SetObjectDefaults_FleetPreview(in *FleetPreview) {
+	if in.Spec.CompositeController != nil {
+		for i := range in.Spec.CompositeController.ChildResources {
+			a := &in.Spec.CompositeController.ChildResources[i]
+			SetDefaults_CompositeControllerChildResourceRule(a)
+		}
+		if in.Spec.CompositeController.Hooks != nil {
+			if in.Spec.CompositeController.Hooks.Customize != nil {
+				SetDefaults_Hook(in.Spec.CompositeController.Hooks.Customize)
+				if in.Spec.CompositeController.Hooks.Customize.Webhook != nil {
+					if in.Spec.CompositeController.Hooks.Customize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.CompositeController.Hooks.Customize.Webhook.Service)
+					}
+					if in.Spec.CompositeController.Hooks.Customize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.CompositeController.Hooks.Customize.Webhook.CABundle)
+					}
+					if in.Spec.CompositeController.Hooks.Customize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.CompositeController.Hooks.Customize.Webhook.ClientTLS)
+					}
+					if in.Spec.CompositeController.Hooks.Customize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.CompositeController.Hooks.Customize.Webhook.Authorization)
+					}
+					if in.Spec.CompositeController.Hooks.Customize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.CompositeController.Hooks.Customize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.CompositeController.Hooks.Sync != nil {
+				SetDefaults_Hook(in.Spec.CompositeController.Hooks.Sync)
+				if in.Spec.CompositeController.Hooks.Sync.Webhook != nil {
+					if in.Spec.CompositeController.Hooks.Sync.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.CompositeController.Hooks.Sync.Webhook.Service)
+					}
+					if in.Spec.CompositeController.Hooks.Sync.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.CompositeController.Hooks.Sync.Webhook.CABundle)
+					}
+					if in.Spec.CompositeController.Hooks.Sync.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.CompositeController.Hooks.Sync.Webhook.ClientTLS)
+					}
+					if in.Spec.CompositeController.Hooks.Sync.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.CompositeController.Hooks.Sync.Webhook.Authorization)
+					}
+					if in.Spec.CompositeController.Hooks.Sync.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.CompositeController.Hooks.Sync.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.CompositeController.Hooks.Finalize != nil {
+				SetDefaults_Hook(in.Spec.CompositeController.Hooks.Finalize)
+				if in.Spec.CompositeController.Hooks.Finalize.Webhook != nil {
+					if in.Spec.CompositeController.Hooks.Finalize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.CompositeController.Hooks.Finalize.Webhook.Service)
+					}
+					if in.Spec.CompositeController.Hooks.Finalize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.CompositeController.Hooks.Finalize.Webhook.CABundle)
+					}
+					if in.Spec.CompositeController.Hooks.Finalize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.CompositeController.Hooks.Finalize.Webhook.ClientTLS)
+					}
+					if in.Spec.CompositeController.Hooks.Finalize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.CompositeController.Hooks.Finalize.Webhook.Authorization)
+					}
+					if in.Spec.CompositeController.Hooks.Finalize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.CompositeController.Hooks.Finalize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.CompositeController.Hooks.PreUpdateChild != nil {
+				SetDefaults_Hook(in.Spec.CompositeController.Hooks.PreUpdateChild)
+				if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook != nil {
+					if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.Service)
+					}
+					if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.CABundle)
+					}
+					if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.ClientTLS)
+					}
+					if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.Authorization)
+					}
+					if in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.CompositeController.Hooks.PreUpdateChild.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.CompositeController.Hooks.PostUpdateChild != nil {
+				SetDefaults_Hook(in.Spec.CompositeController.Hooks.PostUpdateChild)
+				if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook != nil {
+					if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.Service)
+					}
+					if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.CABundle)
+					}
+					if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.ClientTLS)
+					}
+					if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.Authorization)
+					}
+					if in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.CompositeController.Hooks.PostUpdateChild.Webhook.BasicAuth)
+					}
+				}
+			}
+			for i := range in.Spec.CompositeController.Hooks.Patches {
+				a := &in.Spec.CompositeController.Hooks.Patches[i]
+				SetDefaults_PatchHook(a)
+				if a.Webhook != nil {
+					if a.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Webhook.Service)
+					}
+					if a.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Webhook.CABundle)
+					}
+					if a.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Webhook.ClientTLS)
+					}
+					if a.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Webhook.Authorization)
+					}
+					if a.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Webhook.BasicAuth)
+					}
+				}
+			}
+		}
+		for i := range in.Spec.CompositeController.EndpointConfigs {
+			a := &in.Spec.CompositeController.EndpointConfigs[i]
+			if a.CABundle != nil {
+				SetDefaults_CABundleConfig(a.CABundle)
+			}
+			if a.ClientTLS != nil {
+				SetDefaults_ClientTLSConfig(a.ClientTLS)
+			}
+			if a.Authorization != nil {
+				SetDefaults_AuthorizationConfig(a.Authorization)
+			}
+			if a.BasicAuth != nil {
+				SetDefaults_BasicAuthConfig(a.BasicAuth)
+			}
+		}
+		if in.Spec.CompositeController.ClientConfig != nil {
+			if in.Spec.CompositeController.ClientConfig.Service != nil {
+				SetDefaults_ServiceReference(in.Spec.CompositeController.ClientConfig.Service)
+			}
+		}
 	}
 }

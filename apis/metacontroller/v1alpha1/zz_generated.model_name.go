@@ -167,6 +167,36 @@ func (in EndpointConfig) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreview) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreview"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreviewCounts) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreviewCounts"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreviewParent) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreviewParent"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreviewSpec) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreviewSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreviewStatus) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreviewStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPreviewTotals) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.FleetPreviewTotals"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Hook) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.Hook"
 }

@@ -62,6 +62,12 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerSpec(ref),
 		v1alpha1.DecoratorControllerStatus{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerStatus(ref),
 		v1alpha1.EndpointConfig{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
+		v1alpha1.FleetPreview{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreview(ref),
+		v1alpha1.FleetPreviewCounts{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewCounts(ref),
+		v1alpha1.FleetPreviewParent{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewParent(ref),
+		v1alpha1.FleetPreviewSpec{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewSpec(ref),
+		v1alpha1.FleetPreviewStatus{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewStatus(ref),
+		v1alpha1.FleetPreviewTotals{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewTotals(ref),
 		v1alpha1.Hook{}.OpenAPIModelName():                                        schema_composite_apiserver_apis_metacontroller_v1alpha1_Hook(ref),
 		v1alpha1.JSON{}.OpenAPIModelName():                                        schema_composite_apiserver_apis_metacontroller_v1alpha1_JSON(ref),
 		v1alpha1.JSONPatch{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_JSONPatch(ref),
@@ -1602,6 +1608,369 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref 
 		},
 		Dependencies: []string{
 			v1alpha1.AuthorizationConfig{}.OpenAPIModelName(), v1alpha1.BasicAuthConfig{}.OpenAPIModelName(), v1alpha1.CABundleConfig{}.OpenAPIModelName(), v1alpha1.ClientTLSConfig{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreview(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreview previews a proposed controller against the live parents of an existing one, through POST compositecontrollers/{name}/preview: which parents would change, and how. Like SubjectAccessReview and SyncRequest, the spec is the question and the status the answer; nothing of it is stored, and nothing is written anywhere: the proposed hooks are called and every plan is computed as a dry run. Large fleets are answered a page at a time: spec.limit and spec.continue as a list's limit and continue, with the next page's token in status.continue.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; nothing of it is stored.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is the proposed controller and which parents to preview.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPreviewSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is filled by the server: each parent's plan and the totals.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPreviewStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPreviewSpec{}.OpenAPIModelName(), v1alpha1.FleetPreviewStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewCounts(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreviewCounts count a plan's actions, one per child.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"create": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"update": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"recreate": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"delete": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"adopt": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"orphan": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"unchanged": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewParent(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreviewParent is what the proposed controller would do to one parent.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the parent; empty for a cluster-scoped parent resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the parent.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"counts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "counts are the plan's actions.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPreviewCounts{}.OpenAPIModelName()),
+						},
+					},
+					"changes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "changes are the plan's items other than Unchanged, each with the fields it changes, one line each, as a SyncRequest's plan shows them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SyncPlanItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"parentStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentStatus is the status the hook would write.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"statusDiff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "statusDiff lists the fields of the parent's status that writing parentStatus would change, one line each.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "error is why this parent could not be previewed: the hook failed or answered what the server refuses, or the caller may not read its children. Nothing else is set then.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"warnings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "warnings about this parent's plan that did not stop it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPreviewCounts{}.OpenAPIModelName(), v1alpha1.SyncPlanItem{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreviewSpec is the proposed controller and the parents it is previewed against.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"compositeController": {
+						SchemaProps: spec.SchemaProps{
+							Description: "compositeController is the proposed spec of the CompositeController named in the URL: a new hook URL or version, new children, new strategies, new patches. Unset previews the controller as it is stored (e.g. against a new hook deployment at the same URL). It is validated, defaulted and authorized as a create or update of the controller would be.",
+							Ref:         ref(v1alpha1.CompositeControllerSpec{}.OpenAPIModelName()),
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector picks, among the controller's parents, those to preview; unset previews them all.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"limit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "limit is the most parents one answer previews (as a list's limit); 0 means the server's default. An answer may hold fewer, and say in status.continue where to go on: the server stops starting hooks when the request's deadline is too near for their timeouts.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"continue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "continue is status.continue of the previous answer, to preview the next page of parents with the same spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.CompositeControllerSpec{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreviewStatus is the answer: per parent, what the proposed controller would do, and the totals of this page.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"parents": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "parents are the previewed parents, in the order listed: by namespace, then name. Only parents in namespaces where the caller may list the parent resource are previewed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.FleetPreviewParent{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"totals": {
+						SchemaProps: spec.SchemaProps{
+							Description: "totals add up this page's parents.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPreviewTotals{}.OpenAPIModelName()),
+						},
+					},
+					"continue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "continue is set when parents remain: send it back in spec.continue for the next page.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"warnings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "warnings about the preview as a whole (the proposed controller's validation warnings, say).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPreviewParent{}.OpenAPIModelName(), v1alpha1.FleetPreviewTotals{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewTotals(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPreviewTotals add up the parents of one answer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"parents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parents previewed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"changed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "changed are the parents with a child action other than Unchanged or a status that would change.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "failed are the parents with an error.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"counts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "counts add up the parents' plans.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPreviewCounts{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPreviewCounts{}.OpenAPIModelName()},
 	}
 }
 

@@ -91,6 +91,12 @@ func ExtractCompositeController(compositeController *metacontrollerv1alpha1.Comp
 	return ExtractCompositeControllerFrom(compositeController, fieldManager, "")
 }
 
+// ExtractCompositeControllerPreview extracts the applied configuration owned by fieldManager from
+// compositeController for the preview subresource.
+func ExtractCompositeControllerPreview(compositeController *metacontrollerv1alpha1.CompositeController, fieldManager string) (*CompositeControllerApplyConfiguration, error) {
+	return ExtractCompositeControllerFrom(compositeController, fieldManager, "preview")
+}
+
 // ExtractCompositeControllerStatus extracts the applied configuration owned by fieldManager from
 // compositeController for the status subresource.
 func ExtractCompositeControllerStatus(compositeController *metacontrollerv1alpha1.CompositeController, fieldManager string) (*CompositeControllerApplyConfiguration, error) {

@@ -52,6 +52,7 @@ type CompositeControllerInterface interface {
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, compositeController *applyconfigurationmetacontrollerv1alpha1.CompositeControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.CompositeController, err error)
 	Sync(ctx context.Context, compositeControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (*metacontrollerv1alpha1.SyncRequest, error)
+	Preview(ctx context.Context, compositeControllerName string, fleetPreview *metacontrollerv1alpha1.FleetPreview, opts v1.CreateOptions) (*metacontrollerv1alpha1.FleetPreview, error)
 
 	CompositeControllerExpansion
 }
@@ -88,6 +89,20 @@ func (c *compositeControllers) Sync(ctx context.Context, compositeControllerName
 		SubResource("sync").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(syncRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Preview takes the representation of a fleetPreview and creates it.  Returns the server's representation of the fleetPreview, and an error, if there is any.
+func (c *compositeControllers) Preview(ctx context.Context, compositeControllerName string, fleetPreview *metacontrollerv1alpha1.FleetPreview, opts v1.CreateOptions) (result *metacontrollerv1alpha1.FleetPreview, err error) {
+	result = &metacontrollerv1alpha1.FleetPreview{}
+	err = c.GetClient().Post().
+		Resource("compositecontrollers").
+		Name(compositeControllerName).
+		SubResource("preview").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(fleetPreview).
 		Do(ctx).
 		Into(result)
 	return

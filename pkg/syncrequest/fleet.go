@@ -1,0 +1,356 @@
+package syncrequest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+)
+
+const (
+	// fleetWorkers bounds the parents of one fleet preview previewed at
+	// once, and so the hook calls it has in flight.
+	fleetWorkers = 16
+	// DefaultFleetLimit is a page's size when the request sets none, and
+	// MaxFleetLimit the largest a request may ask: an answer holds every
+	// changed field of its parents' children.
+	DefaultFleetLimit = 100
+	MaxFleetLimit     = 1000
+	// fleetAnswerMargin is the time kept, before the request's deadline,
+	// to encode and send the answer.
+	fleetAnswerMargin = 3 * time.Second
+)
+
+// Preview previews cc against its live parents, those spec.selector picks,
+// one page at a time: what a dry-run sync of each would do, with cc's
+// hooks. cc is the stored controller, or, when proposed, the stored one
+// with the spec the caller proposes, which is compiled and built for this
+// request only. Nothing is written.
+//
+// The caller is checked as the author of cc (rights.AuthorRights): a
+// preview sends the caller's hooks the live parents and children, and the
+// Secrets cc's hooks name are read for them. The rights on namespaced
+// parents and children are asked in each namespace previewed, and a
+// namespace where the caller may not list the parents is skipped
+// without a word.
+func (r *Runner) Preview(ctx context.Context, cc *v1alpha1.CompositeController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+	if r.cluster == nil {
+		return nil, apierrors.NewBadRequest("a fleet preview reads the live parents from a target cluster, and this server runs standalone; preview one inline parent with /sync?dryRun=All")
+	}
+	resolver := definition.RESTMapperResolver(r.cluster.Discovery)
+	def, err := definition.Compile(cc, resolver)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	f, err := r.newFleet(ctx, def, spec)
+	if err != nil {
+		return nil, err
+	}
+	// The caller is the author here: related objects reach the hook only
+	// where they (or the controller's identity) may list them.
+	if f.act, err = r.fleetActor(ctx, def); err != nil {
+		return nil, err
+	}
+	// Built after the author checks, which cover the Secrets the hooks'
+	// credentials come from (or read as the identity).
+	var built *hooks.ControllerHooks
+	if proposed {
+		if built, err = hooks.Build(ctx, def, f.act.secrets, r.controllers.dest); err != nil {
+			return nil, hookFailed(err)
+		}
+		defer built.Close()
+	} else if _, built, err = r.controllers.get(ctx, cc, resolver, func(*definition.Definition) (hooks.SecretSource, error) { return f.act.secrets, nil }); err != nil {
+		return nil, hookFailed(err)
+	}
+	return f.run(ctx, built.Hooks)
+}
+
+// fleet is one page of a fleet preview of a compiled controller. A
+// DecoratorController is previewed by compiling it and calling newFleet
+// and run as Preview does.
+type fleet struct {
+	r   *Runner
+	def *definition.Definition
+	// act is whom the preview's reads for the hooks are checked against.
+	act *actor
+	// authz answers each question of this request once.
+	authz authorizer.Authorizer
+	// namespaced are the author's rights asked in each namespace
+	// previewed; allowed keeps the answer per namespace.
+	namespaced []rights.Right
+	mu         sync.Mutex
+	allowed    map[string]error
+
+	selector      labels.Selector
+	limit         int
+	allNamespaces bool
+	start         position
+}
+
+// newFleet checks what does not depend on the namespace (the rights on
+// named Secrets and ConfigMaps and on cluster-scoped resources, and on the
+// namespaced ones when the caller holds them everywhere) and reads the
+// request's selector, limit and continue token.
+func (r *Runner) newFleet(ctx context.Context, def *definition.Definition, spec *v1alpha1.FleetPreviewSpec) (*fleet, error) {
+	f := &fleet{r: r, def: def, authz: newRequestAuthorizer(r.authorizer), allowed: map[string]error{}, limit: DefaultFleetLimit}
+	if spec.Limit > 0 {
+		f.limit = int(min(spec.Limit, MaxFleetLimit))
+	}
+	var err error
+	if f.selector, err = parentSelector(def, spec.Selector); err != nil {
+		return nil, err
+	}
+	if f.start, err = parsePosition(spec.Continue); err != nil {
+		return nil, err
+	}
+	if r.authorizer == nil {
+		// Nobody to ask (an insecure test server): all is the caller's.
+		f.allNamespaces = true
+	} else if err := f.authorizeCaller(ctx); err != nil {
+		return nil, err
+	}
+	if spec.Continue == "" {
+		f.start.AllNamespaces = f.allNamespaces
+	}
+	return f, nil
+}
+
+// authorizeCaller asks the author's rights that do not depend on the
+// namespace, and whether the caller may list the parents everywhere.
+func (f *fleet) authorizeCaller(ctx context.Context) error {
+	cluster, namespaced := rights.AuthorRightsByScope(f.def)
+	if err := f.checkAuthor(ctx, cluster, ""); err != nil {
+		return err
+	}
+	// Held in all namespaces, they need not be asked in each.
+	if missing, err := rights.Missing(ctx, f.authz, namespaced); err == nil && len(missing) == 0 {
+		namespaced = nil
+	}
+	f.namespaced = namespaced
+	// A cluster-scoped parent resource's list right was asked with the
+	// others above.
+	f.allNamespaces = !f.def.Parent.Namespaced || authorize(ctx, f.authz, "list", f.def.Parent.GVR, "", "") == nil
+	return nil
+}
+
+func (f *fleet) checkAuthor(ctx context.Context, needed []rights.Right, namespace string) error {
+	missing, err := rights.Missing(ctx, f.authz, needed)
+	if err != nil {
+		return apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), f.def.Name, err)
+	}
+	return rights.AuthorForbidden(v1alpha1.Resource("compositecontrollers"), f.def, missing, namespace)
+}
+
+// namespaceAllowed says whether the caller holds, in namespace, the
+// author's rights on namespaced parents and children.
+func (f *fleet) namespaceAllowed(ctx context.Context, namespace string) error {
+	if len(f.namespaced) == 0 || namespace == "" {
+		return nil
+	}
+	f.mu.Lock()
+	err, ok := f.allowed[namespace]
+	f.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = f.checkAuthor(ctx, rights.InNamespace(f.namespaced, namespace), namespace)
+	f.mu.Lock()
+	f.allowed[namespace] = err
+	f.mu.Unlock()
+	return err
+}
+
+// parentSelector is the controller's parent selector narrowed by the
+// request's.
+func parentSelector(def *definition.Definition, sel *metav1.LabelSelector) (labels.Selector, error) {
+	if sel == nil {
+		return def.ParentLabels, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.selector: %v", err))
+	}
+	reqs, _ := s.Requirements()
+	return def.ParentLabels.Add(reqs...), nil
+}
+
+// run previews the page's parents, fleetWorkers at a time, within the
+// request's deadline (the generic create handler gives a request 34 s at
+// most) less fleetAnswerMargin to send the answer: a parent whose hooks
+// have not answered by then is cut short, and it and the parents after
+// it, started or not, are the next page's. A page thus ends in time
+// whatever the hooks' timeouts, and holds at least its first parent, or a
+// hook slower than a request would stop the fleet for good.
+func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreviewStatus, error) {
+	cands, next, done, err := f.gather(ctx)
+	if err != nil {
+		return nil, err
+	}
+	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false, f.act)
+	owners := make(map[types.UID]bool, len(cands))
+	for _, c := range cands {
+		owners[c.parent.GetUID()] = true
+	}
+	env.Index = newPageChildren(children, f.r.caches, owners)
+	if f.r.caches != nil {
+		if o := f.r.caches.Ownership(); o != nil {
+			env.Ownership = o
+		}
+	}
+	rec := &reconcile.Controller{Def: f.def, Hooks: h}
+	pageCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pageCtx, cancel = context.WithDeadline(ctx, deadline.Add(-fleetAnswerMargin))
+		defer cancel()
+	}
+	results := make([]v1alpha1.FleetPreviewParent, len(cands))
+	// cut[i]: parent i was not started, or the page's deadline cut it
+	// short.
+	cut := make([]bool, len(cands))
+	limit := make(chan struct{}, fleetWorkers)
+	var wg sync.WaitGroup
+	for i, c := range cands {
+		limit <- struct{}{}
+		if pageCtx.Err() != nil {
+			<-limit
+			for j := i; j < len(cands); j++ {
+				cut[j] = true
+			}
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-limit }()
+			results[i] = f.previewParent(pageCtx, rec, env, c.parent)
+			cut[i] = results[i].Error != "" && pageCtx.Err() != nil
+		}()
+	}
+	wg.Wait()
+	// Parents are answered in order: the page ends before the first one
+	// cut short, which then heads the next page.
+	if k := slices.Index(cut, true); k >= 0 {
+		if k == 0 {
+			k = 1
+		}
+		if k < len(cands) {
+			results, next, done = results[:k], cands[k].at, false
+		}
+	}
+	status := &v1alpha1.FleetPreviewStatus{Parents: results}
+	for i := range results {
+		addUp(&status.Totals, &results[i])
+	}
+	if !done {
+		status.Continue = next.token()
+	}
+	return status, nil
+}
+
+// previewParent is one parent's dry-run sync, summed up: the plan's
+// counts, the items that change something, and the status the hook would
+// write. A failure is this parent's error, not the page's.
+func (f *fleet) previewParent(ctx context.Context, rec *reconcile.Controller, env reconcile.Env, parent *unstructured.Unstructured) v1alpha1.FleetPreviewParent {
+	out := v1alpha1.FleetPreviewParent{Namespace: parent.GetNamespace(), Name: parent.GetName()}
+	if err := f.namespaceAllowed(ctx, parent.GetNamespace()); err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	res, err := rec.Sync(ctx, env, parent, reconcile.Options{DryRun: true})
+	if res != nil {
+		out.Warnings = res.Warnings
+	}
+	switch {
+	case err != nil:
+		out.Error = err.Error()
+		return out
+	case res.Skipped != "":
+		out.Warnings = append(out.Warnings, "not synced: "+res.Skipped)
+		return out
+	}
+	for _, item := range res.Plan.Items {
+		count(&out.Counts, item.Action)
+		if item.Action != v1alpha1.SyncActionUnchanged {
+			out.Changes = append(out.Changes, planItem(item))
+		}
+	}
+	if resp := res.Plan.Response; resp != nil {
+		if resp.Status != nil {
+			if out.ParentStatus, err = rawJSON(resp.Status); err != nil {
+				out.Error = err.Error()
+				return out
+			}
+		}
+		out.StatusDiff = statusDiff(parent, resp.Status)
+	}
+	return out
+}
+
+// statusDiff lists what writing the hook's status would change in the
+// parent's, which the write adds observedGeneration to
+// (apply.ParentStatus).
+func statusDiff(parent *unstructured.Unstructured, status map[string]interface{}) []string {
+	desired := make(map[string]interface{}, len(status)+1)
+	for k, v := range status {
+		desired[k] = v
+	}
+	desired["observedGeneration"] = parent.GetGeneration()
+	old, _ := parent.Object["status"].(map[string]interface{})
+	if old == nil {
+		old = map[string]interface{}{}
+	}
+	return patches.Diff(map[string]interface{}{"status": old}, map[string]interface{}{"status": desired})
+}
+
+func count(c *v1alpha1.FleetPreviewCounts, action v1alpha1.SyncAction) {
+	switch action {
+	case v1alpha1.SyncActionCreate:
+		c.Create++
+	case v1alpha1.SyncActionUpdate:
+		c.Update++
+	case v1alpha1.SyncActionRecreate:
+		c.Recreate++
+	case v1alpha1.SyncActionDelete:
+		c.Delete++
+	case v1alpha1.SyncActionAdopt:
+		c.Adopt++
+	case v1alpha1.SyncActionOrphan:
+		c.Orphan++
+	case v1alpha1.SyncActionUnchanged:
+		c.Unchanged++
+	}
+}
+
+func addUp(t *v1alpha1.FleetPreviewTotals, p *v1alpha1.FleetPreviewParent) {
+	t.Parents++
+	switch {
+	case p.Error != "":
+		t.Failed++
+	case len(p.Changes) > 0 || len(p.StatusDiff) > 0:
+		t.Changed++
+	}
+	t.Counts.Create += p.Counts.Create
+	t.Counts.Update += p.Counts.Update
+	t.Counts.Recreate += p.Counts.Recreate
+	t.Counts.Delete += p.Counts.Delete
+	t.Counts.Adopt += p.Counts.Adopt
+	t.Counts.Orphan += p.Counts.Orphan
+	t.Counts.Unchanged += p.Counts.Unchanged
+}

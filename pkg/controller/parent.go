@@ -123,7 +123,7 @@ func newParentController(ctx context.Context, m *Manager, cc *v1alpha1.Composite
 	}
 	pc.rec = &reconcile.Controller{Def: def, Hooks: h, FinalizeGrace: m.cfg.FinalizeGrace}
 	name := "compositecontroller-" + cc.Name
-	pc.queue = newParentQueue(name, pc.unsynced)
+	pc.queue = newParentQueue(name, pc.unsynced, m.cfg.Shards)
 	pc.status = newStatusTracker(m, cc)
 	return pc, nil
 }
@@ -300,8 +300,19 @@ func (pc *parentController) deleteParent(obj interface{}) {
 }
 
 func (pc *parentController) enqueueAll() {
+	pc.enqueueWhere(func(string) bool { return true })
+}
+
+// enqueueWhere queues the parents whose key is in: those of shards this
+// replica gained.
+func (pc *parentController) enqueueWhere(in func(key string) bool) {
+	if pc.parents == nil {
+		return
+	}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
-		pc.enqueueParent(obj)
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil && in(key) {
+			pc.enqueueParent(obj)
+		}
 	}
 }
 
@@ -352,6 +363,11 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer pc.queue.Done(key)
+	done, ok := admit(pc.m.cfg.Shards, pc.queue, key)
+	if !ok {
+		return true
+	}
+	defer done()
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	ctx = klog.NewContext(ctx, logger)
 

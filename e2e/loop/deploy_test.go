@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -211,13 +212,21 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 }
 
 // callers is a hook in front of another that records, for each call, the
-// replica of composite-apiserver that made it and the parent it was about.
+// replica of composite-apiserver that made it and the parent it was about,
+// and counts the calls about a parent made while another about it was in
+// flight.
 type callers struct {
 	url string
 	mu  sync.Mutex
 	// calls counts the calls per parent's namespace and replica's name;
 	// a caller that is none of the replicas is "unknown".
 	calls map[string]map[string]int
+	// byParent counts the calls per parent (namespace/name) and replica.
+	byParent map[string]map[string]int
+	// inFlight are the calls being answered, per parent; overlaps counts
+	// the calls that began while another about the same parent was.
+	inFlight map[string]int
+	overlaps int
 }
 
 func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *callers {
@@ -227,7 +236,7 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &callers{calls: map[string]map[string]int{}}
+	c := &callers{calls: map[string]map[string]int{}, byParent: map[string]map[string]int{}, inFlight: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -236,7 +245,7 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 		}
 		var req struct {
 			Parent struct {
-				Metadata struct{ Namespace string }
+				Metadata struct{ Namespace, Name string }
 			}
 		}
 		_ = json.Unmarshal(body, &req)
@@ -249,12 +258,26 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 				name = p.Name
 			}
 		}
+		parent := req.Parent.Metadata.Namespace + "/" + req.Parent.Metadata.Name
 		c.mu.Lock()
 		if c.calls[req.Parent.Metadata.Namespace] == nil {
 			c.calls[req.Parent.Metadata.Namespace] = map[string]int{}
 		}
 		c.calls[req.Parent.Metadata.Namespace][name]++
+		if c.byParent[parent] == nil {
+			c.byParent[parent] = map[string]int{}
+		}
+		c.byParent[parent][name]++
+		if c.inFlight[parent] > 0 {
+			c.overlaps++
+		}
+		c.inFlight[parent]++
 		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.inFlight[parent]--
+			c.mu.Unlock()
+		}()
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		proxy.ServeHTTP(w, r)
 	}))
@@ -272,6 +295,27 @@ func (c *callers) byReplica(namespace string) map[string]int {
 		out[name] = n
 	}
 	return out
+}
+
+// parents counts the calls about each parent of namespace by replica.
+func (c *callers) parents(namespace string) map[string]map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[string]int{}
+	for parent, by := range c.byParent {
+		if strings.HasPrefix(parent, namespace+"/") {
+			out[parent] = maps.Clone(by)
+		}
+	}
+	return out
+}
+
+// overlapping counts the calls made about a parent while another about it
+// was in flight.
+func (c *callers) overlapping() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overlaps
 }
 
 // leaseHolder reads the Lease of the loop's leader election and tells which

@@ -132,6 +132,9 @@ func BenchmarkShards(b *testing.B) {
 				victims = append(victims, parent)
 			}
 		}
+		if len(victims) == 0 {
+			b.Fatalf("%s synced no parent of its own: nothing to take over", victim.Name)
+		}
 		before := st.callersOf()
 		victim.Kill()
 		killed := time.Now()

@@ -89,6 +89,9 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 		}
 	}
 	sort.Strings(victims)
+	if len(victims) == 0 {
+		t.Fatalf("%s synced no parent of its own: nothing to take over", b.Name)
+	}
 	before := rec.parents(ns)
 	b.Kill()
 	killed := time.Now()

@@ -30,6 +30,12 @@ const (
 
 	roleMember = "member"
 	roleShard  = "shard"
+
+	// staleMembership is how many lease durations a dead replica's
+	// membership Lease stays: a replica killed without leaving (a crashed
+	// pod, each with a new identity) would otherwise add one to every
+	// round's list forever.
+	staleMembership = 4
 )
 
 // Config is a replica's part in a group of replicas sharing the loop.
@@ -212,6 +218,7 @@ func (m *Member) Step(ctx context.Context) {
 	now := m.cfg.Clock.Now()
 	byName := map[string]*coordinationv1.Lease{}
 	var members []string
+	var stale []*coordinationv1.Lease
 	m.mu.Lock()
 	for i := range list.Items {
 		l := &list.Items[i]
@@ -224,6 +231,8 @@ func (m *Member) Step(ctx context.Context) {
 		}
 		if !m.expiredLocked(l, now) {
 			members = append(members, holder(l))
+		} else if now.Sub(m.seen[l.Name].at) >= staleMembership*m.cfg.LeaseDuration {
+			stale = append(stale, l)
 		}
 	}
 	// This replica counts itself while the others can: while its
@@ -233,6 +242,13 @@ func (m *Member) Step(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	m.expire()
+	for _, l := range stale {
+		// On the version seen: a member that came back since keeps it.
+		rv := l.ResourceVersion
+		if err := m.leases.Leases(m.cfg.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}}); err == nil {
+			logger.V(2).Info("Deleted the membership Lease of a replica gone for long", "lease", l.Name)
+		}
+	}
 
 	owners := Assign(m.cfg.Shards, members)
 	var gained []int

@@ -317,3 +317,27 @@ func keyIn(s int) string {
 		}
 	}
 }
+
+// TestADeadReplicasMembershipLeaseIsDeletedInTime: a replica that died
+// without leaving keeps its membership Lease while it might be live, and
+// has it deleted a few lease durations later, not kept forever.
+func TestADeadReplicasMembershipLeaseIsDeletedInTime(t *testing.T) {
+	c := newCluster()
+	a, b := c.join(t, "a"), c.join(t, "b")
+	c.settle(t, a, b)
+	a.cut.Store(true)
+	died := c.clock.Now()
+	var deleted time.Time
+	for c.clock.Since(died) < (staleMembership+2)*leaseDuration && deleted.IsZero() {
+		c.round(t, b)
+		if _, err := c.client.CoordinationV1().Leases(namespace).Get(context.Background(), "loop-member-a", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			deleted = c.clock.Now()
+		}
+	}
+	if deleted.IsZero() {
+		t.Fatalf("a's membership Lease is still there %d lease durations after a died", staleMembership+2)
+	}
+	if d := deleted.Sub(died); d < staleMembership*leaseDuration {
+		t.Errorf("a's membership Lease was deleted %s after a died, before %d lease durations", d, staleMembership)
+	}
+}

@@ -78,6 +78,10 @@ func newEnvironment(ctx context.Context) (*environment, error) {
 type hookServer struct {
 	srv *httptest.Server
 	mux *http.ServeMux
+	// owners remembers which replica holds each open connection
+	// (hookStats.attribute), by its client address, until it closes: a
+	// closed connection's port may be another replica's next.
+	owners sync.Map
 
 	mu    sync.Mutex
 	stats map[string]*hookStats
@@ -96,7 +100,7 @@ type hookStats struct {
 	// byReplica counts per parent; callers remembers each connection's.
 	replicas  []*framework.Process
 	byReplica map[string]map[string]int
-	callers   map[string]string
+	owners    *sync.Map
 }
 
 // callerAddrs are a hook request's client and server addresses, which the
@@ -133,11 +137,11 @@ func (s *hookStats) begin(ctx context.Context, parent string) {
 	name := "unknown"
 	if addrs, ok := ctx.Value(callerKey{}).(callerAddrs); ok {
 		// A connection's owner never changes: read /proc once for each.
-		if cached, ok := s.callers[addrs.remote]; ok {
-			name = cached
+		if cached, ok := s.owners.Load(addrs.remote); ok {
+			name = cached.(string)
 		} else if p, err := framework.ConnectionOwner(addrs.remote, addrs.local, s.replicas...); err == nil && p != nil {
 			name = p.Name
-			s.callers[addrs.remote] = name
+			s.owners.Store(addrs.remote, name)
 		}
 	}
 	if s.byReplica[parent] == nil {
@@ -158,7 +162,6 @@ func (s *hookStats) attribute(replicas ...*framework.Process) {
 	defer s.mu.Unlock()
 	s.replicas = replicas
 	s.byReplica = map[string]map[string]int{}
-	s.callers = map[string]string{}
 }
 
 // callersOf are the calls so far about each parent, by replica
@@ -183,7 +186,13 @@ func (s *hookStats) overlapping() int {
 
 func newHookServer() *hookServer {
 	h := &hookServer{mux: http.NewServeMux(), stats: map[string]*hookStats{}}
-	h.srv = httptest.NewServer(h.mux)
+	h.srv = httptest.NewUnstartedServer(h.mux)
+	h.srv.Config.ConnState = func(c net.Conn, state http.ConnState) {
+		if state == http.StateClosed || state == http.StateHijacked {
+			h.owners.Delete(c.RemoteAddr().String())
+		}
+	}
+	h.srv.Start()
 	return h
 }
 
@@ -193,7 +202,7 @@ func (h *hookServer) register(controller string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.stats[controller]; !ok {
-		st := &hookStats{parents: map[string]int{}, inFlight: map[string]int{}}
+		st := &hookStats{parents: map[string]int{}, inFlight: map[string]int{}, owners: &h.owners}
 		h.stats[controller] = st
 		h.mux.Handle("/"+controller+"/sync", withCaller(hookapi.SyncHandler(hookapi.SyncHookFunc(
 			func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {

@@ -188,7 +188,7 @@ func (m *Member) Run(ctx context.Context) {
 		// A round's requests end before the renew deadline: a hung
 		// request must not keep the next round from starting.
 		stepCtx, cancel := context.WithTimeout(ctx, m.cfg.RenewDeadline)
-		m.Step(stepCtx)
+		m.step(stepCtx)
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -201,10 +201,10 @@ func (m *Member) Run(ctx context.Context) {
 	}
 }
 
-// Step is one round: renew the membership, read the group, give up the
+// step is one round: renew the membership, read the group, give up the
 // shards the live members assign to others, renew the ones kept, and
 // acquire the ones assigned to this replica that are free.
-func (m *Member) Step(ctx context.Context) {
+func (m *Member) step(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	m.renewMembership(ctx)
 	list, err := m.leases.Leases(m.cfg.Namespace).List(ctx, metav1.ListOptions{
@@ -453,6 +453,8 @@ func (m *Member) release(ctx context.Context, s int, h *heldShard) {
 	m.mu.Lock()
 	h.releasing = true
 	m.mu.Unlock()
+	// Not the round's context: the round ends long before the release.
+	background := context.WithoutCancel(ctx)
 	go func() {
 		m.mu.Lock()
 		for h.inFlight > 0 {
@@ -460,6 +462,8 @@ func (m *Member) release(ctx context.Context, s int, h *heldShard) {
 		}
 		l := h.lease.DeepCopy()
 		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(background, m.cfg.RenewDeadline)
+		defer cancel()
 		m.giveUp(ctx, s, l)
 		m.mu.Lock()
 		if m.held[s] == h {

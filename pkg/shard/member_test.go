@@ -109,30 +109,39 @@ type cutLeases struct {
 
 var errCut = errors.New("connection refused")
 
-func (c cutLeases) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+// refuse fails a request on a cut connection, or whose context is done,
+// as a real client does (the fake one ignores contexts).
+func (c cutLeases) refuse(ctx context.Context) error {
 	if c.cut.Load() {
-		return nil, errCut
+		return errCut
+	}
+	return ctx.Err()
+}
+
+func (c cutLeases) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if err := c.refuse(ctx); err != nil {
+		return nil, err
 	}
 	return c.LeaseInterface.Create(ctx, l, o)
 }
 
 func (c cutLeases) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	if c.cut.Load() {
-		return nil, errCut
+	if err := c.refuse(ctx); err != nil {
+		return nil, err
 	}
 	return c.LeaseInterface.Update(ctx, l, o)
 }
 
 func (c cutLeases) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
-	if c.cut.Load() {
-		return nil, errCut
+	if err := c.refuse(ctx); err != nil {
+		return nil, err
 	}
 	return c.LeaseInterface.Get(ctx, name, o)
 }
 
 func (c cutLeases) List(ctx context.Context, o metav1.ListOptions) (*coordinationv1.LeaseList, error) {
-	if c.cut.Load() {
-		return nil, errCut
+	if err := c.refuse(ctx); err != nil {
+		return nil, err
 	}
 	return c.LeaseInterface.List(ctx, o)
 }
@@ -143,7 +152,10 @@ func (c cutLeases) List(ctx context.Context, o metav1.ListOptions) (*coordinatio
 func (c *cluster) round(t *testing.T, rs ...*replica) {
 	t.Helper()
 	for _, r := range rs {
-		r.Step(context.Background())
+		// As Run: each round's context ends with it.
+		ctx, cancel := context.WithCancel(context.Background())
+		r.step(ctx)
+		cancel()
 		noShardOwnedTwice(t, c.clock.Now(), rs...)
 	}
 	c.clock.Step(retryPeriod)
@@ -228,7 +240,7 @@ func TestAReplicaThatCannotRenewStopsBeforeItsShardsCanBeTaken(t *testing.T) {
 		// a's rounds hang on its cut connection (a request that never
 		// answers): nothing but the clock stops it. Smaller steps than
 		// a round, to see the order of events.
-		b.Step(context.Background())
+		b.step(context.Background())
 		for i := 0; i < 4; i++ {
 			now := c.clock.Now()
 			if stopped.IsZero() && !a.Owns(key) {

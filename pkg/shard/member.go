@@ -251,7 +251,27 @@ func (m *Member) step(ctx context.Context) {
 	}
 
 	owners := Assign(m.cfg.Shards, members)
-	var gained []int
+	// Renewals run side by side: one after the other, a slow API server
+	// would make the last ones late enough to lapse.
+	var (
+		wg       sync.WaitGroup
+		gainedMu sync.Mutex
+		gained   []int
+	)
+	gain := func(s int) {
+		gainedMu.Lock()
+		defer gainedMu.Unlock()
+		gained = append(gained, s)
+	}
+	renew := func(s int, h *heldShard) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if m.renew(ctx, s, h) {
+				gain(s)
+			}
+		}()
+	}
 	for s := 0; s < m.cfg.Shards; s++ {
 		m.mu.Lock()
 		h := m.held[s]
@@ -264,19 +284,21 @@ func (m *Member) step(ctx context.Context) {
 			busy := h.inFlight > 0
 			m.mu.Unlock()
 			if busy {
-				m.renew(ctx, s, h)
+				renew(s, h)
 			}
 		case h != nil && owners[s] != m.cfg.Identity:
 			logger.V(2).Info("Giving up a shard another member is assigned", "shard", s, "to", owners[s])
 			m.release(ctx, s, h)
 		case h != nil:
-			m.renew(ctx, s, h)
+			renew(s, h)
 		case owners[s] == m.cfg.Identity:
 			if m.acquire(ctx, s, byName[m.shardLeaseName(s)], now) {
-				gained = append(gained, s)
+				gain(s)
 			}
 		}
 	}
+	wg.Wait()
+	sort.Ints(gained)
 	if len(gained) > 0 {
 		logger.Info("Acquired shards", "shards", gained, "owned", len(m.Owned()))
 		set := map[int]bool{}
@@ -391,10 +413,14 @@ func (m *Member) renewMembership(ctx context.Context) {
 
 // renew writes the shard's Lease again, on the version this replica
 // wrote last: if anyone else wrote it since, the write fails and the shard
-// is given up.
-func (m *Member) renew(ctx context.Context, s int, h *heldShard) {
+// is given up. It tells whether the shard is owned again after a lapse:
+// renewed too late, it was not owned for a while (Owns said no, and its
+// parents' events were dropped), and that is a gain like an acquisition.
+func (m *Member) renew(ctx context.Context, s int, h *heldShard) (regained bool) {
 	now := m.cfg.Clock.Now()
+	m.mu.Lock()
 	l := h.lease.DeepCopy()
+	m.mu.Unlock()
 	m.hold(l, now, false)
 	updated, err := m.leases.Leases(m.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 	m.mu.Lock()
@@ -402,16 +428,23 @@ func (m *Member) renew(ctx context.Context, s int, h *heldShard) {
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			klog.FromContext(ctx).Info("A shard's Lease was changed by someone else: not syncing it any more", "shard", s, "err", err)
-			delete(m.held, s)
-			return
+			if m.held[s] == h {
+				delete(m.held, s)
+			}
+			return false
 		}
 		klog.FromContext(ctx).Error(err, "Can't renew a shard's Lease", "shard", s)
-		return
+		return false
 	}
-	if m.held[s] == h {
-		h.lease = updated
-		h.renewed = now
+	if m.held[s] != h {
+		return false
 	}
+	// Checked now, not when the request was sent: the shard may have
+	// lapsed while the request was under way.
+	lapsed := m.cfg.Clock.Since(h.renewed) >= m.cfg.RenewDeadline
+	h.lease = updated
+	h.renewed = now
+	return lapsed && !h.releasing
 }
 
 // acquire takes the shard's Lease when it is free: released, never held,

@@ -353,3 +353,47 @@ func TestADeadReplicasMembershipLeaseIsDeletedInTime(t *testing.T) {
 		t.Errorf("a's membership Lease was deleted %s after a died, before %d lease durations", d, staleMembership)
 	}
 }
+
+// TestAShardThatLapsedWhileItsRenewalWasUnderWayIsAGain: a renewal that
+// succeeds after the renew deadline passed (a slow API server) keeps the
+// Lease, but the shard was not owned meanwhile and its parents' events
+// were dropped: its parents must be queued again, as for a shard acquired.
+func TestAShardThatLapsedWhileItsRenewalWasUnderWayIsAGain(t *testing.T) {
+	c := newCluster()
+	a := c.join(t, "a")
+	c.settle(t, a)
+	var gained []int
+	a.OnGained(func(in func(string) bool) {
+		for s := 0; s < testShards; s++ {
+			if in(keyIn(s)) {
+				gained = append(gained, s)
+			}
+		}
+	})
+	var slow atomic.Value
+	c.client.PrependReactor("update", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		l := action.(clienttesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Labels[RoleLabel] == roleShard && slow.CompareAndSwap(nil, l.Name) {
+			// This one request ends past the renew deadline of the
+			// last renewal (a round ago), and before that of its own.
+			c.clock.Step(renewDeadline - retryPeriod + time.Second)
+		}
+		return false, nil, nil
+	})
+	a.step(context.Background())
+	name, _ := slow.Load().(string)
+	if name == "" {
+		t.Fatal("no shard was renewed")
+	}
+	s, _ := strconv.Atoi(name[len("loop-shard-"):])
+	if !a.Owns(keyIn(s)) {
+		t.Fatalf("a does not own shard %d after renewing it", s)
+	}
+	found := false
+	for _, g := range gained {
+		found = found || g == s
+	}
+	if !found {
+		t.Errorf("shard %d lapsed while its renewal was under way, and its parents were not queued again (gained %v)", s, gained)
+	}
+}

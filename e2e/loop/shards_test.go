@@ -54,6 +54,12 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	a := stack.CompositeProcess()
 	procs := []*framework.Process{a, b, c}
 	waitShardsSettled(t, 3)
+	for _, p := range procs {
+		eventually(t, p.Name+"'s /metrics showing its share of the shards", func() (bool, error) {
+			n, err := metricOf(p, "composite_controller_shards_owned", "")
+			return n == shardCount/3 || n == shardCount/3+1, err
+		})
+	}
 
 	rec := recordCallers(t, hook.URL, procs)
 	ctrl := controller{Name: "loop-shards", HookURL: rec.url}

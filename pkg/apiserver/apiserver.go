@@ -240,6 +240,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		}
 	}
 	if loop.Shards != nil {
+		shard.RegisterMetrics()
 		member, err := shard.NewMember(*loop.Shards, cluster.Kube.CoordinationV1())
 		if err != nil {
 			return fmt.Errorf("can't join the replicas that share the loop: %w", err)

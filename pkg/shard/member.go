@@ -299,6 +299,8 @@ func (m *Member) step(ctx context.Context) {
 	}
 	wg.Wait()
 	sort.Ints(gained)
+	shardsOwned.Set(float64(len(m.Owned())))
+	shardsGainedTotal.Add(float64(len(gained)))
 	if len(gained) > 0 {
 		logger.Info("Acquired shards", "shards", gained, "owned", len(m.Owned()))
 		set := map[int]bool{}
@@ -441,7 +443,11 @@ func (m *Member) renew(ctx context.Context, s int, h *heldShard) (regained bool)
 	}
 	// Checked now, not when the request was sent: the shard may have
 	// lapsed while the request was under way.
-	lapsed := m.cfg.Clock.Since(h.renewed) >= m.cfg.RenewDeadline
+	late := m.cfg.Clock.Since(h.renewed)
+	lapsed := late >= m.cfg.RenewDeadline
+	if lapsed && !h.releasing {
+		klog.FromContext(ctx).Info("Renewed a shard's Lease after the renew deadline: its parents are queued again", "shard", s, "sinceLastRenewal", late)
+	}
 	h.lease = updated
 	h.renewed = now
 	return lapsed && !h.releasing

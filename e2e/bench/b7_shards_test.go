@@ -60,7 +60,7 @@ func BenchmarkShards(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		b.ReportMetric(float64(oneCalls), "hook-calls")
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
-		b.Logf("one replica: %d parents, %d hook calls, heap %.0f MiB", parents, oneCalls, float64(heap)/(1<<20))
+		b.Logf("one replica: %d parents, %d hook calls (parents by calls about them: %v), heap %.0f MiB", parents, oneCalls, st.perParent(), float64(heap)/(1<<20))
 	})
 
 	b.Run("replicas=3", func(b *testing.B) {
@@ -132,8 +132,8 @@ func BenchmarkShards(b *testing.B) {
 		b.ReportMetric(float64(st.overlapping()), "overlaps")
 		b.ReportMetric(float64(shared), "parents-on-two-replicas")
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
-		b.Logf("three replicas: parents synced by each %v (%.2f–%.2f of a third), %d by more than one; %d hook calls (%.2f× one replica's %d); %d overlapping calls; heap of one replica %.0f MiB",
-			share, lo, hi, shared, calls, float64(calls)/float64(max(oneCalls, 1)), oneCalls, st.overlapping(), float64(heap)/(1<<20))
+		b.Logf("three replicas: parents synced by each %v (%.2f–%.2f of a third), %d by more than one; %d hook calls (%.2f× one replica's %d; parents by calls about them: %v); %d overlapping calls; heap of one replica %.0f MiB",
+			share, lo, hi, shared, calls, float64(calls)/float64(max(oneCalls, 1)), oneCalls, st.perParent(), st.overlapping(), float64(heap)/(1<<20))
 
 		// One replica dies: the others call the hook about each of its
 		// parents once its Leases expire.

@@ -240,6 +240,22 @@ func (s *hookStats) distinct() int {
 	return len(s.parents)
 }
 
+// perParent counts the parents by how many calls the hook had about each:
+// "1", "2", "3", "4+".
+func (s *hookStats) perParent() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, n := range s.parents {
+		key := strconv.Itoa(n)
+		if n >= 4 {
+			key = "4+"
+		}
+		out[key]++
+	}
+	return out
+}
+
 // hookResponse is the benchmarks' hook: spec.children ConfigMaps named
 // <parent>-<i>, and a status.
 func hookResponse(parent *unstructured.Unstructured) *hookapi.SyncHookResponse {

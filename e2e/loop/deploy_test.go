@@ -33,7 +33,8 @@ import (
 // certificates: framework.DeploymentServerArgs; the stack's own server keeps
 // the package's --workers and -v before them), and syncs parents through a
 // hook that tells which replica called it: every call comes from one
-// replica, the one the Lease names.
+// replica, the one the Lease names; with the chart's sharding, every call
+// about a parent comes from one replica.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
 	t.Run("artifacts/deploy", func(t *testing.T) {
@@ -48,44 +49,63 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	// the APIService trusts the CA the chart puts in its caBundle: the
 	// aggregator reaches the replicas with the chart's own PKI.
 	t.Run("chart", func(t *testing.T) {
-		rendered, err := framework.RenderChart(framework.CompositeNamespace, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := framework.SplitManifests(rendered)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// One rendering: its Deployment, the Secrets it mounts and the
-		// caBundle belong together (each rendering generates anew).
-		d := &appsv1.Deployment{}
-		var caBundle []byte
-		for _, o := range objs {
-			switch o.Kind {
-			case "Deployment":
-				if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
-					t.Fatal(err)
-				}
-			case "APIService":
-				var a apiregistrationv1.APIService
-				if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
-					t.Fatal(err)
-				}
-				caBundle = a.Spec.CABundle
-			}
-		}
-		substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := framework.DeploymentServerArgs(d)
-		for _, a := range substituted {
-			if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
-				args = append(args, a)
-			}
-		}
+		d, args, caBundle := renderedDeployment(t, "")
 		runDeployment(t, hook, d, "chart", args, caBundle)
 	})
+	// With sharding, every replica runs the loop for its shards: each
+	// parent is synced by one of them.
+	t.Run("chart-sharded", func(t *testing.T) {
+		modes, err := framework.ChartModes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, args, caBundle := renderedDeployment(t, modes["sharded"])
+		runDeployment(t, hook, d, "chart-sharded", args, caBundle)
+	})
+}
+
+// renderedDeployment renders the chart with values (none when empty) and
+// returns its Deployment, the server arguments to run it with here, and
+// the caBundle of its APIService.
+func renderedDeployment(t *testing.T, values string) (*appsv1.Deployment, []string, []byte) {
+	t.Helper()
+	rendered, err := framework.RenderChart(framework.CompositeNamespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One rendering: its Deployment, the Secrets it mounts and the
+	// caBundle belong together (each rendering generates anew).
+	d := &appsv1.Deployment{}
+	var caBundle []byte
+	for _, o := range objs {
+		switch o.Kind {
+		case "Deployment":
+			if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
+				t.Fatal(err)
+			}
+		case "APIService":
+			var a apiregistrationv1.APIService
+			if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
+				t.Fatal(err)
+			}
+			caBundle = a.Spec.CABundle
+		}
+	}
+	substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := framework.DeploymentServerArgs(d)
+	for _, a := range substituted {
+		if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
+			args = append(args, a)
+		}
+	}
+	return d, args, caBundle
 }
 
 // useServingCA makes the APIService, and the stack's own readiness checks,
@@ -175,6 +195,11 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
 		t.Fatal(err)
 	}
+	if o.Shards > 0 {
+		// Parents created while shards still move could be synced by
+		// their old owner and then their new one.
+		waitShardsSettled(t, o.LeaderElection.Name, o.Shards, replicas)
+	}
 
 	calls := recordCallers(t, hook.URL, procs)
 	ns := namespace(t, "loop-shipped-"+suffix)
@@ -195,6 +220,10 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 
 	byReplica := calls.byReplica(ns)
 	t.Logf("hook calls by replica: %v", byReplica)
+	if o.Shards > 0 {
+		onlyCaller(t, calls.parents(ns))
+		return
+	}
 	if len(byReplica) != 1 {
 		t.Fatalf("the hook was called for the parents of %s by %v: one replica may run the loop", ns, byReplica)
 	}

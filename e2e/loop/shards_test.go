@@ -53,7 +53,7 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	defer c.Stop(30 * time.Second)
 	a := stack.CompositeProcess()
 	procs := []*framework.Process{a, b, c}
-	waitShardsSettled(t, 3)
+	waitShardsSettled(t, shardGroup, shardCount, 3)
 	for _, p := range procs {
 		eventually(t, p.Name+"'s /metrics showing its share of the shards", func() (bool, error) {
 			n, err := metricOf(p, "composite_controller_shards_owned", "")
@@ -126,13 +126,13 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	}
 }
 
-// waitShardsSettled waits until the group's shards are all held, by
+// waitShardsSettled waits until the shards of group are all held, by
 // replicas live members each holding their share.
-func waitShardsSettled(t *testing.T, replicas int) {
+func waitShardsSettled(t *testing.T, group string, shardCount, replicas int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d shards held by %d replicas, evenly", shardCount, replicas), func() (bool, error) {
+	eventually(t, fmt.Sprintf("%d shards of %s held by %d replicas, evenly", shardCount, group, replicas), func() (bool, error) {
 		list, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).List(context.Background(), metav1.ListOptions{
-			LabelSelector: labels.SelectorFromSet(labels.Set{shard.GroupLabel: shardGroup, shard.RoleLabel: "shard"}).String(),
+			LabelSelector: labels.SelectorFromSet(labels.Set{shard.GroupLabel: group, shard.RoleLabel: "shard"}).String(),
 		})
 		if err != nil {
 			return false, err

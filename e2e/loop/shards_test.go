@@ -18,15 +18,18 @@ import (
 const (
 	shardGroup   = "e2e-shards"
 	shardCount   = shard.DefaultShards
-	shardLease   = 4 * time.Second
+	shardLease   = 8 * time.Second
 	shardParents = 600
 )
 
 // shardArgs run a replica in the group of this file's tests, with Leases
-// short enough for a test.
+// short enough for a test, and a renew deadline long enough that a
+// replica on a machine shared with other tests does not miss it (it would
+// give its shards up, and their parents would be synced by two replicas
+// one after the other).
 var shardArgs = []string{
 	fmt.Sprintf("--shards=%d", shardCount), "--leader-elect-lease-name=" + shardGroup,
-	"--leader-elect-lease-duration=" + shardLease.String(), "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+	"--leader-elect-lease-duration=" + shardLease.String(), "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s",
 }
 
 // TestShardedReplicasSyncEachParentOnOneReplica runs three replicas with
@@ -110,7 +113,7 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 		}
 		return true, nil
 	})
-	t.Logf("b's %d parents synced again by the others %s after it was killed (Leases of %s, renewed every 500ms)",
+	t.Logf("b's %d parents synced again by the others %s after it was killed (Leases of %s, renewed every second)",
 		len(victims), time.Since(killed).Round(100*time.Millisecond), shardLease)
 
 	// What a user sees: b's parents follow their spec again.

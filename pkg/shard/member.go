@@ -211,8 +211,17 @@ func (m *Member) step(ctx context.Context) {
 		LabelSelector: labels.SelectorFromSet(labels.Set{GroupLabel: m.cfg.Name}).String(),
 	})
 	if err != nil {
-		logger.Error(err, "Can't read the group's Leases")
+		// Nothing to decide on, but no reason to let the shards held
+		// lapse: renew them, as if they were assigned to this replica.
+		logger.Error(err, "Can't read the group's Leases: renewing the shards held, acquiring none")
 		m.expire()
+		owners := make([]string, m.cfg.Shards)
+		m.mu.Lock()
+		for s := range m.held {
+			owners[s] = m.cfg.Identity
+		}
+		m.mu.Unlock()
+		m.decide(ctx, owners, nil, m.cfg.Clock.Now())
 		return
 	}
 	now := m.cfg.Clock.Now()
@@ -250,7 +259,15 @@ func (m *Member) step(ctx context.Context) {
 		}
 	}
 
-	owners := Assign(m.cfg.Shards, members)
+	m.decide(ctx, Assign(m.cfg.Shards, members), byName, now)
+}
+
+// decide gives up the shards owners assigns to others, renews the ones
+// kept, acquires the ones assigned to this replica that are free (byName
+// are the group's Leases as listed at now), and tells the listeners of
+// the shards gained.
+func (m *Member) decide(ctx context.Context, owners []string, byName map[string]*coordinationv1.Lease, now time.Time) {
+	logger := klog.FromContext(ctx)
 	// Renewals run side by side: one after the other, a slow API server
 	// would make the last ones late enough to lapse.
 	var (

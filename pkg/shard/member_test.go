@@ -397,3 +397,22 @@ func TestAShardThatLapsedWhileItsRenewalWasUnderWayIsAGain(t *testing.T) {
 		t.Errorf("shard %d lapsed while its renewal was under way, and its parents were not queued again (gained %v)", s, gained)
 	}
 }
+
+// TestAReplicaThatCannotReadTheGroupKeepsItsShards: when listing the
+// group's Leases fails but writes go through, a replica renews the shards
+// it holds (and acquires none): a failed read is no reason to stop
+// syncing.
+func TestAReplicaThatCannotReadTheGroupKeepsItsShards(t *testing.T) {
+	c := newCluster()
+	a := c.join(t, "a")
+	c.settle(t, a)
+	c.client.PrependReactor("list", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the list is too slow today")
+	})
+	for i := 0; i < 2*int(leaseDuration/retryPeriod); i++ {
+		c.round(t, a)
+	}
+	if got := len(a.Owned()); got != testShards {
+		t.Errorf("a owns %d shards after failing to list the group for two lease durations, want all %d", got, testShards)
+	}
+}

@@ -43,6 +43,10 @@ Options:
                       memory while the pages stream; off by default (it
                       converges its parents first: about 2 more minutes)
   --b9-parents N      B9 parents (default 2000)
+  --b7                also run B7 (shards: 3 replicas with --shards against one
+                      replica, then one of the three killed; not in the default
+                      run: it starts two more servers, ~5 minutes more)
+  --b7-parents N      B7 parents (default 3000)
   --bench REGEX       which benchmarks (go test -bench; default .)
   --out FILE          raw go test output (default _output/bench/bench-<time>.txt;
                       the table goes to the same name with .md)
@@ -68,6 +72,8 @@ b2_timeout=4m
 b3_parents=2000
 b6_parents=200
 b9_parents=0
+b7=false
+b7_parents=3000
 bench=.
 out=""
 table_of=""
@@ -79,6 +85,8 @@ while [[ $# -gt 0 ]]; do
     --b6-parents) b6_parents=$2; shift 2 ;;
     --b9) [[ $b9_parents -gt 0 ]] || b9_parents=2000; shift ;;
     --b9-parents) b9_parents=$2; shift 2 ;;
+    --b7) b7=true; shift ;;
+    --b7-parents) b7_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --table) table_of=$2; shift 2 ;;
@@ -272,6 +280,23 @@ table() {
       }
     }
 
+    n = "BenchmarkShards/replicas=3"
+    n1 = "BenchmarkShards/replicas=1"
+    if (has(n)) {
+      lo = v(n, "share-min-of-third"); hi = v(n, "share-max-of-third"); r = v(n, "hook-calls-vs-one")
+      row("B7 shards: three replicas with --shards, parents each one synced, of a third",
+        sprintf("%.2f–%.2f of a third; %d parents synced by two replicas; heap of one replica %.0f MiB", lo, hi, v(n, "parents-on-two-replicas"), v(n, "heap-MiB")),
+        has(n1) ? sprintf("one replica: heap %.0f MiB", v(n1, "heap-MiB")) : why(n1), "—", "within 20%", met(lo >= 0.8 && hi <= 1.2))
+      row("B7 shards: sum of hook calls, and calls about a parent while another about it was in flight",
+        sprintf("%d hook calls; %d overlapping", v(n, "hook-calls"), v(n, "overlaps")),
+        has(n1) ? sprintf("one replica: %d hook calls", v(n1, "hook-calls")) : why(n1), x(r), "≤ 1.1×, 0 overlapping", met(r > 0 && r <= 1.1 && v(n, "overlaps") == 0))
+      row("B7 shards: one of three killed: its parents synced again by the others",
+        sprintf("after %.1f s; %d children lost, %d extra; %d overlapping calls in all", v(n, "takeover-s"), v(n, "children-lost"), v(n, "children-extra"), v(n, "overlaps-after-kill")),
+        "the lease duration", sprintf("%.2f× the lease", v(n, "takeover-vs-lease")), "≤ lease + one resync, 0 lost", met(v(n, "children-lost") == 0 && v(n, "children-extra") == 0 && v(n, "overlaps-after-kill") == 0))
+    } else if (has(n1) || ("BenchmarkShards" in failed)) {
+      row("B7 shards", why(n), "—", "—", "—", "**no**")
+    }
+
     n = "BenchmarkIsolation/hanging"
     n0 = "BenchmarkIsolation/without"
     what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)
@@ -309,7 +334,8 @@ start=$SECONDS
 status=0
 go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 45m \
   "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
-  "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" "$@" 2>&1 | tee "$out" || status=$?
+  "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
+  "-shards.run=$b7" "-shards.parents=$b7_parents" "$@" 2>&1 | tee "$out" || status=$?
 elapsed=$((SECONDS - start))
 
 table "$out" > "$table"

@@ -7,6 +7,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -76,6 +78,10 @@ func newEnvironment(ctx context.Context) (*environment, error) {
 type hookServer struct {
 	srv *httptest.Server
 	mux *http.ServeMux
+	// owners remembers which replica holds each open connection
+	// (hookStats.attribute), by its client address, until it closes: a
+	// closed connection's port may be another replica's next.
+	owners sync.Map
 
 	mu    sync.Mutex
 	stats map[string]*hookStats
@@ -86,11 +92,107 @@ type hookStats struct {
 
 	mu      sync.Mutex
 	parents map[string]int
+	// inFlight are the calls being answered per parent; overlaps counts
+	// the calls that began while another about the same parent was.
+	inFlight map[string]int
+	overlaps int
+	// replicas, when set (attribute), are the processes whose calls
+	// byReplica counts per parent; callers remembers each connection's.
+	replicas  []*framework.Process
+	byReplica map[string]map[string]int
+	owners    *sync.Map
+}
+
+// callerAddrs are a hook request's client and server addresses, which the
+// hook needs to tell which replica called (framework.ConnectionOwner).
+type callerAddrs struct{ remote, local string }
+
+type callerKey struct{}
+
+// withCaller puts the request's addresses in its context for the hook.
+func withCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local != nil {
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, callerAddrs{remote: r.RemoteAddr, local: local.String()}))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// begin counts a call about parent, and whether one about it was in
+// flight; end must follow when it is answered.
+func (s *hookStats) begin(ctx context.Context, parent string) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parents[parent]++
+	if s.inFlight[parent] > 0 {
+		s.overlaps++
+	}
+	s.inFlight[parent]++
+	if len(s.replicas) == 0 {
+		return
+	}
+	name := "unknown"
+	if addrs, ok := ctx.Value(callerKey{}).(callerAddrs); ok {
+		// A connection's owner never changes: read /proc once for each.
+		if cached, ok := s.owners.Load(addrs.remote); ok {
+			name = cached.(string)
+		} else if p, err := framework.ConnectionOwner(addrs.remote, addrs.local, s.replicas...); err == nil && p != nil {
+			name = p.Name
+			s.owners.Store(addrs.remote, name)
+		}
+	}
+	if s.byReplica[parent] == nil {
+		s.byReplica[parent] = map[string]int{}
+	}
+	s.byReplica[parent][name]++
+}
+
+func (s *hookStats) end(parent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight[parent]--
+}
+
+// attribute counts from now on which of replicas makes each call.
+func (s *hookStats) attribute(replicas ...*framework.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replicas = replicas
+	s.byReplica = map[string]map[string]int{}
+}
+
+// callersOf are the calls so far about each parent, by replica
+// (attribute).
+func (s *hookStats) callersOf() map[string]map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]map[string]int, len(s.byReplica))
+	for parent, by := range s.byReplica {
+		out[parent] = maps.Clone(by)
+	}
+	return out
+}
+
+// overlapping counts the calls about a parent that began while another
+// about it was in flight.
+func (s *hookStats) overlapping() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overlaps
 }
 
 func newHookServer() *hookServer {
 	h := &hookServer{mux: http.NewServeMux(), stats: map[string]*hookStats{}}
-	h.srv = httptest.NewServer(h.mux)
+	h.srv = httptest.NewUnstartedServer(h.mux)
+	h.srv.Config.ConnState = func(c net.Conn, state http.ConnState) {
+		if state == http.StateClosed || state == http.StateHijacked {
+			h.owners.Delete(c.RemoteAddr().String())
+		}
+	}
+	h.srv.Start()
 	return h
 }
 
@@ -100,16 +202,15 @@ func (h *hookServer) register(controller string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.stats[controller]; !ok {
-		st := &hookStats{parents: map[string]int{}}
+		st := &hookStats{parents: map[string]int{}, inFlight: map[string]int{}, owners: &h.owners}
 		h.stats[controller] = st
-		h.mux.Handle("/"+controller+"/sync", hookapi.SyncHandler(hookapi.SyncHookFunc(
+		h.mux.Handle("/"+controller+"/sync", withCaller(hookapi.SyncHandler(hookapi.SyncHookFunc(
 			func(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
-				st.calls.Add(1)
-				st.mu.Lock()
-				st.parents[req.Parent.GetNamespace()+"/"+req.Parent.GetName()]++
-				st.mu.Unlock()
+				parent := req.Parent.GetNamespace() + "/" + req.Parent.GetName()
+				st.begin(ctx, parent)
+				defer st.end(parent)
 				return hookResponse(req.Parent), nil
-			})))
+			}))))
 	}
 	return h.srv.URL + "/" + controller
 }
@@ -126,6 +227,10 @@ func (s *hookStats) reset() {
 	defer s.mu.Unlock()
 	s.calls.Store(0)
 	s.parents = map[string]int{}
+	s.overlaps = 0
+	if s.byReplica != nil {
+		s.byReplica = map[string]map[string]int{}
+	}
 }
 
 // distinct is the number of parents the hook was called for.
@@ -133,6 +238,22 @@ func (s *hookStats) distinct() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.parents)
+}
+
+// perParent counts the parents by how many calls the hook had about each:
+// "1", "2", "3", "4+".
+func (s *hookStats) perParent() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, n := range s.parents {
+		key := strconv.Itoa(n)
+		if n >= 4 {
+			key = "4+"
+		}
+		out[key]++
+	}
+	return out
 }
 
 // hookResponse is the benchmarks' hook: spec.children ConfigMaps named

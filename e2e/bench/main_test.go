@@ -24,6 +24,10 @@
 //   - BenchmarkIsolation (B6): how long a healthy controller's parents
 //     take to converge while another controller's hook hangs for every one
 //     of its parents, against the same without it.
+//   - BenchmarkShards (B7, only with -shards.run): three replicas sharing
+//     the loop with --shards against one replica in the same run: each
+//     one's share of the parents, the sum of hook calls, overlapping calls
+//     about a parent, and the takeover of a killed replica's parents.
 //
 // The stack starts only when -bench selects one of these benchmarks, so
 // `go test ./...` just compiles the package and runs its few unit tests.
@@ -136,7 +140,7 @@ var stack *framework.Stack
 var env *environment
 
 // benchmarks are the package's benchmarks, for benchmarksWanted.
-var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview"}
+var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that

@@ -21,6 +21,7 @@ func TestBenchmarksWanted(t *testing.T) {
 		"Memory":                    true,
 		"CRUD":                      true,
 		"Isolation":                 true,
+		"Shards":                    true,
 	} {
 		if got := benchmarksWanted(pattern); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)

@@ -92,8 +92,8 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 
 // In every mode with more than one replica, the rendered Deployment's
 // arguments, read by the server's own command line, turn leader election
-// on in the release's namespace, and the rendered RBAC lets the server's
-// service account hold the Lease there.
+// or shards on in the release's namespace, and the rendered RBAC lets the
+// server's service account hold the Leases there.
 func TestChartDeploymentElectsALeaderItMayHold(t *testing.T) {
 	modes, err := ChartModes()
 	if err != nil {
@@ -114,10 +114,10 @@ func TestChartDeploymentElectsALeaderItMayHold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *d.Spec.Replicas > 1 && !o.LeaderElect {
-				t.Fatalf("%d replicas without --leader-elect", *d.Spec.Replicas)
+			if *d.Spec.Replicas > 1 && !o.LeaderElect && o.Shards == 0 {
+				t.Fatalf("%d replicas without --leader-elect or --shards", *d.Spec.Replicas)
 			}
-			if !o.LeaderElect {
+			if !o.LeaderElect && o.Shards == 0 {
 				return
 			}
 			if o.LeaderElection.Namespace != ns {

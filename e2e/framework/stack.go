@@ -352,15 +352,15 @@ func (s *Stack) startControllerManager() error {
 	return nil
 }
 
-// installServerIdentity applies artifacts/deploy's namespace, service account
-// and RBAC for real, and gives the server a token of that service account:
+// installServerIdentity applies artifacts/deploy's namespace, service account,
+// RBAC and the FlowSchema of its Lease requests for real, and gives the server a token of that service account:
 // the stack runs composite-apiserver with exactly the rights an admin grants.
 func (s *Stack) installServerIdentity(ctx context.Context) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "flowschema.yaml"} {
 		if _, stderr, err := s.Kubectl(ctx, "apply", "-f", filepath.Join(root, "artifacts", "deploy", f)); err != nil {
 			return fmt.Errorf("kubectl apply %s: %w: %s", f, err, stderr)
 		}
@@ -415,6 +415,7 @@ func (s *Stack) StartComposite(ctx context.Context, extraArgs ...string) error {
 	if err != nil {
 		return err
 	}
+	p.URL = s.compositeServerURL
 	s.composite = p
 	s.watch(p)
 	client, err := s.compositeHTTPClient(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,8 @@ import (
 // certificates: framework.DeploymentServerArgs; the stack's own server keeps
 // the package's --workers and -v before them), and syncs parents through a
 // hook that tells which replica called it: every call comes from one
-// replica, the one the Lease names.
+// replica, the one the Lease names; with the chart's sharding, every call
+// about a parent comes from one replica.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	hook := setUp(t)
 	t.Run("artifacts/deploy", func(t *testing.T) {
@@ -47,44 +49,63 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	// the APIService trusts the CA the chart puts in its caBundle: the
 	// aggregator reaches the replicas with the chart's own PKI.
 	t.Run("chart", func(t *testing.T) {
-		rendered, err := framework.RenderChart(framework.CompositeNamespace, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := framework.SplitManifests(rendered)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// One rendering: its Deployment, the Secrets it mounts and the
-		// caBundle belong together (each rendering generates anew).
-		d := &appsv1.Deployment{}
-		var caBundle []byte
-		for _, o := range objs {
-			switch o.Kind {
-			case "Deployment":
-				if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
-					t.Fatal(err)
-				}
-			case "APIService":
-				var a apiregistrationv1.APIService
-				if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
-					t.Fatal(err)
-				}
-				caBundle = a.Spec.CABundle
-			}
-		}
-		substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := framework.DeploymentServerArgs(d)
-		for _, a := range substituted {
-			if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
-				args = append(args, a)
-			}
-		}
+		d, args, caBundle := renderedDeployment(t, "")
 		runDeployment(t, hook, d, "chart", args, caBundle)
 	})
+	// With sharding, every replica runs the loop for its shards: each
+	// parent is synced by one of them.
+	t.Run("chart-sharded", func(t *testing.T) {
+		modes, err := framework.ChartModes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, args, caBundle := renderedDeployment(t, modes["sharded"])
+		runDeployment(t, hook, d, "chart-sharded", args, caBundle)
+	})
+}
+
+// renderedDeployment renders the chart with values (none when empty) and
+// returns its Deployment, the server arguments to run it with here, and
+// the caBundle of its APIService.
+func renderedDeployment(t *testing.T, values string) (*appsv1.Deployment, []string, []byte) {
+	t.Helper()
+	rendered, err := framework.RenderChart(framework.CompositeNamespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.SplitManifests(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One rendering: its Deployment, the Secrets it mounts and the
+	// caBundle belong together (each rendering generates anew).
+	d := &appsv1.Deployment{}
+	var caBundle []byte
+	for _, o := range objs {
+		switch o.Kind {
+		case "Deployment":
+			if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
+				t.Fatal(err)
+			}
+		case "APIService":
+			var a apiregistrationv1.APIService
+			if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
+				t.Fatal(err)
+			}
+			caBundle = a.Spec.CABundle
+		}
+	}
+	substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := framework.DeploymentServerArgs(d)
+	for _, a := range substituted {
+		if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
+			args = append(args, a)
+		}
+	}
+	return d, args, caBundle
 }
 
 // useServingCA makes the APIService, and the stack's own readiness checks,
@@ -174,6 +195,11 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
 		t.Fatal(err)
 	}
+	if o.Shards > 0 {
+		// Parents created while shards still move could be synced by
+		// their old owner and then their new one.
+		waitShardsSettled(t, o.LeaderElection.Name, o.Shards, replicas)
+	}
 
 	calls := recordCallers(t, hook.URL, procs)
 	ns := namespace(t, "loop-shipped-"+suffix)
@@ -194,6 +220,10 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 
 	byReplica := calls.byReplica(ns)
 	t.Logf("hook calls by replica: %v", byReplica)
+	if o.Shards > 0 {
+		onlyCaller(t, calls.parents(ns))
+		return
+	}
 	if len(byReplica) != 1 {
 		t.Fatalf("the hook was called for the parents of %s by %v: one replica may run the loop", ns, byReplica)
 	}
@@ -211,13 +241,21 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 }
 
 // callers is a hook in front of another that records, for each call, the
-// replica of composite-apiserver that made it and the parent it was about.
+// replica of composite-apiserver that made it and the parent it was about,
+// and counts the calls about a parent made while another about it was in
+// flight.
 type callers struct {
 	url string
 	mu  sync.Mutex
 	// calls counts the calls per parent's namespace and replica's name;
 	// a caller that is none of the replicas is "unknown".
 	calls map[string]map[string]int
+	// byParent counts the calls per parent (namespace/name) and replica.
+	byParent map[string]map[string]int
+	// inFlight are the calls being answered, per parent; overlaps counts
+	// the calls that began while another about the same parent was.
+	inFlight map[string]int
+	overlaps int
 }
 
 func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *callers {
@@ -227,7 +265,7 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &callers{calls: map[string]map[string]int{}}
+	c := &callers{calls: map[string]map[string]int{}, byParent: map[string]map[string]int{}, inFlight: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -236,7 +274,7 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 		}
 		var req struct {
 			Parent struct {
-				Metadata struct{ Namespace string }
+				Metadata struct{ Namespace, Name string }
 			}
 		}
 		_ = json.Unmarshal(body, &req)
@@ -249,12 +287,26 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 				name = p.Name
 			}
 		}
+		parent := req.Parent.Metadata.Namespace + "/" + req.Parent.Metadata.Name
 		c.mu.Lock()
 		if c.calls[req.Parent.Metadata.Namespace] == nil {
 			c.calls[req.Parent.Metadata.Namespace] = map[string]int{}
 		}
 		c.calls[req.Parent.Metadata.Namespace][name]++
+		if c.byParent[parent] == nil {
+			c.byParent[parent] = map[string]int{}
+		}
+		c.byParent[parent][name]++
+		if c.inFlight[parent] > 0 {
+			c.overlaps++
+		}
+		c.inFlight[parent]++
 		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.inFlight[parent]--
+			c.mu.Unlock()
+		}()
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		proxy.ServeHTTP(w, r)
 	}))
@@ -272,6 +324,27 @@ func (c *callers) byReplica(namespace string) map[string]int {
 		out[name] = n
 	}
 	return out
+}
+
+// parents counts the calls about each parent of namespace by replica.
+func (c *callers) parents(namespace string) map[string]map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[string]int{}
+	for parent, by := range c.byParent {
+		if strings.HasPrefix(parent, namespace+"/") {
+			out[parent] = maps.Clone(by)
+		}
+	}
+	return out
+}
+
+// overlapping counts the calls made about a parent while another about it
+// was in flight.
+func (c *callers) overlapping() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overlaps
 }
 
 // leaseHolder reads the Lease of the loop's leader election and tells which

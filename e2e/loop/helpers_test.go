@@ -388,8 +388,15 @@ func waitEventReason(t *testing.T, ns, name, reason, substring string) {
 // (composite-apiserver or the control plane ended without being asked to).
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
+	eventuallyWithin(t, what, time.Minute, cond)
+}
+
+// eventuallyWithin is eventually for a wait that may be longer than a
+// minute: hundreds of parents converging on a shared machine.
+func eventuallyWithin(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
 	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		if down := stack.Down(); down != nil {
 			return false, down
 		}

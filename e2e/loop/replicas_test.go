@@ -92,6 +92,16 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 // controller when empty), all results, from p's own /metrics; absent
 // series count 0.
 func syncsOf(p *framework.Process, controller string) (float64, error) {
+	label := ""
+	if controller != "" {
+		label = `controller="` + controller + `"`
+	}
+	return metricOf(p, "composite_controller_syncs_total", label)
+}
+
+// metricOf sums the series of metric whose labels contain label (all when
+// empty) from p's own /metrics; absent series count 0.
+func metricOf(p *framework.Process, metric, label string) (float64, error) {
 	// kube-apiserver's own front-proxy client certificate. Issuing one
 	// would rewrite its files, and client-go's cached transport of those
 	// files, seeing them change at its next TLS handshake, closes all of
@@ -121,10 +131,10 @@ func syncsOf(p *framework.Process, controller string) (float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "composite_controller_syncs_total{") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 			continue
 		}
-		if controller != "" && !strings.Contains(line, `controller="`+controller+`"`) {
+		if label != "" && !strings.Contains(line, label) {
 			continue
 		}
 		fields := strings.Fields(line)

@@ -25,6 +25,7 @@ import (
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
@@ -83,6 +84,9 @@ type LoopConfig struct {
 	ResyncPeriod time.Duration
 	// LeaderElection, when set, runs the loop on one replica at a time.
 	LeaderElection *controller.LeaderElection
+	// Shards, when set, runs the loop on every replica, each syncing the
+	// parents of the shards the group's Leases give it.
+	Shards *shard.Config
 	// ControllerSelector, when set, restricts the loop to the
 	// CompositeControllers it selects.
 	ControllerSelector labels.Selector
@@ -229,7 +233,8 @@ func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHook
 }
 
 // startLoop runs the controller loop in the background for as long as the
-// server runs, on the leader only when leader election is on.
+// server runs: on the leader only when leader election is on, on every
+// replica for its share of the parents when shards are.
 func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches) error {
 	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
@@ -237,26 +242,41 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 	}
 	controller.RegisterMetrics()
 	cluster, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
-	run := func(ctx context.Context) {
-		// A new manager per leadership term: nothing of a lost term's
-		// state carries over.
-		m := controller.NewManager(controller.Config{
+	newManager := func(shards controller.ParentShards) *controller.Manager {
+		return controller.NewManager(controller.Config{
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
+			Shards: shards,
 		})
+	}
+	run := func(ctx context.Context, m *controller.Manager) {
 		if err := m.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "The controller loop stopped")
 		}
 	}
+	if loop.Shards != nil {
+		shard.RegisterMetrics()
+		member, err := shard.NewMember(*loop.Shards, cluster.Kube.CoordinationV1())
+		if err != nil {
+			return fmt.Errorf("can't join the replicas that share the loop: %w", err)
+		}
+		// The manager is told of every shard gained, the first ones too.
+		m := newManager(member)
+		go run(hookCtx, m)
+		go member.Run(hookCtx)
+		return nil
+	}
 	go func() {
 		if loop.LeaderElection == nil {
-			run(hookCtx)
+			run(hookCtx, newManager(nil))
 			return
 		}
-		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, run); err != nil {
+		// A new manager per leadership term: nothing of a lost term's
+		// state carries over.
+		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, func(ctx context.Context) { run(ctx, newManager(nil)) }); err != nil {
 			klog.FromContext(hookCtx).Error(err, "Leader election failed; the controller loop does not run")
 		}
 	}()

@@ -90,6 +90,9 @@ type Config struct {
 	Identity rights.IdentityPolicy
 	// Caches, when set, lends the loop's informer caches while it runs.
 	Caches *Caches
+	// Shards, when set, is this replica's share of the parents: the loop
+	// syncs only those (see ParentShards).
+	Shards ParentShards
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -166,6 +169,15 @@ func NewManager(cfg Config) *Manager {
 		access:    rights.Access{Authorizer: cfg.Authorizer},
 	}
 	m.serviceAccounts = newServiceAccounts(m)
+	if cfg.Shards != nil {
+		// Before the replica acquires any shard: a gain unheard of would
+		// leave parents listed before it unsynced until the next resync.
+		cfg.Shards.OnGained(func(gained func(key string) bool) {
+			// Not in the caller's goroutine: it renews Leases, and
+			// must not wait for mu, held while a controller starts.
+			go m.enqueueGained(gained)
+		})
+	}
 	return m
 }
 
@@ -238,6 +250,19 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.setStarted(name, false)
 	}
 	return nil
+}
+
+// enqueueGained queues, in every running controller, the parents of shards
+// this replica just gained: their previous owner may have left them
+// half-synced, and their events before now went to it.
+func (m *Manager) enqueueGained(gained func(key string) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, run := range m.running {
+		for _, pc := range run.pcs {
+			pc.enqueueWhere(gained)
+		}
+	}
 }
 
 // forbiddenRetry is how soon a controller the server lacks rights for is

@@ -138,7 +138,7 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 	if len(def.Decorated) > 1 {
 		name += "-" + def.Parent.GVR.GroupResource().String()
 	}
-	pc.queue = newParentQueue(name, pc.unsynced)
+	pc.queue = newParentQueue(name, pc.unsynced, m.cfg.Shards)
 	return pc, nil
 }
 
@@ -317,8 +317,19 @@ func (pc *parentController) deleteParent(obj interface{}) {
 }
 
 func (pc *parentController) enqueueAll() {
+	pc.enqueueWhere(func(string) bool { return true })
+}
+
+// enqueueWhere queues the parents whose key is in: those of shards this
+// replica gained.
+func (pc *parentController) enqueueWhere(in func(key string) bool) {
+	if pc.parents == nil {
+		return
+	}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
-		pc.enqueueParent(obj)
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil && in(key) {
+			pc.enqueueParent(obj)
+		}
 	}
 }
 
@@ -370,6 +381,11 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer pc.queue.Done(key)
+	done, ok := admit(pc.m.cfg.Shards, pc.queue, key)
+	if !ok {
+		return true
+	}
+	defer done()
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	ctx = klog.NewContext(ctx, logger)
 

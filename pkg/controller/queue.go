@@ -6,16 +6,21 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// newParentQueue is the workqueue of one CompositeController's parents:
-// Metacontroller's per-parent backoff over the two lanes.
-func newParentQueue(name string, urgent func(key string) bool) workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(
+// newParentQueue is the workqueue of one controller's parents:
+// Metacontroller's per-parent backoff over the two lanes, holding only the
+// parents of this replica's shards when shards is not nil.
+func newParentQueue(name string, urgent func(key string) bool, shards ParentShards) workqueue.TypedRateLimitingInterface[string] {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		// Metacontroller's per-parent backoff: 5ms doubling up to 1000s.
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 			Name:  name,
 			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: newLanes(urgent)}),
 		})})
+	if shards == nil {
+		return q
+	}
+	return shardQueue{TypedRateLimitingInterface: q, shards: shards}
 }
 
 // lanes is the workqueue's storage with two lanes: parents whose current

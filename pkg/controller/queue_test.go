@@ -91,7 +91,7 @@ func TestLanesInWorkqueue(t *testing.T) {
 // being processed.
 func TestLanesNeverHandOutAKeyBeingProcessed(t *testing.T) {
 	urgent := map[string]bool{}
-	wq := newParentQueue("test", func(k string) bool { return urgent[k] })
+	wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil)
 	defer wq.ShutDown()
 	get := func(want string) {
 		t.Helper()
@@ -138,7 +138,7 @@ func TestLanesRandomizedKeepTheWorkqueuePromise(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		urgent := map[string]bool{}
-		wq := newParentQueue("test", func(k string) bool { return urgent[k] })
+		wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil)
 		keys := make([]string, 12)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("ns/p%d", i)

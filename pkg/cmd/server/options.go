@@ -81,8 +81,12 @@ type Options struct {
 	Workers int
 	// LeaderElect runs the loop on one replica at a time.
 	LeaderElect bool
-	// LeaderElection are the Lease's settings.
+	// LeaderElection are the Lease's settings, and those of the shards'
+	// Leases.
 	LeaderElection controller.LeaderElection
+	// Shards divides the loop's parents into that many shards shared by
+	// all replicas; 0 does not.
+	Shards int
 	// TargetQPS and TargetBurst limit requests to the target cluster.
 	TargetQPS   float32
 	TargetBurst int
@@ -275,6 +279,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a leader's Lease lasts without renewal: how long a crashed leader's loop stays unrun.")
 	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "How long the leader tries to renew before giving the loop up.")
 	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "How often replicas try to get or renew the Lease.")
+	fs.IntVar(&o.Shards, "shards", o.Shards,
+		"Run the controller loop on every replica, each syncing a share of the parents: parents are hashed by namespace/name into "+
+			"this many shards, and the live replicas divide the shards evenly among them with Leases (coordination.k8s.io) named "+
+			"<--leader-elect-lease-name>-member-<replica> and <--leader-elect-lease-name>-shard-<n> in --leader-elect-namespace, "+
+			"with the --leader-elect-lease-duration, -renew-deadline and -retry-period above: a replica stops syncing a shard it "+
+			"cannot renew within the renew deadline, and a dead replica's shards are taken over once its Leases expire. "+
+			"Every replica must have the same number; 32 divides evenly among up to about 10 replicas. 0 (the default) runs the loop "+
+			"on every replica for all parents, or on the leader only with --leader-elect, which it excludes.")
 }
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
@@ -283,7 +295,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // instead of an embedded one (an etcd cluster's behaviour is tested so).
 var flagsWithoutEffectInStandalone = []string{
 	"etcd-servers-overrides", "authentication-", "authorization-", "requestheader-", "client-ca-file",
-	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "workers", "controller-loop", "target-",
+	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "shards", "workers", "controller-loop", "target-",
 }
 
 // Complete fills in what depends on other options.
@@ -350,6 +362,12 @@ func (o *Options) Validate() error {
 		}
 		if o.Workers < 1 {
 			errs = append(errs, fmt.Errorf("--workers must be at least 1"))
+		}
+		if o.Shards < 0 {
+			errs = append(errs, fmt.Errorf("--shards must not be negative"))
+		}
+		if o.Shards > 0 && o.LeaderElect {
+			errs = append(errs, fmt.Errorf("--shards and --leader-elect exclude each other: with shards every replica runs the loop for its share, with leader election one runs it for all"))
 		}
 		if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 			errs = append(errs, fmt.Errorf("--etcd-servers is required (or run with --standalone for an embedded etcd)"))
@@ -440,6 +458,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			if o.LeaderElect {
 				le := o.LeaderElection
 				config.ExtraConfig.Loop.LeaderElection = &le
+			}
+			if o.Shards > 0 {
+				config.ExtraConfig.Loop.Shards = o.shardConfig()
 			}
 		}
 	}

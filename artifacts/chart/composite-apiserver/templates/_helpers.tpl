@@ -68,8 +68,11 @@ kind: Issuer
 
 {{/* What the chart refuses to render. */}}
 {{- define "cas.validate" -}}
-{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
-{{- fail "leaderElection.enabled=false with more than one replica: every replica would run the controller loop (hooks called twice, applies racing)" -}}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) (not .Values.sharding.enabled) -}}
+{{- fail "leaderElection.enabled=false with more than one replica and no sharding: every replica would run the controller loop for every parent (hooks called twice, applies racing)" -}}
+{{- end -}}
+{{- if and .Values.sharding.enabled (lt (int .Values.sharding.shards) 1) -}}
+{{- fail "sharding.shards must be at least 1" -}}
 {{- end -}}
 {{- if not (has .Values.etcd.mode (list "bundled" "external")) -}}
 {{- fail (printf "etcd.mode must be bundled or external, not %q" .Values.etcd.mode) -}}

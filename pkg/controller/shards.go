@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// ParentShards is this replica's share of every controller's parents when
+// replicas divide them (pkg/shard's Member); nil syncs them all. It is the
+// one seam every kind of controller goes through: its parent queue drops
+// the parents of other replicas' shards (newParentQueue), and its worker
+// syncs a parent only inside Begin and done (admit), so that a shard given
+// up is released once its syncs in flight end.
+type ParentShards interface {
+	// Owns tells whether this replica syncs the parent of key now.
+	Owns(key string) bool
+	// Begin admits a sync of the parent of key when this replica owns
+	// it; done ends it.
+	Begin(key string) (done func(), ok bool)
+	// OnGained calls f when this replica gains shards, with what tells
+	// whether a key is in one of them.
+	OnGained(f func(gained func(key string) bool))
+}
+
+// shardQueue is a parent queue that takes only this replica's parents.
+// Watching every parent and syncing a share costs each replica the memory
+// of every object (one informer per resource, shared by all controllers)
+// but no relabelling writes and no restart of informers when shards move:
+// a gained shard's parents are in the cache already and queued at once.
+type shardQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	shards ParentShards
+}
+
+func (q shardQueue) Add(key string) {
+	if q.shards.Owns(key) {
+		q.TypedRateLimitingInterface.Add(key)
+	}
+}
+
+func (q shardQueue) AddAfter(key string, d time.Duration) {
+	if q.shards.Owns(key) {
+		q.TypedRateLimitingInterface.AddAfter(key, d)
+	}
+}
+
+func (q shardQueue) AddRateLimited(key string) {
+	if q.shards.Owns(key) {
+		q.TypedRateLimitingInterface.AddRateLimited(key)
+	}
+}
+
+// admit is where a worker asks whether it may sync the parent of key:
+// a parent queued before its shard was lost is dropped here (forgotten,
+// so that its backoff does not carry over should the shard come back).
+func admit(shards ParentShards, queue workqueue.TypedRateLimitingInterface[string], key string) (done func(), ok bool) {
+	if shards == nil {
+		return func() {}, true
+	}
+	done, ok = shards.Begin(key)
+	if !ok {
+		queue.Forget(key)
+	}
+	return done, ok
+}

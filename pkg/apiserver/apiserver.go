@@ -174,7 +174,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Identity: c.ExtraConfig.Identity}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity}
 	if opts.Rights != nil {
 		decoratorOpts.Rights, decoratorOpts.Authors = opts.Rights.(*rights.Checker), opts.Authors.(*rights.Escalation)
 	}
@@ -196,6 +196,7 @@ func (c completedConfig) New() (*Server, error) {
 		"decoratorcontrollers":         decorators.DecoratorController,
 		"decoratorcontrollers/status":  decorators.Status,
 		"decoratorcontrollers/sync":    decorators.Sync,
+		"decoratorcontrollers/preview": decorators.Preview,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("can't install the %s API group: %w", metacontroller.GroupName, err)

@@ -66,3 +66,11 @@ func (c controllerArg) definition(ctx context.Context, client ccclient.Metacontr
 	}
 	return def, nil
 }
+
+// preview POSTs req to the controller's /preview.
+func (c controllerArg) preview(ctx context.Context, client ccclient.MetacontrollerV1alpha1Interface, req *v1alpha1.FleetPreview, opts metav1.CreateOptions) (*v1alpha1.FleetPreview, error) {
+	if c.kind == definition.KindDecorator {
+		return client.DecoratorControllers().Preview(ctx, c.name, req, opts)
+	}
+	return client.CompositeControllers().Preview(ctx, c.name, req, opts)
+}

@@ -13,6 +13,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	ccclient "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/typed/metacontroller/v1alpha1"
 )
 
@@ -40,7 +41,7 @@ func (o *previewOptions) runFleet(ctx context.Context, args []string, streams ge
 	if len(o.parent.children) > 0 || o.parent.ref != "" || o.serverDryRun || o.saveRequest != "" {
 		return fmt.Errorf("--children, --parent, --server-dry-run and --save-request preview one parent; --all-parents and --selector preview every parent")
 	}
-	name, spec, err := proposedController(o.parent.file, args, &fileReader{stdin: streams.In})
+	ctrl, spec, err := proposedController(o.parent.file, args, &fileReader{stdin: streams.In})
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,8 @@ func (o *previewOptions) runFleet(ctx context.Context, args []string, streams ge
 	if err != nil {
 		return err
 	}
-	all, err := previewFleet(ctx, ccs.CompositeControllers(), name, &v1alpha1.FleetPreviewSpec{CompositeController: spec, Selector: selector, Limit: o.fleet.chunkSize})
+	spec.Selector, spec.Limit = selector, o.fleet.chunkSize
+	all, err := previewFleet(ctx, ccs, ctrl, spec)
 	if err != nil {
 		return err
 	}
@@ -80,55 +82,71 @@ func (o *previewOptions) runFleet(ctx context.Context, args []string, streams ge
 	return nil
 }
 
-// proposedController is the controller's name and, from file, the
-// proposed spec; without a file, the stored controller named in args is
-// previewed as it is.
-func proposedController(file string, args []string, files *fileReader) (string, *v1alpha1.CompositeControllerSpec, error) {
+// proposedController is the controller and, from file, the proposed spec
+// (a CompositeController's or a DecoratorController's); without a file, the
+// stored controller named in args is previewed as it is.
+func proposedController(file string, args []string, files *fileReader) (controllerArg, *v1alpha1.FleetPreviewSpec, error) {
+	spec := &v1alpha1.FleetPreviewSpec{}
 	if file == "" {
 		if len(args) != 1 {
-			return "", nil, fmt.Errorf("name the CONTROLLER to preview, or give the proposed one with -f FILE")
+			return controllerArg{}, nil, fmt.Errorf("name the CONTROLLER to preview, or give the proposed one with -f FILE")
 		}
-		return args[0], nil, nil
+		ctrl, err := parseControllerArg(args[0])
+		return ctrl, spec, err
 	}
 	objs, err := files.objects(file)
 	if err != nil {
-		return "", nil, err
+		return controllerArg{}, nil, err
 	}
-	if len(objs) != 1 || objs[0].GetKind() != "CompositeController" || objs[0].GetAPIVersion() != v1alpha1.SchemeGroupVersion.String() {
-		return "", nil, fmt.Errorf("%s must hold one CompositeController of %s", file, v1alpha1.SchemeGroupVersion)
+	if len(objs) != 1 || (objs[0].GetKind() != "CompositeController" && objs[0].GetKind() != "DecoratorController") || objs[0].GetAPIVersion() != v1alpha1.SchemeGroupVersion.String() {
+		return controllerArg{}, nil, fmt.Errorf("%s must hold one CompositeController or DecoratorController of %s", file, v1alpha1.SchemeGroupVersion)
 	}
 	data, err := objs[0].MarshalJSON()
 	if err != nil {
-		return "", nil, fmt.Errorf("can't read %s: %w", file, err)
+		return controllerArg{}, nil, fmt.Errorf("can't read %s: %w", file, err)
 	}
-	cc := &v1alpha1.CompositeController{}
+	ctrl := controllerArg{kind: objs[0].GetKind(), name: objs[0].GetName()}
 	// Strict: a misspelt field would otherwise preview a controller that
 	// is not the one in the file.
-	strict, err := sigsjson.UnmarshalStrict(data, cc)
+	var into any
+	if ctrl.kind == definition.KindDecorator {
+		dc := &v1alpha1.DecoratorController{}
+		into, spec.DecoratorController = dc, &dc.Spec
+	} else {
+		cc := &v1alpha1.CompositeController{}
+		into, spec.CompositeController = cc, &cc.Spec
+	}
+	strict, err := sigsjson.UnmarshalStrict(data, into)
 	if err == nil && len(strict) > 0 {
 		err = strict[0]
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("can't read %s: %w", file, err)
+		return controllerArg{}, nil, fmt.Errorf("can't read %s: %w", file, err)
 	}
-	if len(args) == 1 && args[0] != cc.Name {
-		return "", nil, fmt.Errorf("%s proposes CompositeController %q, not %q", file, cc.Name, args[0])
+	if len(args) == 1 {
+		named, err := parseControllerArg(args[0])
+		if err != nil {
+			return controllerArg{}, nil, err
+		}
+		if named.name != ctrl.name || (strings.Contains(args[0], "/") && named.kind != ctrl.kind) {
+			return controllerArg{}, nil, fmt.Errorf("%s proposes %s, not %s", file, ctrl, named)
+		}
 	}
-	return cc.Name, &cc.Spec, nil
+	return ctrl, spec, nil
 }
 
 // previewFleet follows the continue tokens and returns every page in one
 // FleetPreview, its totals added up.
-func previewFleet(ctx context.Context, ccs ccclient.CompositeControllerInterface, name string, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreview, error) {
+func previewFleet(ctx context.Context, client ccclient.MetacontrollerV1alpha1Interface, ctrl controllerArg, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreview, error) {
 	all := &v1alpha1.FleetPreview{Spec: *spec}
 	all.APIVersion, all.Kind = v1alpha1.SchemeGroupVersion.String(), "FleetPreview"
-	all.Name = name
+	all.Name = ctrl.name
 	all.Spec.Continue = ""
 	for page := 1; ; page++ {
 		req := &v1alpha1.FleetPreview{Spec: *spec}
-		answer, err := ccs.Preview(ctx, name, req, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		answer, err := ctrl.preview(ctx, client, req, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
-			return nil, fmt.Errorf("can't preview CompositeController %q (page %d): %w", name, page, err)
+			return nil, fmt.Errorf("can't preview %s (page %d): %w", ctrl, page, err)
 		}
 		all.Status.Parents = append(all.Status.Parents, answer.Status.Parents...)
 		if page == 1 {

@@ -106,7 +106,8 @@ func TestFleetPreviewRefusesWhatIsNotAProposal(t *testing.T) {
 	}{
 		{"a parent", "apiVersion: example.com/v1\nkind: Hello\nmetadata: {name: p}\n", nil, "must hold one CompositeController"},
 		{"a misspelt field", strings.Replace(proposedHello, "childResources", "childResource", 1), nil, `unknown field "spec.childResource"`},
-		{"another controller", proposedHello, []string{"other"}, `proposes CompositeController "hello", not "other"`},
+		{"another controller", proposedHello, []string{"other"}, `proposes CompositeController "hello", not CompositeController "other"`},
+		{"a controller of another kind", proposedHello, []string{"dec/hello"}, `proposes CompositeController "hello", not DecoratorController "hello"`},
 		{"one parent's flags", proposedHello, []string{"--parent", "ns/p"}, "preview one parent"},
 	} {
 		f := &fakeFleet{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -51,17 +53,57 @@ const (
 // without a word.
 func (r *Runner) Preview(ctx context.Context, cc *v1alpha1.CompositeController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
 	if r.cluster == nil {
-		return nil, apierrors.NewBadRequest("a fleet preview reads the live parents from a target cluster, and this server runs standalone; preview one inline parent with /sync?dryRun=All")
+		return nil, noFleetWithoutCluster
 	}
 	resolver := definition.RESTMapperResolver(r.cluster.Discovery)
 	def, err := definition.Compile(cc, resolver)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	f, err := r.newFleet(ctx, def, spec)
+	return r.previewDefinition(ctx, def, proposed, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
+		_, built, err := r.controllers.get(ctx, cc, resolver, secretsFor)
+		return built, err
+	})
+}
+
+// PreviewDecorator is Preview for a DecoratorController: its parents are
+// the objects it decorates, resource by resource (a page holds the objects
+// of one resource).
+func (r *Runner) PreviewDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+	if r.cluster == nil {
+		return nil, noFleetWithoutCluster
+	}
+	resolver := definition.RESTMapperResolver(r.cluster.Discovery)
+	def, err := definition.CompileDecorator(dc, resolver)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return r.previewDefinition(ctx, def, proposed, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
+		_, built, err := r.controllers.getDecorator(ctx, dc, resolver, secretsFor)
+		return built, err
+	})
+}
+
+var noFleetWithoutCluster = apierrors.NewBadRequest("a fleet preview reads the live parents from a target cluster, and this server runs standalone; preview one inline parent with /sync?dryRun=All")
+
+// previewDefinition previews one page of def's parents: those of the
+// parent resource (one of def.Parents()) the request's continue token is
+// at. stored gives the stored controller's hooks, built once for every
+// request; a proposal's are built for this request only.
+func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definition, proposed bool, spec *v1alpha1.FleetPreviewSpec, stored func(secretsFunc) (*hooks.ControllerHooks, error)) (*v1alpha1.FleetPreviewStatus, error) {
+	start, err := parsePosition(spec.Continue)
 	if err != nil {
 		return nil, err
 	}
+	views := def.Parents()
+	if start.View >= len(views) {
+		return nil, apierrors.NewBadRequest("spec.continue is not a token a fleet preview of this controller answered; send status.continue of the previous page as it was")
+	}
+	f, err := r.newFleet(ctx, views[start.View], spec)
+	if err != nil {
+		return nil, err
+	}
+	f.view, f.views = start.View, len(views)
 	// The caller is the author here: related objects reach the hook only
 	// where they (or the controller's identity) may list them.
 	if f.act, err = r.fleetActor(ctx, def); err != nil {
@@ -75,7 +117,7 @@ func (r *Runner) Preview(ctx context.Context, cc *v1alpha1.CompositeController, 
 			return nil, hookFailed(err)
 		}
 		defer built.Close()
-	} else if _, built, err = r.controllers.get(ctx, cc, resolver, func(*definition.Definition) (hooks.SecretSource, error) { return f.act.secrets, nil }); err != nil {
+	} else if built, err = stored(func(*definition.Definition) (hooks.SecretSource, error) { return f.act.secrets, nil }); err != nil {
 		return nil, hookFailed(err)
 	}
 	return f.run(ctx, built.Hooks)
@@ -85,8 +127,11 @@ func (r *Runner) Preview(ctx context.Context, cc *v1alpha1.CompositeController, 
 // DecoratorController is previewed by compiling it and calling newFleet
 // and run as Preview does.
 type fleet struct {
-	r   *Runner
-	def *definition.Definition
+	r *Runner
+	// def is the controller, viewed on the parent resource previewed
+	// (definition.Parents): view of views.
+	def         *definition.Definition
+	view, views int
 	// act is whom the preview's reads for the hooks are checked against.
 	act *actor
 	// authz answers each question of this request once.
@@ -125,7 +170,8 @@ func (r *Runner) newFleet(ctx context.Context, def *definition.Definition, spec 
 	} else if err := f.authorizeCaller(ctx); err != nil {
 		return nil, err
 	}
-	if spec.Continue == "" {
+	if f.start.Namespace == "" && f.start.Continue == "" && f.start.Skip == 0 {
+		// The first page of the parent resource.
 		f.start.AllNamespaces = f.allNamespaces
 	}
 	return f, nil
@@ -152,9 +198,14 @@ func (f *fleet) authorizeCaller(ctx context.Context) error {
 func (f *fleet) checkAuthor(ctx context.Context, needed []rights.Right, namespace string) error {
 	missing, err := rights.Missing(ctx, f.authz, needed)
 	if err != nil {
-		return apierrors.NewForbidden(v1alpha1.Resource("compositecontrollers"), f.def.Name, err)
+		return apierrors.NewForbidden(f.resource(), f.def.Name, err)
 	}
-	return rights.AuthorForbidden(v1alpha1.Resource("compositecontrollers"), f.def, missing, namespace)
+	return rights.AuthorForbidden(f.resource(), f.def, missing, namespace)
+}
+
+// resource is the controller's resource, as errors name it.
+func (f *fleet) resource() schema.GroupResource {
+	return v1alpha1.Resource(strings.ToLower(f.def.Kind) + "s")
 }
 
 // namespaceAllowed says whether the caller holds, in namespace, the
@@ -257,6 +308,10 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	status := &v1alpha1.FleetPreviewStatus{Parents: results}
 	for i := range results {
 		addUp(&status.Totals, &results[i])
+	}
+	if done && f.view+1 < f.views {
+		// The next resource a DecoratorController decorates.
+		next, done = position{View: f.view + 1}, false
 	}
 	if !done {
 		status.Continue = next.token()

@@ -32,6 +32,9 @@ type position struct {
 	Namespace     string `json:"ns,omitempty"`
 	Continue      string `json:"c,omitempty"`
 	Skip          int    `json:"s,omitempty"`
+	// View is which of the controller's parent resources the page is of
+	// (definition.Parents: a DecoratorController decorates several).
+	View int `json:"v,omitempty"`
 }
 
 func (p position) token() string {
@@ -48,7 +51,7 @@ func parsePosition(token string) (position, error) {
 	if err == nil {
 		err = json.Unmarshal(data, &p)
 	}
-	if err != nil || p.Skip < 0 {
+	if err != nil || p.Skip < 0 || p.View < 0 {
 		return p, apierrors.NewBadRequest("spec.continue is not a token a fleet preview answered; send status.continue of the previous page as it was")
 	}
 	return p, nil
@@ -81,7 +84,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 			return nil, position{}, true, nil
 		}
 		if namespaces[0] != pos.Namespace {
-			pos = position{Namespace: namespaces[0]}
+			pos = position{Namespace: namespaces[0], View: f.view}
 		}
 	}
 	gvr := f.def.Parent.GVR
@@ -98,6 +101,11 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 		}
 		i := min(pos.Skip, len(list.Items))
 		for ; i < len(list.Items) && len(cands) < f.limit; i++ {
+			if !f.def.Handles(&list.Items[i]) {
+				// Not the controller's: an annotation selector, which
+				// a list cannot ask for, does not pick it.
+				continue
+			}
 			at := pos
 			at.Skip = i
 			cands = append(cands, candidate{parent: &list.Items[i], at: at})
@@ -108,7 +116,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 			return cands, pos, false, nil
 		}
 		if c := list.GetContinue(); c != "" {
-			pos = position{AllNamespaces: f.allNamespaces, Namespace: pos.Namespace, Continue: c}
+			pos = position{AllNamespaces: f.allNamespaces, Namespace: pos.Namespace, Continue: c, View: f.view}
 			continue
 		}
 		if f.allNamespaces {
@@ -117,7 +125,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 		if namespaces = f.listable(ctx, namespaces[1:]); len(namespaces) == 0 {
 			return cands, position{}, true, nil
 		}
-		pos = position{Namespace: namespaces[0]}
+		pos = position{Namespace: namespaces[0], View: f.view}
 	}
 	return cands, pos, false, nil
 }

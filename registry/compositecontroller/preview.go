@@ -2,19 +2,15 @@ package compositecontroller
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 // Previewer previews a controller against its live parents.
@@ -24,93 +20,31 @@ type Previewer interface {
 	Preview(ctx context.Context, cc *v1alpha1.CompositeController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error)
 }
 
-// PreviewREST is compositecontrollers/preview: POST a FleetPreview with a
-// proposed spec of the controller, get it back with what that spec would
-// do to each live parent. As a SubjectAccessReview, it is a question:
-// nothing of it is stored, and nothing is written anywhere. The proposed
-// spec is checked as an update of the controller would be — validated
-// here, its author's rights by the Previewer — for a preview calls the
-// caller's hooks with live parents.
-type PreviewREST struct {
-	store     rest.Getter
-	scheme    *runtime.Scheme
-	strategy  strategy
-	previewer Previewer
-}
+// PreviewREST is compositecontrollers/preview (controllerregistry.PreviewREST).
+type PreviewREST = controllerregistry.PreviewREST
 
-var (
-	_ rest.NamedCreater             = &PreviewREST{}
-	_ rest.GroupVersionKindProvider = &PreviewREST{}
-)
-
-// New returns an empty FleetPreview.
-func (r *PreviewREST) New() runtime.Object { return &metacontroller.FleetPreview{} }
-
-// Destroy has nothing to release: the store is the main resource's.
-func (r *PreviewREST) Destroy() {}
-
-// GroupVersionKind says the subresource speaks FleetPreview.
-func (r *PreviewREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return v1alpha1.SchemeGroupVersion.WithKind("FleetPreview")
-}
-
-// Create previews. dryRun is accepted and changes nothing: a preview
-// never writes.
-func (r *PreviewREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	req, ok := obj.(*metacontroller.FleetPreview)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a FleetPreview: %T", obj))
-	}
-	errs := validation.ValidateFleetPreview(name, req)
-	stored, err := getController(ctx, r.store, name)
-	if err != nil {
-		return nil, err
-	}
-	proposed := stored.DeepCopy()
-	if req.Spec.CompositeController != nil {
-		proposed.Spec = *req.Spec.CompositeController.DeepCopy()
-		r.strategy.PrepareForUpdate(ctx, proposed, stored)
-	}
-	errs = append(errs, proposedPath(r.strategy.ValidateUpdate(ctx, proposed, stored))...)
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(metacontroller.Kind("FleetPreview"), name, errs)
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	cc := &v1alpha1.CompositeController{}
-	if err := r.scheme.Convert(proposed, cc, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	versioned := &v1alpha1.FleetPreview{}
-	if err := r.scheme.Convert(req, versioned, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	status, err := r.previewer.Preview(ctx, cc, req.Spec.CompositeController != nil, &versioned.Spec)
-	if err != nil {
-		return nil, err
-	}
-	status.Warnings = append(validation.Warnings(proposed, expressions), status.Warnings...)
-	versioned.Status = *status
-	// Nothing of a FleetPreview is stored: nobody manages its fields.
-	versioned.ManagedFields = nil
-	out := &metacontroller.FleetPreview{}
-	if err := r.scheme.Convert(versioned, out, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	out.Name = name
-	return out, nil
-}
-
-// proposedPath moves errors about the controller's spec to where the
-// request holds it.
-func proposedPath(errs field.ErrorList) field.ErrorList {
-	for _, e := range errs {
-		if e.Field == "spec" || strings.HasPrefix(e.Field, "spec.") || strings.HasPrefix(e.Field, "spec[") {
-			e.Field = "spec.compositeController" + strings.TrimPrefix(e.Field, "spec")
-		}
-	}
-	return errs
+// NewPreviewREST returns the preview subresource of the store's
+// CompositeControllers, validated by strategy as updates are.
+func NewPreviewREST(store rest.Getter, scheme *runtime.Scheme, strategy rest.RESTUpdateStrategy, previewer Previewer) *PreviewREST {
+	return controllerregistry.NewPreviewREST(store, scheme, strategy, controllerregistry.Proposal{
+		Kind: "CompositeController", Field: "compositeController",
+		Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
+			proposed := stored.(*metacontroller.CompositeController).DeepCopy()
+			if req.Spec.CompositeController == nil {
+				return proposed, false
+			}
+			proposed.Spec = *req.Spec.CompositeController.DeepCopy()
+			return proposed, true
+		},
+		Warnings: func(proposed runtime.Object) []string {
+			return validation.Warnings(proposed.(*metacontroller.CompositeController), expressions)
+		},
+		Preview: func(ctx context.Context, proposed runtime.Object, isProposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+			cc := &v1alpha1.CompositeController{}
+			if err := scheme.Convert(proposed, cc, nil); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return previewer.Preview(ctx, cc, isProposed, spec)
+		},
+	})
 }

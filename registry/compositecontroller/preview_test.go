@@ -40,7 +40,7 @@ func newPreviewREST(t *testing.T, stored *metacontroller.CompositeController) (*
 		t.Fatal(err)
 	}
 	p := &previewed{}
-	return &PreviewREST{store: &laggingCache{obj: stored}, scheme: scheme, strategy: s, previewer: p}, p
+	return NewPreviewREST(&laggingCache{obj: stored}, scheme, s, p), p
 }
 
 // A proposal is validated as an update of the stored controller would be,

@@ -87,7 +87,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 		storage.Sync = NewSyncREST(store, scheme, opts.Syncer)
 	}
 	if opts.Previewer != nil {
-		storage.Preview = &PreviewREST{store: store, scheme: scheme, strategy: s, previewer: opts.Previewer}
+		storage.Preview = NewPreviewREST(store, scheme, s, opts.Previewer)
 	}
 	return storage, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
@@ -23,6 +24,8 @@ type Storage struct {
 	Status              *controllerregistry.StatusREST
 	// Sync is nil when NewStorage was given no Syncer.
 	Sync *controllerregistry.SyncREST
+	// Preview is nil when NewStorage was given no Previewer.
+	Preview *controllerregistry.PreviewREST
 }
 
 // REST is the decoratorcontrollers resource, stored in etcd.
@@ -56,6 +59,10 @@ type Options struct {
 	// would do.
 	Authors interface {
 		CheckDecoratorAuthor(ctx context.Context, dc *v1alpha1.DecoratorController) error
+	}
+	// Previewer runs /preview.
+	Previewer interface {
+		PreviewDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error)
 	}
 	// HookDestinations are the address ranges hook URLs may not name.
 	HookDestinations hooks.Destinations
@@ -110,6 +117,29 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 				return nil, apierrors.NewInternalError(err)
 			}
 			return opts.Syncer.RunDecorator(ctx, dc, req, dryRun)
+		})
+	}
+	if opts.Previewer != nil {
+		storage.Preview = controllerregistry.NewPreviewREST(store, scheme, s, controllerregistry.Proposal{
+			Kind: "DecoratorController", Field: "decoratorController",
+			Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
+				proposed := stored.(*metacontroller.DecoratorController).DeepCopy()
+				if req.Spec.DecoratorController == nil {
+					return proposed, false
+				}
+				proposed.Spec = *req.Spec.DecoratorController.DeepCopy()
+				return proposed, true
+			},
+			Warnings: func(proposed runtime.Object) []string {
+				return validation.DecoratorWarnings(proposed.(*metacontroller.DecoratorController))
+			},
+			Preview: func(ctx context.Context, proposed runtime.Object, isProposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+				dc, err := controllerregistry.Versioned[v1alpha1.DecoratorController](scheme, proposed)
+				if err != nil {
+					return nil, apierrors.NewInternalError(err)
+				}
+				return opts.Previewer.PreviewDecorator(ctx, dc, isProposed, spec)
+			},
 		})
 	}
 	return storage, nil

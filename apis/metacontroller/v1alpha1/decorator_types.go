@@ -7,6 +7,7 @@ import (
 // +genclient
 // +genclient:nonNamespaced
 // +genclient:method=Sync,verb=create,subresource=sync,input=github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1.SyncRequest,result=github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1.SyncRequest
+// +genclient:method=Preview,verb=create,subresource=preview,input=github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1.FleetPreview,result=github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1.FleetPreview
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // DecoratorController adds labels, annotations, a status and attachments to

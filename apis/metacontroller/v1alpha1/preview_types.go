@@ -39,6 +39,11 @@ type FleetPreviewSpec struct {
 	// controller would be.
 	// +optional
 	CompositeController *CompositeControllerSpec `json:"compositeController,omitempty"`
+	// decoratorController is the proposed spec of the DecoratorController
+	// named in the URL, as compositeController is of a CompositeController;
+	// a request gives the one of its controller's kind.
+	// +optional
+	DecoratorController *DecoratorControllerSpec `json:"decoratorController,omitempty"`
 	// selector picks, among the controller's parents, those to preview;
 	// unset previews them all.
 	// +optional

@@ -1558,6 +1558,15 @@ func autoConvert_v1alpha1_FleetPreviewSpec_To_metacontroller_FleetPreviewSpec(in
 	} else {
 		out.CompositeController = nil
 	}
+	if in.DecoratorController != nil {
+		in, out := &in.DecoratorController, &out.DecoratorController
+		*out = new(metacontroller.DecoratorControllerSpec)
+		if err := Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.DecoratorController = nil
+	}
 	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Limit = in.Limit
 	out.Continue = in.Continue
@@ -1578,6 +1587,15 @@ func autoConvert_metacontroller_FleetPreviewSpec_To_v1alpha1_FleetPreviewSpec(in
 		}
 	} else {
 		out.CompositeController = nil
+	}
+	if in.DecoratorController != nil {
+		in, out := &in.DecoratorController, &out.DecoratorController
+		*out = new(DecoratorControllerSpec)
+		if err := Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.DecoratorController = nil
 	}
 	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Limit = in.Limit

@@ -1003,6 +1003,11 @@ func (in *FleetPreviewSpec) DeepCopyInto(out *FleetPreviewSpec) {
 		*out = new(CompositeControllerSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.DecoratorController != nil {
+		in, out := &in.DecoratorController, &out.DecoratorController
+		*out = new(DecoratorControllerSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Selector != nil {
 		in, out := &in.Selector, &out.Selector
 		*out = new(v1.LabelSelector)

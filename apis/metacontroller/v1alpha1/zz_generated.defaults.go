@@ -435,4 +435,87 @@ func SetObjectDefaults_FleetPreview(in *FleetPreview) {
 			}
 		}
 	}
+	if in.Spec.DecoratorController != nil {
+		for i := range in.Spec.DecoratorController.Attachments {
+			a := &in.Spec.DecoratorController.Attachments[i]
+			SetDefaults_DecoratorControllerAttachmentRule(a)
+		}
+		if in.Spec.DecoratorController.Hooks != nil {
+			if in.Spec.DecoratorController.Hooks.Customize != nil {
+				SetDefaults_Hook(in.Spec.DecoratorController.Hooks.Customize)
+				if in.Spec.DecoratorController.Hooks.Customize.Webhook != nil {
+					if in.Spec.DecoratorController.Hooks.Customize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.DecoratorController.Hooks.Customize.Webhook.Service)
+					}
+					if in.Spec.DecoratorController.Hooks.Customize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.DecoratorController.Hooks.Customize.Webhook.CABundle)
+					}
+					if in.Spec.DecoratorController.Hooks.Customize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.DecoratorController.Hooks.Customize.Webhook.ClientTLS)
+					}
+					if in.Spec.DecoratorController.Hooks.Customize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.DecoratorController.Hooks.Customize.Webhook.Authorization)
+					}
+					if in.Spec.DecoratorController.Hooks.Customize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.DecoratorController.Hooks.Customize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.DecoratorController.Hooks.Sync != nil {
+				SetDefaults_Hook(in.Spec.DecoratorController.Hooks.Sync)
+				if in.Spec.DecoratorController.Hooks.Sync.Webhook != nil {
+					if in.Spec.DecoratorController.Hooks.Sync.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.DecoratorController.Hooks.Sync.Webhook.Service)
+					}
+					if in.Spec.DecoratorController.Hooks.Sync.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.DecoratorController.Hooks.Sync.Webhook.CABundle)
+					}
+					if in.Spec.DecoratorController.Hooks.Sync.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.DecoratorController.Hooks.Sync.Webhook.ClientTLS)
+					}
+					if in.Spec.DecoratorController.Hooks.Sync.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.DecoratorController.Hooks.Sync.Webhook.Authorization)
+					}
+					if in.Spec.DecoratorController.Hooks.Sync.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.DecoratorController.Hooks.Sync.Webhook.BasicAuth)
+					}
+				}
+			}
+			if in.Spec.DecoratorController.Hooks.Finalize != nil {
+				SetDefaults_Hook(in.Spec.DecoratorController.Hooks.Finalize)
+				if in.Spec.DecoratorController.Hooks.Finalize.Webhook != nil {
+					if in.Spec.DecoratorController.Hooks.Finalize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(in.Spec.DecoratorController.Hooks.Finalize.Webhook.Service)
+					}
+					if in.Spec.DecoratorController.Hooks.Finalize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(in.Spec.DecoratorController.Hooks.Finalize.Webhook.CABundle)
+					}
+					if in.Spec.DecoratorController.Hooks.Finalize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(in.Spec.DecoratorController.Hooks.Finalize.Webhook.ClientTLS)
+					}
+					if in.Spec.DecoratorController.Hooks.Finalize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(in.Spec.DecoratorController.Hooks.Finalize.Webhook.Authorization)
+					}
+					if in.Spec.DecoratorController.Hooks.Finalize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(in.Spec.DecoratorController.Hooks.Finalize.Webhook.BasicAuth)
+					}
+				}
+			}
+		}
+		for i := range in.Spec.DecoratorController.EndpointConfigs {
+			a := &in.Spec.DecoratorController.EndpointConfigs[i]
+			if a.CABundle != nil {
+				SetDefaults_CABundleConfig(a.CABundle)
+			}
+			if a.ClientTLS != nil {
+				SetDefaults_ClientTLSConfig(a.ClientTLS)
+			}
+			if a.Authorization != nil {
+				SetDefaults_AuthorizationConfig(a.Authorization)
+			}
+			if a.BasicAuth != nil {
+				SetDefaults_BasicAuthConfig(a.BasicAuth)
+			}
+		}
+	}
 }

@@ -1837,6 +1837,12 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewSpec(re
 							Ref:         ref(v1alpha1.CompositeControllerSpec{}.OpenAPIModelName()),
 						},
 					},
+					"decoratorController": {
+						SchemaProps: spec.SchemaProps{
+							Description: "decoratorController is the proposed spec of the DecoratorController named in the URL, as compositeController is of a CompositeController; a request gives the one of its controller's kind.",
+							Ref:         ref(v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName()),
+						},
+					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
 							Description: "selector picks, among the controller's parents, those to preview; unset previews them all.",
@@ -1861,7 +1867,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_FleetPreviewSpec(re
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.CompositeControllerSpec{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+			v1alpha1.CompositeControllerSpec{}.OpenAPIModelName(), v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

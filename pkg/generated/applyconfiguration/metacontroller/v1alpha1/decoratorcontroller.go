@@ -90,6 +90,12 @@ func ExtractDecoratorController(decoratorController *metacontrollerv1alpha1.Deco
 	return ExtractDecoratorControllerFrom(decoratorController, fieldManager, "")
 }
 
+// ExtractDecoratorControllerPreview extracts the applied configuration owned by fieldManager from
+// decoratorController for the preview subresource.
+func ExtractDecoratorControllerPreview(decoratorController *metacontrollerv1alpha1.DecoratorController, fieldManager string) (*DecoratorControllerApplyConfiguration, error) {
+	return ExtractDecoratorControllerFrom(decoratorController, fieldManager, "preview")
+}
+
 // ExtractDecoratorControllerStatus extracts the applied configuration owned by fieldManager from
 // decoratorController for the status subresource.
 func ExtractDecoratorControllerStatus(decoratorController *metacontrollerv1alpha1.DecoratorController, fieldManager string) (*DecoratorControllerApplyConfiguration, error) {

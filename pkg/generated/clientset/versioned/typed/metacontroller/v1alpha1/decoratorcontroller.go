@@ -52,6 +52,7 @@ type DecoratorControllerInterface interface {
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, decoratorController *applyconfigurationmetacontrollerv1alpha1.DecoratorControllerApplyConfiguration, opts v1.ApplyOptions) (result *metacontrollerv1alpha1.DecoratorController, err error)
 	Sync(ctx context.Context, decoratorControllerName string, syncRequest *metacontrollerv1alpha1.SyncRequest, opts v1.CreateOptions) (*metacontrollerv1alpha1.SyncRequest, error)
+	Preview(ctx context.Context, decoratorControllerName string, fleetPreview *metacontrollerv1alpha1.FleetPreview, opts v1.CreateOptions) (*metacontrollerv1alpha1.FleetPreview, error)
 
 	DecoratorControllerExpansion
 }
@@ -88,6 +89,20 @@ func (c *decoratorControllers) Sync(ctx context.Context, decoratorControllerName
 		SubResource("sync").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(syncRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Preview takes the representation of a fleetPreview and creates it.  Returns the server's representation of the fleetPreview, and an error, if there is any.
+func (c *decoratorControllers) Preview(ctx context.Context, decoratorControllerName string, fleetPreview *metacontrollerv1alpha1.FleetPreview, opts v1.CreateOptions) (result *metacontrollerv1alpha1.FleetPreview, err error) {
+	result = &metacontrollerv1alpha1.FleetPreview{}
+	err = c.GetClient().Post().
+		Resource("decoratorcontrollers").
+		Name(decoratorControllerName).
+		SubResource("preview").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(fleetPreview).
 		Do(ctx).
 		Into(result)
 	return

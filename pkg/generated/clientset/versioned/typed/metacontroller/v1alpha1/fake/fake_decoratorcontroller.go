@@ -66,3 +66,14 @@ func (c *fakeDecoratorControllers) Sync(ctx context.Context, decoratorController
 	}
 	return obj.(*v1alpha1.SyncRequest), err
 }
+
+// Preview takes the representation of a fleetPreview and creates it.  Returns the server's representation of the fleetPreview, and an error, if there is any.
+func (c *fakeDecoratorControllers) Preview(ctx context.Context, decoratorControllerName string, fleetPreview *v1alpha1.FleetPreview, opts v1.CreateOptions) (result *v1alpha1.FleetPreview, err error) {
+	emptyResult := &v1alpha1.FleetPreview{}
+	obj, err := c.Fake.
+		Invokes(testing.NewRootCreateSubresourceActionWithOptions(c.Resource(), decoratorControllerName, "preview", fleetPreview, opts), emptyResult)
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.FleetPreview), err
+}

@@ -41,11 +41,7 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*act
 		return nil, refuse(err)
 	}
 	if sa := subject.ServiceAccount; sa != nil {
-		clients, err := r.cluster.As(sa.Namespace, sa.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &actor{subject: subject, clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
+		return r.identityActor(*sa)
 	}
 	access := rights.Access{Authorizer: r.authorizer}
 	for _, ref := range def.References {
@@ -60,15 +56,21 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*act
 // identity, or the caller, who is checked as its author.
 func (r *Runner) fleetActor(ctx context.Context, def *definition.Definition) (*actor, error) {
 	if sa := r.Identity.Identity(def); sa != nil {
-		clients, err := r.cluster.As(sa.Namespace, sa.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &actor{subject: rights.ServiceAccountSubject(*sa), clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
+		return r.identityActor(*sa)
 	}
 	user, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, errors.New("no user in the request"))
 	}
 	return &actor{subject: rights.Subject{User: user}, secrets: r.controllers.secrets}, nil
+}
+
+// identityActor acts as sa: its clients write, and its hooks' credentials
+// are read, as sa.
+func (r *Runner) identityActor(sa v1alpha1.ServiceAccountReference) (*actor, error) {
+	clients, err := r.cluster.As(sa.Namespace, sa.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &actor{subject: rights.ServiceAccountSubject(sa), clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
 }

@@ -56,20 +56,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	if opts.Authors != nil {
 		s.mayAuthor = controllerregistry.MayAuthor(scheme, opts.Authors.CheckAuthor)
 	}
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &metacontroller.CompositeController{} },
-		NewListFunc:               func() runtime.Object { return &metacontroller.CompositeControllerList{} },
-		PredicateFunc:             controllerregistry.Match,
-		DefaultQualifiedResource:  metacontroller.Resource("compositecontrollers"),
-		SingularQualifiedResource: metacontroller.Resource("compositecontroller"),
-
-		CreateStrategy:      s,
-		UpdateStrategy:      s,
-		DeleteStrategy:      s,
-		ResetFieldsStrategy: s,
-
-		TableConvertor: tableConvertor,
-	}
+	store := controllerregistry.NewStore("compositecontrollers", "compositecontroller",
+		func() runtime.Object { return &metacontroller.CompositeController{} },
+		func() runtime.Object { return &metacontroller.CompositeControllerList{} },
+		s, tableConvertor)
 	if opts.Authors != nil {
 		store.BeginCreate = controllerregistry.CheckAuthorOnCreate(scheme, opts.Authors.CheckAuthor)
 		store.BeginUpdate = controllerregistry.CheckAuthorOnSpecUpdate(scheme, opts.Authors.CheckAuthor, specChanged)

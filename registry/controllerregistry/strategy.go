@@ -10,8 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 )
 
 // Controller is what the strategies of both kinds of controller share:
@@ -61,4 +65,32 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 // Match is the filter of lists and watches of controllers.
 func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+// Strategy is what a kind's strategy is to its store: how objects are
+// created, updated, deleted, and which fields are reset.
+type Strategy interface {
+	rest.RESTCreateUpdateStrategy
+	rest.RESTDeleteStrategy
+	rest.ResetFieldsStrategy
+}
+
+// NewStore returns the store of a cluster-scoped controller kind, served
+// as resource (plural) and singular, with its strategy and columns; the
+// caller completes it.
+func NewStore(resource, singular string, newObj, newList func() runtime.Object, s Strategy, table rest.TableConvertor) *genericregistry.Store {
+	return &genericregistry.Store{
+		NewFunc:                   newObj,
+		NewListFunc:               newList,
+		PredicateFunc:             Match,
+		DefaultQualifiedResource:  metacontroller.Resource(resource),
+		SingularQualifiedResource: metacontroller.Resource(singular),
+
+		CreateStrategy:      s,
+		UpdateStrategy:      s,
+		DeleteStrategy:      s,
+		ResetFieldsStrategy: s,
+
+		TableConvertor: table,
+	}
 }

@@ -82,20 +82,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	if opts.Authors != nil {
 		s.mayAuthor = controllerregistry.MayAuthor(scheme, opts.Authors.CheckDecoratorAuthor)
 	}
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &metacontroller.DecoratorController{} },
-		NewListFunc:               func() runtime.Object { return &metacontroller.DecoratorControllerList{} },
-		PredicateFunc:             controllerregistry.Match,
-		DefaultQualifiedResource:  metacontroller.Resource("decoratorcontrollers"),
-		SingularQualifiedResource: metacontroller.Resource("decoratorcontroller"),
-
-		CreateStrategy:      s,
-		UpdateStrategy:      s,
-		DeleteStrategy:      s,
-		ResetFieldsStrategy: s,
-
-		TableConvertor: tableConvertor,
-	}
+	store := controllerregistry.NewStore("decoratorcontrollers", "decoratorcontroller",
+		func() runtime.Object { return &metacontroller.DecoratorController{} },
+		func() runtime.Object { return &metacontroller.DecoratorControllerList{} },
+		s, tableConvertor)
 	if opts.Authors != nil {
 		store.BeginCreate = controllerregistry.CheckAuthorOnCreate(scheme, opts.Authors.CheckDecoratorAuthor)
 		store.BeginUpdate = controllerregistry.CheckAuthorOnSpecUpdate(scheme, opts.Authors.CheckDecoratorAuthor, func(obj, old runtime.Object) bool {

@@ -181,7 +181,7 @@ table() {
       s = size[i]
       l = "BenchmarkLoopConvergence/parents=" s "/loop"
       c = "BenchmarkLoopConvergence/parents=" s "/client-go-baseline"
-      what = sprintf("B2 convergence, %s parents × 10 ConfigMaps, one namespace (objects/s; parent created → observedGeneration)", s)
+      what = sprintf("B2 convergence, %s parents × 10 ConfigMaps, one namespace, a hook whose status does not track its children (`ownChildWrites: Ignore`) (objects/s; parent created → observedGeneration)", s)
       base = has(c) ? sprintf("client-go, 32 workers, no QPS limit: %.0f objects/s; p50 %s, p99 %s", v(c, "objects/s"), secs(v(c, "p50-ms")), secs(v(c, "p99-ms"))) : why(c)
       target = b2min != "" ? "≥ " b2min "×" : "—"
       if (!has(l)) { row(what, why(l), base, "—", target, "—"); continue }
@@ -200,6 +200,19 @@ table() {
           sprintf("%s (objects/CPU-second)", x(v(c, "total-cpu-ms/object") / v(l, "total-cpu-ms/object"))), "—", "—")
       if ((l, "paced-p50-ms") in m)
         row(sprintf("B2 a new parent among %s converged ones (100 created 10 a second)", s), sprintf("p50 %s, p99 %s", secs(v(l, "paced-p50-ms")), secs(v(l, "paced-p99-ms"))), "—", "—", "—", "—")
+      if ((l, "hook-calls-per-parent") in m)
+        row(sprintf("B2 hook calls per parent at %s, a hook whose status does not track its children (counted once the hook is idle)", s),
+          sprintf("%.2f (%d after the parents converged)", v(l, "hook-calls-per-parent"), v(l, "hook-calls-after-convergence")), "—", "—", "≤ 1.1", met(v(l, "hook-calls-per-parent") <= 1.1))
+      lt = "BenchmarkLoopConvergence/parents=" s "/loop-tracking"
+      what = sprintf("B2 convergence, %s parents, a hook whose status reports the children it observed (converged: status says all observed)", s)
+      if (!has(lt)) { row(what, why(lt), base, "—", target, "—"); continue }
+      if (v(lt, "converged") == 1) {
+        row(what, sprintf("%.0f objects/s (%.1f s); p50 %s, p99 %s", v(lt, "objects/s"), v(lt, "elapsed-s"), secs(v(lt, "p50-ms")), secs(v(lt, "p99-ms"))), base, x(v(lt, "ratio-vs-baseline")), target, b2min != "" ? met(v(lt, "ratio-vs-baseline") >= b2min) : "—")
+        row(sprintf("B2 hook calls per parent at %s, a hook whose status tracks its children", s),
+          sprintf("%.2f (%d after the parents converged)", v(lt, "hook-calls-per-parent"), v(lt, "hook-calls-after-convergence")), "—", "—", "≤ 2.0", met(v(lt, "hook-calls-per-parent") <= 2.0))
+      } else {
+        row(what, sprintf("did not converge in %.0f s (%.0f objects/s so far)", v(lt, "timeout-s"), v(lt, "objects/s")), base, x(v(lt, "ratio-vs-baseline")), target, "**no**")
+      }
     }
     if (k > 1) {
       first = size[1]; last = size[k]
@@ -214,6 +227,17 @@ table() {
         row(what, x(g), base, "—", target, b2growth != "" ? met(g <= b2growth) : "—")
       } else {
         row(what, "n/a: a size did not converge or did not run", base, "—", target, "—")
+      }
+      growth = (last + 0 <= 4 * first) ? 1.2 : 1.3
+      for (t = 0; t < 2; t++) {
+        lv = "BenchmarkLoopConvergence/parents=" last (t ? "/loop-tracking" : "/loop")
+        what = sprintf("B2 time per parent at %s / at %s (%s)", last, first, t ? "tracking hook" : "hook not tracking its children")
+        if (has(lv) && ((lv, "time-per-parent-vs-" first) in m)) {
+          g = v(lv, "time-per-parent-vs-" first)
+          row(what, sprintf("%s (%.1f ms per parent)", x(g), v(lv, "ms-per-parent")), "—", "—", "≤ " growth "×", met(g <= growth))
+        } else {
+          row(what, "n/a: a size did not converge or did not run", "—", "—", "≤ " growth "×", "—")
+        }
       }
       what = sprintf("B2 p50 of a new parent among %s / among %s converged", last, first)
       if (has(l) && ((l, "paced-p50-vs-" first) in m)) {

@@ -50,6 +50,17 @@ type DecoratorControllerSpec struct {
 	// +optional
 	EndpointConfigs []EndpointConfig `json:"endpointConfigs,omitempty"`
 
+	// ownChildWrites says what the loop does once it observes the children
+	// a sync created, changed or deleted, as that sync wrote them: Sync (the
+	// default, as Metacontroller) calls the sync hook again, once all of them
+	// are observed, so that it sees them and can report them in the status;
+	// Ignore does not, for a hook whose answer depends on the parent and its
+	// related objects alone, not on the children it observes. A change that
+	// is not the loop's own write syncs the parent either way. Not in
+	// Metacontroller.
+	// +optional
+	OwnChildWrites *OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
+
 	// resyncPeriodSeconds is how often every object is synced even when
 	// nothing changed. Unset means only on change; 0 and negative values
 	// mean every second, as in Metacontroller.

@@ -389,6 +389,11 @@ func (in *CompositeControllerSpec) DeepCopyInto(out *CompositeControllerSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.OwnChildWrites != nil {
+		in, out := &in.OwnChildWrites, &out.OwnChildWrites
+		*out = new(OwnChildWritesPolicy)
+		**out = **in
+	}
 	if in.ResyncPeriodSeconds != nil {
 		in, out := &in.ResyncPeriodSeconds, &out.ResyncPeriodSeconds
 		*out = new(int32)
@@ -768,6 +773,11 @@ func (in *DecoratorControllerSpec) DeepCopyInto(out *DecoratorControllerSpec) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.OwnChildWrites != nil {
+		in, out := &in.OwnChildWrites, &out.OwnChildWrites
+		*out = new(OwnChildWritesPolicy)
+		**out = **in
 	}
 	if in.ResyncPeriodSeconds != nil {
 		in, out := &in.ResyncPeriodSeconds, &out.ResyncPeriodSeconds

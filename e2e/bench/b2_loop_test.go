@@ -179,7 +179,24 @@ func startMeasuredController(ctx context.Context, b *testing.B, name string, par
 // controller acts as a ServiceAccount of its first namespace, allowed what
 // its loop does there (and the server to impersonate it).
 func startMeasuredControllerAs(ctx context.Context, b *testing.B, name string, parents, perNamespace int, identity bool) (layout, *hookStats, *watcher) {
+	return startMeasured(ctx, b, name, parents, perNamespace, loopOptions{identity: identity})
+}
+
+// loopOptions vary B2's controller.
+type loopOptions struct {
+	// identity: the controller acts as a ServiceAccount.
+	identity bool
+	// tracking: its hook reports the children it observed, and a parent
+	// has converged only once its status says it observed them all.
+	tracking bool
+	// ignoreOwnChildWrites sets spec.ownChildWrites: Ignore, as a hook
+	// that does not track its children may.
+	ignoreOwnChildWrites bool
+}
+
+func startMeasured(ctx context.Context, b *testing.B, name string, parents, perNamespace int, opts loopOptions) (layout, *hookStats, *watcher) {
 	b.Helper()
+	identity := opts.identity
 	l := newLayout(name, parents, perNamespace)
 	if err := l.create(ctx, parents); err != nil {
 		b.Fatal(err)
@@ -192,11 +209,16 @@ func startMeasuredControllerAs(ctx context.Context, b *testing.B, name string, p
 		}
 		extra = "  serviceAccount: {namespace: " + ns + ", name: " + name + "}\n"
 	}
+	if opts.ignoreOwnChildWrites {
+		extra += "  ownChildWrites: Ignore\n"
+	}
+	env.hook.register(name)
+	env.hook.of(name).tracking.Store(opts.tracking)
 	if _, err := createControllerWith(ctx, name, "", extra); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { deleteController(name) })
-	w, err := watch(ctx, name, l)
+	w, err := watch(ctx, name, l, opts.tracking)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -231,8 +253,9 @@ func (l layout) String() string {
 
 // watcher follows a benchmark's parents (labelled bench=<controller>) and
 // the controlled ConfigMaps in its namespaces through informers, and notes
-// when each parent's status first catches up with its generation and when
-// each ConfigMap appears.
+// when each parent's status first catches up with its generation (and,
+// for a tracking hook, says it observed all its children) and when each
+// ConfigMap appears.
 type watcher struct {
 	mu       sync.Mutex
 	created  map[string]time.Time // parent namespace/name -> when its creation was sent
@@ -243,7 +266,7 @@ type watcher struct {
 	stopOnce sync.Once
 }
 
-func watch(ctx context.Context, controller string, l layout) (*watcher, error) {
+func watch(ctx context.Context, controller string, l layout, tracking bool) (*watcher, error) {
 	w := &watcher{created: map[string]time.Time{}, observed: map[string]time.Time{}, cms: map[string]bool{}, stop: make(chan struct{})}
 	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(env.dyn, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
 		o.LabelSelector = "bench=" + controller
@@ -259,6 +282,11 @@ func watch(ctx context.Context, controller string, l layout) (*watcher, error) {
 		got, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		if got == 0 || got != u.GetGeneration() {
 			return
+		}
+		if tracking {
+			if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "Ready" {
+				return
+			}
 		}
 		now := time.Now()
 		key := u.GetNamespace() + "/" + u.GetName()
@@ -422,7 +450,12 @@ func (w *watcher) missing(limit int) []string {
 // each size of loop.parents: from creating the parents (on loop.creators
 // workers) until every parent's status.observedGeneration equals its
 // generation and all of their loop.children ConfigMaps exist. objects =
-// parents + children + status writes. The baseline, run at the same size
+// parents + children + status writes. It runs two controllers at each
+// size: "loop", whose hook answers the same whatever children it observes
+// and says so (spec.ownChildWrites: Ignore), and "loop-tracking", whose
+// hook reports the children it observed, as most real hooks do, with the
+// default Sync (a parent has converged once its status says it observed
+// them all). Each reports its hook calls per parent once the hook is idle. The baseline, run at the same size
 // just before, is a plain client-go program writing the same objects (of
 // another CRD, in another namespace) to the same kube-apiserver. The last
 // size also reports its p50 against the first size's: how latency grows
@@ -430,50 +463,91 @@ func (w *watcher) missing(limit int) []string {
 func BenchmarkLoopConvergence(b *testing.B) {
 	setUp(b)
 	var firstP50, firstPaced time.Duration
+	// firstPerParent is the first size's time per parent, of each hook.
+	firstPerParent := map[bool]float64{}
 	for i, parents := range loopParents {
 		var baselineRate float64
 		b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {
 			b.Run("client-go-baseline", func(b *testing.B) {
 				baselineRate = runBaseline(b, parents)
 			})
-			b.Run("loop", func(b *testing.B) {
-				if baselineRate == 0 {
-					b.Log("measuring the client-go baseline first")
-					baselineRate = runBaseline(b, parents)
+			for _, tracking := range []bool{false, true} {
+				name := "loop"
+				if tracking {
+					name = "loop-tracking"
 				}
-				// A p50 of the parents that did converge says nothing
-				// of the others: compare converged sizes only.
-				p50, paced, converged, _ := runLoop(b, parents, baselineRate, false)
-				switch {
-				case i == 0 && paced > 0:
-					firstPaced = paced
-				case i == len(loopParents)-1 && i > 0 && paced > 0 && firstPaced > 0:
-					ratio := float64(paced) / float64(firstPaced)
-					b.ReportMetric(ratio, fmt.Sprintf("paced-p50-vs-%d", loopParents[0]))
-					b.Logf("loop: p50 of a paced new parent among %d converged ones is %.2f× the p50 among %d", parents, ratio, loopParents[0])
-				}
-				switch {
-				case i == 0 && converged:
-					firstP50 = p50
-				case i == len(loopParents)-1 && i > 0 && converged && firstP50 > 0:
-					ratio := float64(p50) / float64(firstP50)
-					b.ReportMetric(ratio, fmt.Sprintf("p50-vs-%d", loopParents[0]))
-					b.Logf("loop: p50 of parent creation to status at %d parents is %.2f× the p50 at %d", parents, ratio, loopParents[0])
-				}
-			})
+				b.Run(name, func(b *testing.B) {
+					if baselineRate == 0 {
+						b.Log("measuring the client-go baseline first")
+						baselineRate = runBaseline(b, parents)
+					}
+					// A p50 of the parents that did converge says nothing
+					// of the others: compare converged sizes only.
+					// The hook that does not track its children says so.
+					r := runLoop(b, parents, baselineRate, loopOptions{tracking: tracking, ignoreOwnChildWrites: !tracking})
+					if r.converged {
+						switch {
+						case i == 0:
+							firstPerParent[tracking] = r.perParent
+						case i == len(loopParents)-1 && firstPerParent[tracking] > 0:
+							ratio := r.perParent / firstPerParent[tracking]
+							b.ReportMetric(ratio, fmt.Sprintf("time-per-parent-vs-%d", loopParents[0]))
+							b.Logf("loop: time per parent at %d parents is %.2f× that at %d", parents, ratio, loopParents[0])
+						}
+					}
+					if tracking {
+						return
+					}
+					switch {
+					case i == 0 && r.paced > 0:
+						firstPaced = r.paced
+					case i == len(loopParents)-1 && i > 0 && r.paced > 0 && firstPaced > 0:
+						ratio := float64(r.paced) / float64(firstPaced)
+						b.ReportMetric(ratio, fmt.Sprintf("paced-p50-vs-%d", loopParents[0]))
+						b.Logf("loop: p50 of a paced new parent among %d converged ones is %.2f× the p50 among %d", parents, ratio, loopParents[0])
+					}
+					switch {
+					case i == 0 && r.converged:
+						firstP50 = r.p50
+					case i == len(loopParents)-1 && i > 0 && r.converged && firstP50 > 0:
+						ratio := float64(r.p50) / float64(firstP50)
+						b.ReportMetric(ratio, fmt.Sprintf("p50-vs-%d", loopParents[0]))
+						b.Logf("loop: p50 of parent creation to status at %d parents is %.2f× the p50 at %d", parents, ratio, loopParents[0])
+					}
+				})
+			}
 		})
 	}
 }
 
-// runLoop measures one convergence of parents and returns its p50, the
-// p50 of the paced parents created after it (0 when it did not converge),
-// and whether it converged within loop.timeout.
-func runLoop(b *testing.B, parents int, baselineRate float64, identity bool) (p50, paced time.Duration, converged bool, rate float64) {
+// loopResult is what one convergence measured: its p50, the p50 of the
+// paced parents created after it (0 when it did not converge), whether it
+// converged within loop.timeout, its objects/s, and its time per parent
+// in ms.
+type loopResult struct {
+	p50, paced time.Duration
+	converged  bool
+	rate       float64
+	perParent  float64
+}
+
+// runLoop measures one convergence of parents. Once converged it waits
+// for the hook to be idle and reports its calls per parent
+// (hook-calls-per-parent): the echoes of the loop's own writes may call it
+// after the children converged.
+func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) (r loopResult) {
 	ctx := context.Background()
 	name := uniqueName("bench-loop")
 	children := *loopChildren
-	l, hook, w := startMeasuredControllerAs(ctx, b, name, parents, *loopPerNamespace, identity)
+	l, hook, w := startMeasured(ctx, b, name, parents, *loopPerNamespace, opts)
+	var paced time.Duration
+	var converged bool
+	var rate float64
 	before, err := writeCounts(ctx, "configmaps", "hellos", "events")
+	if err != nil {
+		b.Fatal(err)
+	}
+	readsBefore, err := readCounts(ctx, "configmaps", "hellos", "events", "compositecontrollers")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -520,6 +594,12 @@ func runLoop(b *testing.B, parents int, baselineRate float64, identity bool) (p5
 		b.Fatal(err)
 	}
 	writes, _ := diffCounts(before, after)
+	if readsAfter, err := readCounts(ctx, "configmaps", "hellos", "events", "compositecontrollers"); err == nil {
+		// Everyone's, the benchmark's own watches included: a relist of
+		// the children shows here.
+		reads, _ := diffCounts(readsBefore, readsAfter)
+		b.Logf("loop: reads of kube-apiserver while it converged (every client's): %s", formatCounts(reads))
+	}
 	// Everything but our creation of the parents is the loop's (and
 	// Events are also written by others, e.g. kube-controller-manager).
 	childWrites := sumWhere(writes, "configmaps ")
@@ -557,16 +637,24 @@ func runLoop(b *testing.B, parents int, baselineRate float64, identity bool) (p5
 		b.Logf("loop: not converged within -loop.timeout=%s; %d objects of %d done, at this rate all would take %.0f s; parents without status include %v",
 			*loopTimeout, done, objects, float64(objects)/rate, w.missing(10))
 	}
-	if converged && *loopPaced > 0 {
+	perParent := elapsed.Seconds() * 1000 / float64(parents)
+	b.ReportMetric(perParent, "ms-per-parent")
+	if converged {
 		// The burst's follow-up syncs (each parent's children and status,
-		// seen again) may still be running: a new parent measured among
-		// them would share the cores with that backlog, not wait among
-		// parents that are converged.
-		settled := waitIdle(hook, time.Second, time.Minute)
-		b.Logf("loop: idle %.1f s after convergence (no hook call for 1 s)", settled.Seconds())
-		paced = runPaced(ctx, b, w, name, l, parents)
+		// seen again) may still be running: count them, and let them end
+		// before a new parent is measured among converged parents.
+		atConvergence := hook.calls.Load()
+		settled := waitIdle(hook, 2*time.Second, 2*time.Minute)
+		calls := hook.calls.Load()
+		b.ReportMetric(float64(calls)/float64(parents), "hook-calls-per-parent")
+		b.ReportMetric(float64(calls-atConvergence), "hook-calls-after-convergence")
+		b.Logf("loop: idle %.1f s after convergence (no hook call for 2 s): %d hook calls, %.2f per parent, %d of them after the parents converged; parents by calls: %v",
+			settled.Seconds(), calls, float64(calls)/float64(parents), calls-atConvergence, hook.perParent())
+		if *loopPaced > 0 && !opts.tracking {
+			paced = runPaced(ctx, b, w, name, l, parents)
+		}
 	}
-	return percentile(lat, 0.5), paced, converged, rate
+	return loopResult{p50: percentile(lat, 0.5), paced: paced, converged: converged, rate: rate, perParent: perParent}
 }
 
 // waitIdle waits until hook has had no call for quiet, or for at most
@@ -718,7 +806,8 @@ func BenchmarkLoopConvergenceWithIdentity(b *testing.B) {
 				name = fmt.Sprintf("parents=%d/round=%d/identity", parents, round)
 			}
 			b.Run(name, func(b *testing.B) {
-				_, _, converged, rate := runLoop(b, parents, 1, as)
+				r := runLoop(b, parents, 1, loopOptions{identity: as})
+				converged, rate := r.converged, r.rate
 				if !converged {
 					return
 				}

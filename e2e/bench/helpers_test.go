@@ -89,6 +89,9 @@ type hookServer struct {
 
 type hookStats struct {
 	calls atomic.Int64
+	// tracking makes the hook report in its status how many of its
+	// children it observed, as most real hooks do (trackingHookResponse).
+	tracking atomic.Bool
 
 	mu      sync.Mutex
 	parents map[string]int
@@ -209,6 +212,9 @@ func (h *hookServer) register(controller string) string {
 				parent := req.Parent.GetNamespace() + "/" + req.Parent.GetName()
 				st.begin(ctx, parent)
 				defer st.end(parent)
+				if st.tracking.Load() {
+					return trackingHookResponse(req), nil
+				}
 				return hookResponse(req.Parent), nil
 			}))))
 	}
@@ -277,6 +283,21 @@ func hookResponse(parent *unstructured.Unstructured) *hookapi.SyncHookResponse {
 		Status:   map[string]interface{}{"children": n, "phase": "Ready"},
 		Children: children,
 	}
+}
+
+// trackingHookResponse is hookResponse with the status a real hook
+// writes: how many of its children it observed (status.observed), and
+// phase Ready only once they all exist. Each child it observes changes
+// its answer, so the loop must call it once more after creating them.
+func trackingHookResponse(req *hookapi.SyncHookRequest) *hookapi.SyncHookResponse {
+	resp := hookResponse(req.Parent)
+	observed := int64(len(req.Children["ConfigMap.v1"]))
+	phase := "Creating"
+	if observed == int64(len(resp.Children)) {
+		phase = "Ready"
+	}
+	resp.Status = map[string]interface{}{"children": int64(len(resp.Children)), "observed": observed, "phase": phase}
+	return resp
 }
 
 // controllerManifest is a CompositeController of the hellos labelled
@@ -434,6 +455,16 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 // non-dry-run writes on resources, keyed "<resource>[/<subresource>]
 // <VERB>".
 func writeCounts(ctx context.Context, resources ...string) (map[string]float64, error) {
+	return requestCounts(ctx, func(verb string) bool { return writeVerbs[verb] }, resources...)
+}
+
+// readCounts is writeCounts of the requests that read: LIST, GET and
+// WATCH (a watch counts when it starts).
+func readCounts(ctx context.Context, resources ...string) (map[string]float64, error) {
+	return requestCounts(ctx, func(verb string) bool { return !writeVerbs[verb] }, resources...)
+}
+
+func requestCounts(ctx context.Context, verbs func(string) bool, resources ...string) (map[string]float64, error) {
 	data, err := env.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("can't read kube-apiserver's /metrics: %w", err)
@@ -454,7 +485,7 @@ func writeCounts(ctx context.Context, resources ...string) (map[string]float64, 
 		if err != nil {
 			return nil, fmt.Errorf("can't parse %q: %w", line, err)
 		}
-		if !want[labels["resource"]] || !writeVerbs[labels["verb"]] || labels["dry_run"] != "" {
+		if !want[labels["resource"]] || !verbs(labels["verb"]) || labels["dry_run"] != "" {
 			continue
 		}
 		key := labels["resource"]

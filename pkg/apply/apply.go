@@ -42,6 +42,9 @@ type Stored struct {
 	Body            []byte
 	UID             types.UID
 	ResourceVersion string
+	// Unchanged: the API server stored nothing new (the resourceVersion is
+	// the one observed), so no watch event will echo the write.
+	Unchanged bool
 }
 
 // ChildMetadata server-side-applies one desired child and reads back only

@@ -28,8 +28,9 @@ type Decoration struct {
 // Decorate writes d to obj, only what changes anything: labels and
 // annotations with one merge patch carrying obj's resourceVersion (a
 // change it did not see is a conflict, and the object's own event syncs it
-// again), then the status. It returns whether it wrote.
-func Decorate(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, d Decoration) (bool, error) {
+// again), then the status. It returns the object as each write stored it,
+// in order: none when it wrote nothing.
+func Decorate(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, d Decoration) ([]*unstructured.Unstructured, error) {
 	meta := map[string]interface{}{}
 	if m := changes(obj.GetLabels(), d.Labels); m != nil {
 		meta["labels"] = m
@@ -55,24 +56,27 @@ func Decorate(ctx context.Context, client dynamic.Interface, gvr schema.GroupVer
 			patch["status"] = status
 		}
 	}
-	written := false
+	var written []*unstructured.Unstructured
 	if len(patch) > 0 {
 		patch["metadata"] = withVersion(meta, obj.GetResourceVersion())
 		data, err := json.Marshal(patch)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		stored, err := resource(client, gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
 		if err != nil {
-			return false, fmt.Errorf("can't decorate %s %s: %w", obj.GetKind(), objectName(obj), err)
+			return nil, fmt.Errorf("can't decorate %s %s: %w", obj.GetKind(), objectName(obj), err)
 		}
-		obj, written = stored, true
+		obj, written = stored, append(written, stored)
 	}
 	if d.Status == nil || !d.StatusSubresource {
 		return written, nil
 	}
-	statusWritten, err := writeStatus(ctx, client, gvr, obj, d.Status)
-	return written || statusWritten, err
+	stored, err := writeStatus(ctx, client, gvr, obj, d.Status)
+	if stored != nil {
+		written = append(written, stored)
+	}
+	return written, err
 }
 
 // changes is the merge patch that makes current hold what want says: nil

@@ -41,6 +41,22 @@ type Done struct {
 
 func (d Done) String() string { return string(d.Action) + " " + d.Child() }
 
+// Wrote tells whether the child was created, changed or deleted, so that
+// a watch event will echo the write: adoptions, releases and takeovers
+// are not counted.
+func (d Done) Wrote() bool {
+	if d.Err != nil {
+		return false
+	}
+	switch d.Action {
+	case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
+		return d.Stored.ResourceVersion != "" && !d.Stored.Unchanged
+	case v1alpha1.SyncActionDelete, v1alpha1.SyncActionRecreate:
+		return true
+	}
+	return false
+}
+
 // Child names the child: its kind, namespace and name.
 func (d Done) Child() string {
 	if d.Namespace != "" {
@@ -96,6 +112,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 			child := item.Desired.DeepCopy()
 			child.SetOwnerReferences(engine.ChildOwnerReferences(parent, item.Desired))
 			d.Stored, d.Err = ChildMetadata(ctx, meta, item.GVR, child, controller)
+			d.Stored.Unchanged = d.Err == nil && item.Observed != nil && d.Stored.ResourceVersion == item.Observed.GetResourceVersion()
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:
 			// Recreate deletes now; the next sync, once the child is gone,
 			// creates it anew.
@@ -217,7 +234,7 @@ func setControllerRef(ctx context.Context, client dynamic.Interface, gvr schema.
 
 // ParentStatus writes the hook's status and the generation it answered
 // for through the parent's status subresource, only when that changes
-// something. It returns whether it wrote.
+// something. It returns the parent as stored, nil when it wrote nothing.
 //
 // The parent it was given may be stale (the informer's copy, or one the
 // loop read before a finalizer write): on a conflict it reads the parent
@@ -226,7 +243,7 @@ func setControllerRef(ctx context.Context, client dynamic.Interface, gvr schema.
 // (another UID). Giving up on a conflict instead would lose the status
 // when nothing else resyncs the parent: with ignoreStatusChanges the echo
 // of another writer's status change is filtered out.
-func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]interface{}) (bool, error) {
+func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]interface{}) (*unstructured.Unstructured, error) {
 	desired := map[string]interface{}{}
 	for k, v := range status {
 		desired[k] = v
@@ -236,11 +253,12 @@ func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.Grou
 }
 
 // writeStatus writes desired as parent's status through its status
-// subresource when it differs, reading the parent again on a conflict.
-func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, desired map[string]interface{}) (bool, error) {
+// subresource when it differs, reading the parent again on a conflict. It
+// returns the parent as stored, nil when it wrote nothing.
+func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, desired map[string]interface{}) (*unstructured.Unstructured, error) {
 	r := resource(client, gvr, parent.GetNamespace())
 	current := parent
-	written := false
+	var written *unstructured.Unstructured
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if current == nil {
 			fresh, err := r.Get(ctx, parent.GetName(), metav1.GetOptions{})
@@ -258,16 +276,16 @@ func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.Group
 		}
 		updated := current.DeepCopy()
 		updated.Object["status"] = desired
-		_, err := r.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		stored, err := r.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 		if err != nil {
 			current = nil
 			return err
 		}
-		written = true
+		written = stored
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("can't update the status of %s %s: %w", parent.GetKind(), parent.GetName(), err)
+		return nil, fmt.Errorf("can't update the status of %s %s: %w", parent.GetKind(), parent.GetName(), err)
 	}
 	return written, nil
 }

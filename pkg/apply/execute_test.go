@@ -58,10 +58,10 @@ func TestParentStatusRetriesAStaleParent(t *testing.T) {
 			if conflicts != 1 {
 				t.Fatalf("%d conflicts, want the stale write's one", conflicts)
 			}
-			if tc.wantWrite && (err != nil || !written) {
+			if tc.wantWrite && (err != nil || written == nil) {
 				t.Fatalf("ParentStatus = %v, %v; want the status written after reading the parent again", written, err)
 			}
-			if !tc.wantWrite && (err == nil || !apierrors.IsNotFound(err) || written) {
+			if !tc.wantWrite && (err == nil || !apierrors.IsNotFound(err) || written != nil) {
 				t.Fatalf("ParentStatus = %v, %v; want NotFound: the parent synced is gone", written, err)
 			}
 			got, err := client.Resource(things).Namespace("ns").Get(context.Background(), "p", metav1.GetOptions{})

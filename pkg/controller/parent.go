@@ -61,12 +61,16 @@ type parentController struct {
 	// use; guarded by relatedMu once the workers run.
 	acquired []schema.GroupVersionResource
 	queue    workqueue.TypedRateLimitingInterface[string]
-	status   *statusTracker
+	// echoes tells the watch events of the loop's own writes from others'.
+	echoes *ownWrites
+	status *statusTracker
 	// writesStatus: this loop runs the status tracker it shares with its
 	// controller's other parent loops.
 	writesStatus bool
-	cancel       context.CancelFunc
-	done         sync.WaitGroup
+	// ctx is the loop's, ended by stop.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
 }
 
 type handlerRegistration struct {
@@ -93,6 +97,7 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 		related:    map[schema.GroupVersionResource]informers.GenericInformer{},
 		unlisted:   map[schema.GroupVersionResource]bool{},
 		workers:    m.cfg.Workers,
+		echoes:     newOwnWrites(echoTimeout, !def.IgnoreOwnChildWrites),
 	}
 	if def.Workers != 0 {
 		pc.workers = def.Workers
@@ -138,7 +143,7 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 	if len(def.Decorated) > 1 {
 		name += "-" + def.Parent.GVR.GroupResource().String()
 	}
-	pc.queue = newParentQueue(name, pc.unsynced, m.cfg.Shards)
+	pc.queue = newParentQueue(name, pc.unsynced, pc.echoes.isFinishing, m.cfg.Shards)
 	return pc, nil
 }
 
@@ -182,6 +187,7 @@ func (pc *parentController) start(parent context.Context) {
 	logger := klog.FromContext(ctx).WithValues(strings.ToLower(pc.rec.Def.Kind), pc.owner.GetName())
 	ctx = klog.NewContext(ctx, logger)
 
+	pc.ctx = ctx
 	pc.parents = pc.acquire(pc.rec.Def.Parent.GVR)
 	pc.addHandler(pc.parents.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    pc.enqueueParent,
@@ -192,9 +198,9 @@ func (pc *parentController) start(parent context.Context) {
 		inf := pc.acquire(gvr)
 		pc.children[gvr] = inf
 		pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    pc.childChanged,
-			UpdateFunc: func(old, cur interface{}) { pc.childChanged(old); pc.childChanged(cur) },
-			DeleteFunc: pc.childChanged,
+			AddFunc:    func(obj interface{}) { pc.childChanged(nil, obj, false) },
+			UpdateFunc: func(old, cur interface{}) { pc.childChanged(old, cur, false) },
+			DeleteFunc: func(obj interface{}) { pc.childChanged(nil, obj, true) },
 		})
 	}
 
@@ -297,13 +303,20 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 }
 
 func (pc *parentController) updateParent(old, cur interface{}) {
-	if pc.rec.Def.IgnoreStatusChanges {
-		o, c := old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)
-		if pc.ignoredChange(o, c) {
-			return
-		}
+	c, ok := cur.(*unstructured.Unstructured)
+	if !ok {
+		pc.enqueueParent(cur)
+		return
 	}
-	pc.enqueueParent(cur)
+	wanted := !pc.rec.Def.IgnoreStatusChanges || !pc.ignoredChange(old.(*unstructured.Unstructured), c)
+	key, err := cache.MetaNamespaceKeyFunc(c)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	if pc.echoes.parentEvent(key, c.GetResourceVersion(), wanted) {
+		pc.enqueueParent(cur)
+	}
 }
 
 func (pc *parentController) deleteParent(obj interface{}) {
@@ -312,6 +325,9 @@ func (pc *parentController) deleteParent(obj interface{}) {
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok && pc.customize != nil {
 		pc.customize.forget(u.GetUID())
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		pc.echoes.forget(key)
 	}
 	pc.enqueueParent(obj)
 }
@@ -333,23 +349,39 @@ func (pc *parentController) enqueueWhere(in func(key string) bool) {
 	}
 }
 
-// childChanged queues the parent a child belongs to; an orphan may match
-// any parent in its namespace, so it queues them all.
-func (pc *parentController) childChanged(obj interface{}) {
+// childChanged queues the parent a child belongs to, unless the event is
+// the echo of the loop's own write (ownWrites); an orphan may match any
+// parent in its namespace, so it queues them all. old is the child before
+// an update, nil for an addition or a deletion (gone).
+func (pc *parentController) childChanged(old, obj interface{}, gone bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	child, ok := obj.(*unstructured.Unstructured)
 	if !ok || !pc.rec.Def.OwnsChild(child) {
 		// Not the controller's to claim (another decorator's attachment).
+		if old != nil {
+			pc.childChanged(nil, old, false)
+		}
 		return
 	}
-	if ref := metav1.GetControllerOfNoCopy(child); ref != nil {
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != pc.parentGVK.Group || ref.Kind != pc.parentGVK.Kind {
+	key, owned := pc.controllerKey(child)
+	if o, ok := old.(*unstructured.Unstructured); ok {
+		// A child that changed controller, or lost one, concerns its
+		// former parent too: not as an echo.
+		if oldKey, oldOwned := pc.controllerKey(o); oldKey != key || oldOwned != owned {
+			pc.childChanged(nil, o, false)
+		}
+	}
+	if owned {
+		if key == "" {
 			return
 		}
-		pc.queue.Add(parentKey(child.GetNamespace(), ref.Name, pc.namespaced))
+		gv, _ := schema.ParseGroupVersion(child.GetAPIVersion())
+		id := childID{group: gv.Group, kind: child.GetKind(), namespace: child.GetNamespace(), name: child.GetName()}
+		if pc.echoes.childEvent(key, id, child.GetResourceVersion(), gone, child.GetDeletionTimestamp() != nil) {
+			pc.queue.Add(key)
+		}
 		return
 	}
 	var objs []interface{}
@@ -361,6 +393,21 @@ func (pc *parentController) childChanged(obj interface{}) {
 	for _, obj := range objs {
 		pc.enqueueParent(obj)
 	}
+}
+
+// controllerKey is the key of the parent that controls child, with owned
+// true when it has a controller at all; the key is "" when the controller
+// is not of this loop's parent kind.
+func (pc *parentController) controllerKey(child *unstructured.Unstructured) (key string, owned bool) {
+	ref := metav1.GetControllerOfNoCopy(child)
+	if ref == nil {
+		return "", false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != pc.parentGVK.Group || ref.Kind != pc.parentGVK.Kind {
+		return "", true
+	}
+	return parentKey(child.GetNamespace(), ref.Name, pc.namespaced), true
 }
 
 func parentKey(namespace, name string, namespaced bool) string {
@@ -390,7 +437,16 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 
 	start := time.Now()
-	requeueAfter, err := pc.sync(ctx, key)
+	deferredLast := pc.echoes.begin(key)
+	requeueAfter, writes, err := pc.sync(ctx, key, !deferredLast)
+	if err != nil {
+		writes = nil
+	}
+	if again, waiting := pc.echoes.finish(key, writes); again {
+		pc.queue.Add(key)
+	} else if waiting {
+		pc.checkEchoes(key)
+	}
 	syncLatency.WithLabelValues(pc.key).Observe(time.Since(start).Seconds())
 	pc.status.synced(err)
 	var tooMany *hooks.TooManyRequestsError
@@ -416,12 +472,29 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 	return true
 }
 
+// checkEchoes queues the parent of key if the echoes of its sync's writes
+// have not all arrived within echoTimeout.
+func (pc *parentController) checkEchoes(key string) {
+	time.AfterFunc(echoTimeout, func() {
+		if pc.ctx.Err() == nil && pc.echoes.expire(key) {
+			pc.queue.Add(key)
+		}
+	})
+}
+
+// echoTimeout is how long the loop waits for the echo of one of its
+// writes before it syncs the parent anyway. Watch events normally arrive
+// within milliseconds; a lost one is a watch that relisted past it.
+const echoTimeout = time.Minute
+
 // sync runs the shared reconcile step for the parent of key, read from the
-// informer: level-based, it reads everything again on every sync.
-func (pc *parentController) sync(ctx context.Context, key string) (time.Duration, error) {
+// informer: level-based, it reads everything again on every sync. It
+// returns the writes it made (ownWrites). mayDefer lets it leave the
+// status to the sync that follows the echoes of its child writes.
+func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool) (time.Duration, *syncWrites, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return 0, nil
+		return 0, nil, nil
 	}
 	var obj interface{}
 	if pc.namespaced {
@@ -431,22 +504,23 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 	}
 	if apierrors.IsNotFound(err) {
 		// Gone: its children go with it through their ownerReferences.
-		return 0, nil
+		pc.echoes.forget(key)
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	parent := obj.(*unstructured.Unstructured).DeepCopy()
 	if !pc.rec.Def.Handles(parent) {
 		// A child's ownerReference queued a parent another controller
 		// of the same resource handles: reconcile skips it, and nothing
 		// of it may be checked or said here.
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err := pc.checkActor(ctx, parent); err != nil {
 		pc.status.authorized(err)
 		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
-		return 0, err
+		return 0, nil, err
 	}
 	lister := &informerLister{pc: pc, ctx: ctx}
 	related := &rights.RelatedLister{ObjectLister: lister, Access: pc.m.access, Subject: pc.actor.subject}
@@ -465,7 +539,7 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 		Revisions: reconcile.ClientRevisions{Client: client},
 		// A nil *Schemas must stay a nil interface.
 		Ownership: pc.m.ownership(),
-	}, parent, reconcile.Options{})
+	}, parent, reconcile.Options{StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites})
 	if res.Plan != nil || err != nil {
 		pc.status.hookCalled(err)
 	}
@@ -485,10 +559,12 @@ func (pc *parentController) sync(ctx context.Context, key string) (time.Duration
 			}
 		}
 	}
+	writes := writesOf(res.Done, res.ParentWrites)
+	writes.statusDeferred = res.StatusDeferred
 	if err != nil {
-		return 0, err
+		return 0, writes, err
 	}
-	return res.RequeueAfter, nil
+	return res.RequeueAfter, writes, nil
 }
 
 // checkActor refuses a sync its identity could not make: one whose

@@ -59,6 +59,27 @@ func TestLanes(t *testing.T) {
 	}
 }
 
+// Parents the loop is finishing go before new ones, and a finishing parent
+// waiting among the rest moves up.
+func TestFinishingParentsGoFirst(t *testing.T) {
+	urgent, finishing := map[string]bool{}, map[string]bool{}
+	q := &lanes{urgent: func(k string) bool { return urgent[k] }, finishing: func(k string) bool { return finishing[k] }, inFirst: map[string]bool{}, inRest: map[string]uint64{}}
+	urgent["new1"], urgent["new2"], urgent["done1"] = true, true, true
+	finishing["done1"], finishing["done2"] = true, true
+	for _, k := range []string{"echo1", "new1", "done1", "new2", "done2", "late"} {
+		q.Push(k)
+	}
+	finishing["late"] = true
+	q.Touch("late")
+	var got []string
+	for q.Len() > 0 {
+		got = append(got, q.Pop())
+	}
+	if !reflect.DeepEqual(got, []string{"done1", "done2", "late", "new1", "new2", "echo1"}) {
+		t.Errorf("order %v", got)
+	}
+}
+
 // Through client-go's workqueue: deduplication and Touch work with lanes.
 func TestLanesInWorkqueue(t *testing.T) {
 	urgent := map[string]bool{"new": true}
@@ -91,7 +112,7 @@ func TestLanesInWorkqueue(t *testing.T) {
 // being processed.
 func TestLanesNeverHandOutAKeyBeingProcessed(t *testing.T) {
 	urgent := map[string]bool{}
-	wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil)
+	wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil, nil)
 	defer wq.ShutDown()
 	get := func(want string) {
 		t.Helper()
@@ -138,7 +159,7 @@ func TestLanesRandomizedKeepTheWorkqueuePromise(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		urgent := map[string]bool{}
-		wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil)
+		wq := newParentQueue("test", func(k string) bool { return urgent[k] }, nil, nil)
 		keys := make([]string, 12)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("ns/p%d", i)

@@ -41,7 +41,7 @@ func (o *ownedKeys) set(key string, owned bool) {
 // is dropped when a worker takes it, without a sync.
 func TestAParentQueueTakesOnlyThisReplicasParents(t *testing.T) {
 	shards := &ownedKeys{owned: map[string]bool{"ns/mine": true, "ns/lost": true}}
-	q := newParentQueue("test", func(string) bool { return false }, shards)
+	q := newParentQueue("test", func(string) bool { return false }, nil, shards)
 	defer q.ShutDown()
 	q.Add("ns/theirs")
 	q.AddRateLimited("ns/theirs")

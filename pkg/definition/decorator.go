@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
@@ -46,18 +47,19 @@ type Decorated struct {
 func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
 	spec := field.NewPath("spec")
 	d := &Definition{
-		Kind:            KindDecorator,
-		Name:            dc.Name,
-		UID:             dc.UID,
-		Generation:      dc.Generation,
-		Decorator:       dc,
-		EndpointConfigs: dc.Spec.EndpointConfigs,
-		Finalizer:       DecoratorFinalizerPrefix + dc.Name,
-		FieldManager:    FieldManager(dc.Name),
-		ChildAnnotation: DecoratorAnnotation,
-		ParentLabels:    labels.Everything(),
-		ServiceAccount:  dc.Spec.ServiceAccount,
-		Author:          dc.Status.Author,
+		Kind:                 KindDecorator,
+		Name:                 dc.Name,
+		UID:                  dc.UID,
+		Generation:           dc.Generation,
+		Decorator:            dc,
+		EndpointConfigs:      dc.Spec.EndpointConfigs,
+		Finalizer:            DecoratorFinalizerPrefix + dc.Name,
+		FieldManager:         FieldManager(dc.Name),
+		ChildAnnotation:      DecoratorAnnotation,
+		ParentLabels:         labels.Everything(),
+		ServiceAccount:       dc.Spec.ServiceAccount,
+		Author:               dc.Status.Author,
+		IgnoreOwnChildWrites: ptr.Deref(dc.Spec.OwnChildWrites, v1alpha1.OwnChildWritesSync) == v1alpha1.OwnChildWritesIgnore,
 	}
 	if p := dc.Spec.ResyncPeriodSeconds; p != nil {
 		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)

@@ -111,6 +111,10 @@ type Definition struct {
 	// Workers is the controller's own number of workers; 0 means the
 	// server's default.
 	Workers int
+	// IgnoreOwnChildWrites (spec.ownChildWrites: Ignore): the loop does
+	// not call the sync hook again once it observes the children a sync
+	// wrote.
+	IgnoreOwnChildWrites bool
 	// ResyncPeriod is how often each parent is synced without a change;
 	// 0 for only on change. Metacontroller raises a period it is given to
 	// at least a second.

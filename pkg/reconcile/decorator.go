@@ -14,9 +14,14 @@ import (
 // DecoratorController's labels, annotations and status, as they are
 // (Metacontroller adds nothing to a decorated object's status, which a
 // built-in controller may own in part).
-func (c *Controller) writeParent(ctx context.Context, env Env, parent *unstructured.Unstructured, plan *engine.Plan) (bool, error) {
+// It returns the parent as each of its writes stored it.
+func (c *Controller) writeParent(ctx context.Context, env Env, parent *unstructured.Unstructured, plan *engine.Plan) ([]*unstructured.Unstructured, error) {
 	if plan.Decoration == nil {
-		return apply.ParentStatus(ctx, env.Client, c.Def.Parent.GVR, parent, plan.Response.Status)
+		stored, err := apply.ParentStatus(ctx, env.Client, c.Def.Parent.GVR, parent, plan.Response.Status)
+		if stored == nil {
+			return nil, err
+		}
+		return []*unstructured.Unstructured{stored}, err
 	}
 	return apply.Decorate(ctx, env.Client, c.Def.Parent.GVR, parent, apply.Decoration{
 		Labels:            plan.Decoration.Labels,

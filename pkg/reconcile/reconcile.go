@@ -88,6 +88,12 @@ type Options struct {
 	// Claimed are the parent's children as given inline (a preview);
 	// nil claims them from Env.Children.
 	Claimed *engine.Claimed
+	// StatusAfterChildEchoes: the caller syncs the parent again once it
+	// observes the children this sync writes, as they were written (the
+	// loop does), so a sync that writes children leaves the parent's status
+	// to that next sync, whose hook sees them. Written now, the status would
+	// be replaced at once, at the cost of a write and of its echo.
+	StatusAfterChildEchoes bool
 	// Allow, when set, is asked before anything of the plan is carried
 	// out; an error stops the sync there. A live /sync checks the caller's
 	// own rights with it.
@@ -112,6 +118,13 @@ type Result struct {
 	FinalizerAdded, FinalizerRemoved bool
 	// StatusWritten says whether the parent's status was written.
 	StatusWritten bool
+	// StatusDeferred: the status was left to the next sync
+	// (Options.StatusAfterChildEchoes).
+	StatusDeferred bool
+	// ParentWrites are the resourceVersions the sync's writes to the
+	// parent stored (finalizer, status, decoration), in order: the loop
+	// tells their watch events, the echoes of its own writes, from others'.
+	ParentWrites []string
 	// RequeueAfter is when the parent wants its next sync; 0 for only on
 	// change.
 	RequeueAfter time.Duration
@@ -266,8 +279,13 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			// Gone with its last finalizer.
 			return res, applyErr
 		}
+		res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
 		parent = updated
 		res.Parent = parent
+	}
+	if opts.StatusAfterChildEchoes && applyErr == nil && !plan.Finalizing && plan.Decoration == nil && wroteChildren(done) {
+		res.StatusDeferred = true
+		return res, nil
 	}
 	// As Metacontroller: the hook's status, finalize hook's included, is
 	// written whenever it differs; a parent gone or changed since it was
@@ -279,8 +297,21 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	case err != nil:
 		applyErr = errors.Join(applyErr, err)
 	}
-	res.StatusWritten = written
+	res.StatusWritten = len(written) > 0
+	for _, w := range written {
+		res.ParentWrites = append(res.ParentWrites, w.GetResourceVersion())
+	}
 	return res, applyErr
+}
+
+// wroteChildren tells whether a child was created, changed or deleted.
+func wroteChildren(done []apply.Done) bool {
+	for _, d := range done {
+		if d.Wrote() {
+			return true
+		}
+	}
+	return false
 }
 
 // doneGroup is what one Event says: children that had the same thing done
@@ -391,6 +422,9 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 			return nil, err
 		}
 		res.FinalizerAdded = updated != nil
+		if updated != nil {
+			res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
+		}
 		return updated, nil
 	case !want && has:
 		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
@@ -398,6 +432,9 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 			return nil, err
 		}
 		res.FinalizerRemoved = true
+		if updated != nil {
+			res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
+		}
 		return updated, nil
 	}
 	return parent, nil

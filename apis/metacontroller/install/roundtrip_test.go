@@ -241,6 +241,7 @@ spec:
         namespace: metacontroller
       usernameKey: username
       passwordKey: password
+  ownChildWrites: Ignore
   resyncPeriodSeconds: 30
   workers: 3
   generateSelector: true

@@ -56,6 +56,17 @@ type CompositeControllerSpec struct {
 	// +listMapKey=host
 	EndpointConfigs []EndpointConfig `json:"endpointConfigs,omitempty"`
 
+	// ownChildWrites says what the loop does once it observes the children
+	// a sync created, changed or deleted, as that sync wrote them: Sync (the
+	// default, as Metacontroller) calls the sync hook again, once all of them
+	// are observed, so that it sees them and can report them in the status;
+	// Ignore does not, for a hook whose answer depends on the parent and its
+	// related objects alone, not on the children it observes. A change that
+	// is not the loop's own write syncs the parent either way. Not in
+	// Metacontroller.
+	// +optional
+	OwnChildWrites *OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
+
 	// resyncPeriodSeconds is how often every parent is synced even when
 	// nothing changed. Unset means only on change. As in Metacontroller,
 	// which clamps the period to at least one second, 0 and negative values
@@ -644,3 +655,17 @@ type ControllerAuthor struct {
 // ExtraValue is one extra attribute of a user: a list of strings, as in
 // authentication.k8s.io.
 type ExtraValue []string
+
+// OwnChildWritesPolicy says whether the loop calls the sync hook again
+// once it observes the children a sync wrote.
+// +enum
+type OwnChildWritesPolicy string
+
+const (
+	// OwnChildWritesSync calls the sync hook again once every child a
+	// sync wrote is observed as written: the hook sees them.
+	OwnChildWritesSync OwnChildWritesPolicy = "Sync"
+	// OwnChildWritesIgnore does not: the hook's answer does not depend on
+	// the children it observes.
+	OwnChildWritesIgnore OwnChildWritesPolicy = "Ignore"
+)

@@ -1032,6 +1032,7 @@ func autoConvert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeCon
 		out.Hooks = nil
 	}
 	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.OwnChildWrites = (*metacontroller.OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
 	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
@@ -1066,6 +1067,7 @@ func autoConvert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeCon
 		out.Hooks = nil
 	}
 	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.OwnChildWrites = (*OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
 	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
@@ -1403,6 +1405,7 @@ func autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorCon
 		out.Hooks = nil
 	}
 	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.OwnChildWrites = (*metacontroller.OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	return nil
@@ -1426,6 +1429,7 @@ func autoConvert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorCon
 		out.Hooks = nil
 	}
 	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
+	out.OwnChildWrites = (*OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	return nil

@@ -90,6 +90,7 @@ func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
 	}
 	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
 	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
+	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
 	return c
 }
 

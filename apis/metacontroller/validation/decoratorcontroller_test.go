@@ -58,6 +58,9 @@ func TestValidateDecoratorController(t *testing.T) {
 			dc.Spec.Attachments[0].UpdateStrategy.Method = "Sometimes"
 		}, []wantErr{nsup("spec.attachments[0].updateStrategy.method")}},
 		{"no hooks", func(dc *metacontroller.DecoratorController) { dc.Spec.Hooks = nil }, []wantErr{req("spec.hooks")}},
+		{"an unknown ownChildWrites", func(dc *metacontroller.DecoratorController) {
+			dc.Spec.OwnChildWrites = ptr(metacontroller.OwnChildWritesPolicy("Sometimes"))
+		}, []wantErr{nsup("spec.ownChildWrites")}},
 		{"no sync hook", func(dc *metacontroller.DecoratorController) { dc.Spec.Hooks.Sync = nil }, []wantErr{req("spec.hooks.sync")}},
 		{"a hook with url and a bad scheme", func(dc *metacontroller.DecoratorController) {
 			dc.Spec.Hooks.Finalize.Webhook.URL = ptr("ftp://hooks.example.com/finalize")

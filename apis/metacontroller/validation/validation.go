@@ -241,6 +241,7 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
 
 	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
+	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
 	// workers is this server's own field, so no Metacontroller manifest
 	// sets it. Each worker holds a hook call open: bound them so that one
 	// controller cannot exhaust the server.
@@ -277,6 +278,15 @@ func (c *checker) checkResyncPeriod(p *int32, resyncPath *field.Path) {
 		c.warn(resyncPath, "%d means every parent is synced, and its hooks called, every second even when nothing changed (periods under 1s count as 1s, as in Metacontroller); leave it unset to sync only on change", *p)
 	case *p < shortResyncPeriodSeconds:
 		c.warn(resyncPath, "%d is a very short resync period: every parent is synced, and its hooks called, every %ds even when nothing changed", *p, *p)
+	}
+}
+
+var supportedOwnChildWrites = []string{string(metacontroller.OwnChildWritesSync), string(metacontroller.OwnChildWritesIgnore)}
+
+// checkOwnChildWrites checks spec.ownChildWrites, this server's own field.
+func (c *checker) checkOwnChildWrites(p *metacontroller.OwnChildWritesPolicy, fldPath *field.Path) {
+	if p != nil && !slices.Contains(supportedOwnChildWrites, string(*p)) {
+		c.err(field.NotSupported(fldPath, *p, supportedOwnChildWrites))
 	}
 }
 

@@ -903,6 +903,19 @@ func TestValidateCompositeController(t *testing.T) {
 			name:   "resyncPeriodSeconds may be zero",
 			mutate: func(cc *metacontroller.CompositeController) { cc.Spec.ResyncPeriodSeconds = ptr[int32](0) },
 		},
+		{
+			name: "ownChildWrites is Sync or Ignore",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.OwnChildWrites = ptr(metacontroller.OwnChildWritesPolicy("Sometimes"))
+			},
+			want: []wantErr{nsup("spec.ownChildWrites")},
+		},
+		{
+			name: "ownChildWrites may be Ignore",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.OwnChildWrites = ptr(metacontroller.OwnChildWritesIgnore)
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

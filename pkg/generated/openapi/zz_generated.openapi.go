@@ -791,6 +791,14 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							},
 						},
 					},
+					"ownChildWrites": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ownChildWrites says what the loop does once it observes the children a sync created, changed or deleted, as that sync wrote them: Sync (the default, as Metacontroller) calls the sync hook again, once all of them are observed, so that it sees them and can report them in the status; Ignore does not, for a hook whose answer depends on the parent and its related objects alone, not on the children it observes. A change that is not the loop's own write syncs the parent either way. Not in Metacontroller.\n\nPossible enum values:\n - `\"Ignore\"` does not: the hook's answer does not depend on the children it observes.\n - `\"Sync\"` calls the sync hook again once every child a sync wrote is observed as written: the hook sees them.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Sync"},
+						},
+					},
 					"resyncPeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
 							Description: "resyncPeriodSeconds is how often every parent is synced even when nothing changed. Unset means only on change. As in Metacontroller, which clamps the period to at least one second, 0 and negative values mean every second.",
@@ -1463,6 +1471,14 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 									},
 								},
 							},
+						},
+					},
+					"ownChildWrites": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ownChildWrites says what the loop does once it observes the children a sync created, changed or deleted, as that sync wrote them: Sync (the default, as Metacontroller) calls the sync hook again, once all of them are observed, so that it sees them and can report them in the status; Ignore does not, for a hook whose answer depends on the parent and its related objects alone, not on the children it observes. A change that is not the loop's own write syncs the parent either way. Not in Metacontroller.\n\nPossible enum values:\n - `\"Ignore\"` does not: the hook's answer does not depend on the children it observes.\n - `\"Sync\"` calls the sync hook again once every child a sync wrote is observed as written: the hook sees them.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Sync"},
 						},
 					},
 					"resyncPeriodSeconds": {

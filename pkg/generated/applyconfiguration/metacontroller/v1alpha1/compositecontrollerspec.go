@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	metacontrollerv1alpha1 "github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
 // CompositeControllerSpecApplyConfiguration represents a declarative configuration of the CompositeControllerSpec type for use
 // with apply.
 //
@@ -35,6 +39,15 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// TLS, authentication) applied to every hook whose host matches and
 	// that sets none of its own.
 	EndpointConfigs []EndpointConfigApplyConfiguration `json:"endpointConfigs,omitempty"`
+	// ownChildWrites says what the loop does once it observes the children
+	// a sync created, changed or deleted, as that sync wrote them: Sync (the
+	// default, as Metacontroller) calls the sync hook again, once all of them
+	// are observed, so that it sees them and can report them in the status;
+	// Ignore does not, for a hook whose answer depends on the parent and its
+	// related objects alone, not on the children it observes. A change that
+	// is not the loop's own write syncs the parent either way. Not in
+	// Metacontroller.
+	OwnChildWrites *metacontrollerv1alpha1.OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
 	// resyncPeriodSeconds is how often every parent is synced even when
 	// nothing changed. Unset means only on change. As in Metacontroller,
 	// which clamps the period to at least one second, 0 and negative values
@@ -112,6 +125,14 @@ func (b *CompositeControllerSpecApplyConfiguration) WithEndpointConfigs(values .
 		}
 		b.EndpointConfigs = append(b.EndpointConfigs, *values[i])
 	}
+	return b
+}
+
+// WithOwnChildWrites sets the OwnChildWrites field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OwnChildWrites field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithOwnChildWrites(value metacontrollerv1alpha1.OwnChildWritesPolicy) *CompositeControllerSpecApplyConfiguration {
+	b.OwnChildWrites = &value
 	return b
 }
 

@@ -180,11 +180,21 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 			}
 		}
 	}
+	// By the controller index, parent by parent: the cost grows with this
+	// controller's parents and children, not with every object of the
+	// child resources in the cluster (a scan of all ConfigMaps every few
+	// seconds was 8% of the server's CPU among 2,000 parents' children).
 	for _, inf := range pc.children {
-		for _, obj := range inf.Informer().GetStore().List() {
-			u := obj.(*unstructured.Unstructured)
-			if ref := metav1.GetControllerOfNoCopy(u); ref != nil && uids[string(ref.UID)] && pc.rec.Def.OwnsChild(u) {
-				children++
+		indexer := inf.Informer().GetIndexer()
+		for uid := range uids {
+			objs, err := indexer.ByIndex(indexController, uid)
+			if err != nil {
+				continue
+			}
+			for _, obj := range objs {
+				if pc.rec.Def.OwnsChild(obj.(*unstructured.Unstructured)) {
+					children++
+				}
 			}
 		}
 	}

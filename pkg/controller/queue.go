@@ -126,19 +126,14 @@ func (q *lanes) pushFirst(key string) {
 func (q *lanes) Len() int { return len(q.front) + len(q.first) + len(q.inRest) }
 
 func (q *lanes) Pop() string {
-	if len(q.front) > 0 {
-		key := q.front[0]
-		q.front[0] = ""
-		q.front = q.front[1:]
-		delete(q.inFirst, key)
-		return key
-	}
-	if len(q.first) > 0 {
-		key := q.first[0]
-		q.first[0] = ""
-		q.first = q.first[1:]
-		delete(q.inFirst, key)
-		return key
+	for _, lane := range []*[]string{&q.front, &q.first} {
+		if len(*lane) > 0 {
+			key := (*lane)[0]
+			(*lane)[0] = ""
+			*lane = (*lane)[1:]
+			delete(q.inFirst, key)
+			return key
+		}
 	}
 	for {
 		e := q.rest[0]

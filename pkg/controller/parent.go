@@ -238,7 +238,15 @@ func (pc *parentController) start(parent context.Context) {
 				defer pc.done.Done()
 				// Every parent now and then, so that hooks reading the
 				// world outside the cluster get called (Metacontroller's
-				// periodic cache flush does the same).
+				// periodic cache flush does the same). Not at once: the
+				// initial list has just queued every parent, and the
+				// parents the workers had already synced would be synced
+				// twice (B3: 32 of 2,000 on a restart).
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait.Jitter(period, 0.1)):
+				}
 				wait.JitterUntilWithContext(ctx, func(context.Context) { pc.enqueueAll() }, period, 0.1, false)
 			}()
 		}

@@ -226,7 +226,7 @@ func (m *Member) step(ctx context.Context) {
 	}
 	now := m.cfg.Clock.Now()
 	byName := map[string]*coordinationv1.Lease{}
-	var members []string
+	var members, disagree []string
 	var stale []*coordinationv1.Lease
 	m.mu.Lock()
 	for i := range list.Items {
@@ -240,6 +240,9 @@ func (m *Member) step(ctx context.Context) {
 		}
 		if !m.expiredLocked(l, now) {
 			members = append(members, holder(l))
+			if n := l.Annotations[ShardsAnnotation]; n != "" && n != strconv.Itoa(m.cfg.Shards) {
+				disagree = append(disagree, holder(l)+" ("+n+")")
+			}
 		} else if now.Sub(m.seen[l.Name].at) >= staleMembership*m.cfg.LeaseDuration {
 			stale = append(stale, l)
 		}
@@ -259,6 +262,17 @@ func (m *Member) step(ctx context.Context) {
 		}
 	}
 
+	shardsDisagreeing.Set(float64(len(disagree)))
+	if len(disagree) > 0 {
+		// Another number of shards hashes parents differently: a parent of
+		// a shard held here may be in one the other replica holds. Syncing
+		// nothing until they agree (the other replicas stop too) keeps any
+		// parent from being synced twice at once, during a rollout that
+		// changes --shards and on a misconfigured one alike.
+		logger.Error(nil, "Live replicas of this group run with another --shards: syncing no parent until every replica has the same", "shards", m.cfg.Shards, "replicas", disagree)
+		m.decide(ctx, make([]string, m.cfg.Shards), byName, now)
+		return
+	}
 	m.decide(ctx, Assign(m.cfg.Shards, members), byName, now)
 }
 

@@ -81,9 +81,15 @@ type replica struct {
 
 func (c *cluster) join(t *testing.T, identity string) *replica {
 	t.Helper()
+	return c.joinWith(t, identity, testShards)
+}
+
+// joinWith is join with shards shards.
+func (c *cluster) joinWith(t *testing.T, identity string, shards int) *replica {
+	t.Helper()
 	r := &replica{}
 	m, err := NewMember(Config{
-		Namespace: namespace, Name: "loop", Shards: testShards, Identity: identity,
+		Namespace: namespace, Name: "loop", Shards: shards, Identity: identity,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod, Clock: c.clock,
 	}, cuttable{LeasesGetter: c.client.CoordinationV1(), cut: &r.cut})
 	if err != nil {
@@ -217,6 +223,28 @@ func TestReplicasShareTheShardsAndNeverOwnOneTogether(t *testing.T) {
 			t.Errorf("%s owns %d of %d shards", r.cfg.Identity, n, testShards)
 		}
 	}
+}
+
+// TestReplicasWithAnotherNumberOfShardsSyncNothingUntilTheyAgree: a
+// replica started with another --shards hashes parents into other shards,
+// so a parent could be synced by it and by the owner of its shard here at
+// once. Both sides give up every shard while both are live, and the group
+// settles again once the odd one is gone.
+func TestReplicasWithAnotherNumberOfShardsSyncNothingUntilTheyAgree(t *testing.T) {
+	c := newCluster()
+	a, b := c.join(t, "a"), c.join(t, "b")
+	c.settle(t, a, b)
+	odd := c.joinWith(t, "odd", testShards*2)
+	for i := 0; i < 3; i++ {
+		c.round(t, a, b, odd)
+	}
+	for _, r := range []*replica{a, b, odd} {
+		if n := len(r.Owned()); n != 0 {
+			t.Errorf("%s owns %d shards while a live replica disagrees on their number", r.cfg.Identity, n)
+		}
+	}
+	odd.leave(context.Background())
+	c.settle(t, a, b)
 }
 
 // TestAReplicaThatCannotRenewStopsBeforeItsShardsCanBeTaken is the fencing

@@ -19,12 +19,18 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	shardsDisagreeing = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "composite_controller_shards_disagreeing_replicas",
+		Help:           "Live replicas of this replica's group whose --shards differs from its own. While it is not 0 no replica of the group syncs any parent: set the same --shards on all of them.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the shard metrics with the server's /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(shardsOwned, shardsGainedTotal)
+		legacyregistry.MustRegister(shardsOwned, shardsGainedTotal, shardsDisagreeing)
 	})
 }

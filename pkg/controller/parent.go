@@ -443,7 +443,7 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer pc.queue.Done(key)
-	done, ok := admit(pc.m.cfg.Shards, pc.queue, key)
+	ctx, done, ok := admit(ctx, pc.m.cfg.Shards, pc.queue, key)
 	if !ok {
 		return true
 	}
@@ -463,6 +463,13 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		pc.checkEchoes(key)
 	}
 	syncLatency.WithLabelValues(pc.key).Observe(time.Since(start).Seconds())
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		// The shard was lost mid-sync (admit): its next owner syncs the
+		// parent again. Not the hook's failure, nor the controller's.
+		logger.Info("Sync abandoned: this replica no longer owns the parent's shard", "cause", cause)
+		pc.queue.Forget(key)
+		return true
+	}
 	pc.status.synced(err)
 	var tooMany *hooks.TooManyRequestsError
 	switch {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -16,8 +17,9 @@ type ParentShards interface {
 	// Owns tells whether this replica syncs the parent of key now.
 	Owns(key string) bool
 	// Begin admits a sync of the parent of key when this replica owns
-	// it; done ends it.
-	Begin(key string) (done func(), ok bool)
+	// it, with a context that ends when the replica stops owning it;
+	// done ends the sync.
+	Begin(ctx context.Context, key string) (syncCtx context.Context, done func(), ok bool)
 	// OnGained calls f when this replica gains shards, with what tells
 	// whether a key is in one of them.
 	OnGained(f func(gained func(key string) bool))
@@ -54,13 +56,13 @@ func (q shardQueue) AddRateLimited(key string) {
 // admit is where a worker asks whether it may sync the parent of key:
 // a parent queued before its shard was lost is dropped here (forgotten,
 // so that its backoff does not carry over should the shard come back).
-func admit(shards ParentShards, queue workqueue.TypedRateLimitingInterface[string], key string) (done func(), ok bool) {
+func admit(ctx context.Context, shards ParentShards, queue workqueue.TypedRateLimitingInterface[string], key string) (syncCtx context.Context, done func(), ok bool) {
 	if shards == nil {
-		return func() {}, true
+		return ctx, func() {}, true
 	}
-	done, ok = shards.Begin(key)
+	syncCtx, done, ok = shards.Begin(ctx, key)
 	if !ok {
 		queue.Forget(key)
 	}
-	return done, ok
+	return syncCtx, done, ok
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"sync"
 	"testing"
 )
@@ -18,14 +19,14 @@ func (o *ownedKeys) Owns(key string) bool {
 	return o.owned[key]
 }
 
-func (o *ownedKeys) Begin(key string) (func(), bool) {
+func (o *ownedKeys) Begin(ctx context.Context, key string) (context.Context, func(), bool) {
 	if !o.Owns(key) {
-		return nil, false
+		return nil, nil, false
 	}
 	o.mu.Lock()
 	o.begun++
 	o.mu.Unlock()
-	return func() {}, true
+	return ctx, func() {}, true
 }
 
 func (o *ownedKeys) OnGained(func(func(string) bool)) {}
@@ -54,7 +55,7 @@ func TestAParentQueueTakesOnlyThisReplicasParents(t *testing.T) {
 	var synced []string
 	for q.Len() > 0 {
 		key, _ := q.Get()
-		if done, ok := admit(shards, q, key); ok {
+		if _, done, ok := admit(context.Background(), shards, q, key); ok {
 			synced = append(synced, key)
 			done()
 		}

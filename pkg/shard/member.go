@@ -55,7 +55,7 @@ type Config struct {
 	// RetryPeriod is how often Leases are renewed and looked at.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Clock is the real clock when nil; tests give a fake one.
-	Clock clock.WithTicker
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // Member runs this replica's part of the group: it keeps its membership
@@ -134,20 +134,48 @@ func (m *Member) ownsLocked(s int) bool {
 }
 
 // Begin admits a sync of the parent of key when this replica owns its
-// shard; done must be called when the sync ends. A shard given up to
-// another replica is released only when its syncs in flight are done.
-func (m *Member) Begin(key string) (done func(), ok bool) {
+// shard, and returns the context the sync runs with: it is cancelled when
+// the shard's renew deadline passes without a renewal, by this replica's
+// clock, so that a sync already running also stops before another replica
+// may take the shard (leader election's fencing, for work in flight: a
+// hook call or an apply is abandoned mid-way, and the shard's next owner
+// syncs the parent again). done must be called when the sync ends. A shard
+// given up to another replica is released only when its syncs in flight
+// are done, renewed meanwhile.
+func (m *Member) Begin(ctx context.Context, key string) (context.Context, func(), bool) {
 	s := Of(key, m.cfg.Shards)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ownsLocked(s) {
-		return nil, false
+		return nil, nil, false
 	}
 	h := m.held[s]
 	h.inFlight++
-	return func() {
+	syncCtx, cancel := context.WithCancelCause(ctx)
+	var timer clock.Timer
+	var watch, later func()
+	watch = func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		if syncCtx.Err() != nil {
+			return
+		}
+		left := m.cfg.RenewDeadline - m.cfg.Clock.Since(h.renewed)
+		if m.held[s] != h || left <= 0 {
+			cancel(fmt.Errorf("shard %d was not renewed within the renew deadline (%s): another replica may take it", s, m.cfg.RenewDeadline))
+			return
+		}
+		timer = m.cfg.Clock.AfterFunc(left, later)
+	}
+	// In a goroutine of its own: a fake clock calls it while it holds its
+	// lock, which watch's reading of the clock takes again.
+	later = func() { go watch() }
+	timer = m.cfg.Clock.AfterFunc(m.cfg.RenewDeadline-m.cfg.Clock.Since(h.renewed), later)
+	return syncCtx, func() {
+		cancel(nil)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		timer.Stop()
 		if h.inFlight--; h.inFlight == 0 {
 			m.idle.Broadcast()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,6 +261,13 @@ func TestAReplicaThatCannotRenewStopsBeforeItsShardsCanBeTaken(t *testing.T) {
 	c.settle(t, a, b)
 	lost := a.Owned()
 	key := keyIn(lost[0])
+	// A sync of key is running when the connection is cut: it must be
+	// stopped by the same clock, before b may take the shard.
+	syncCtx, done, ok := a.Begin(context.Background(), key)
+	if !ok {
+		t.Fatalf("a does not own %s", key)
+	}
+	defer done()
 	a.cut.Store(true)
 	cutAt := c.clock.Now()
 	lastRenewal := cutAt.Add(-retryPeriod)
@@ -276,6 +284,16 @@ func TestAReplicaThatCannotRenewStopsBeforeItsShardsCanBeTaken(t *testing.T) {
 			}
 			if takenOver.IsZero() && b.Owns(key) {
 				takenOver = now
+				// The fake clock runs a's timers in goroutines of their
+				// own: give them a moment, then the sync must be over.
+				if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+					return syncCtx.Err() != nil, nil
+				}); err != nil {
+					t.Fatalf("at %s b took over %s while a's sync of it still ran", now.Format(time.TimeOnly), key)
+				}
+				if cause := context.Cause(syncCtx); !strings.Contains(cause.Error(), "renew deadline") {
+					t.Errorf("the sync was stopped by %v, want the renew deadline named", cause)
+				}
 			}
 			if a.Owns(key) && b.Owns(key) {
 				t.Fatalf("at %s both replicas sync %s", now.Format(time.TimeOnly), key)
@@ -314,7 +332,7 @@ func TestAShardGivenUpWaitsForItsSyncsInFlight(t *testing.T) {
 		}
 	}
 	key := keyIn(moving)
-	done, ok := a.Begin(key)
+	syncCtx, done, ok := a.Begin(context.Background(), key)
 	if !ok {
 		t.Fatalf("a does not own %s", key)
 	}
@@ -332,6 +350,9 @@ func TestAShardGivenUpWaitsForItsSyncsInFlight(t *testing.T) {
 	}
 	if b.Owns(key) {
 		t.Fatalf("b owns %s while a's sync of it is in flight", key)
+	}
+	if syncCtx.Err() != nil {
+		t.Errorf("a's sync of %s was stopped, though a keeps renewing the shard until it ends: %v", key, context.Cause(syncCtx))
 	}
 	done()
 	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

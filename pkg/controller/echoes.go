@@ -66,8 +66,6 @@ type expected struct {
 	// echoed: an echo of a child write arrived after the last sync read
 	// the children, so the hook has not seen it.
 	echoed bool
-	// enqueue: an event that is no echo arrived while the sync ran.
-	enqueue bool
 }
 
 type pending struct {
@@ -106,7 +104,7 @@ func (w *ownWrites) begin(key string) (deferredLast bool) {
 		e = &expected{children: map[childID]pending{}, parent: map[string]time.Time{}}
 		w.parents[key] = e
 	}
-	e.syncing, e.echoed, e.enqueue, e.seen = true, false, false, nil
+	e.syncing, e.echoed, e.seen = true, false, nil
 	return deferredLast
 }
 
@@ -178,21 +176,22 @@ func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting boo
 	for _, rv := range writes.parent {
 		e.parent[rv] = deadline
 	}
+	// foreign: an event that is no echo arrived while the sync ran.
+	foreign := false
 	for _, s := range e.seen {
 		switch {
 		case s.child != nil && e.matchChild(*s.child, s.resourceVersion, s.gone):
 		case s.child == nil && e.matchParent(s.resourceVersion):
 		default:
-			e.enqueue = e.enqueue || s.wanted
+			foreign = foreign || s.wanted
 		}
 	}
 	e.seen = nil
 	finishing := len(e.children) == 0 && e.echoed && w.syncOnChildEchoes
-	if finishing && !e.enqueue {
+	if finishing && !foreign {
 		w.finishing[key] = true
 	}
-	enqueue = e.enqueue || finishing
-	e.enqueue = false
+	enqueue = foreign || finishing
 	if len(e.children) == 0 && len(e.parent) == 0 {
 		delete(w.parents, key)
 		return enqueue, false

@@ -160,6 +160,7 @@ func (c completedConfig) New() (*Server, error) {
 		authz = c.GenericConfig.Authorization.Authorizer
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube, Identity: c.ExtraConfig.Identity}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
+		opts.Self = c.ExtraConfig.Target.Username
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
 	runner.Identity = c.ExtraConfig.Identity
@@ -174,7 +175,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity, Self: opts.Self}
 	if opts.Rights != nil {
 		decoratorOpts.Rights, decoratorOpts.Authors = opts.Rights.(*rights.Checker), opts.Authors.(*rights.Escalation)
 	}

@@ -251,7 +251,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
-			Shards: shards,
+			Shards: shards, AuthorRecheck: loop.ResyncPeriod,
 		})
 	}
 	run := func(ctx context.Context, m *controller.Manager) {

@@ -190,7 +190,7 @@ func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {
 		}
 		m.waitingMu.Lock()
 		for name := range m.started {
-			m.authorsDue[name] = true
+			m.recheck[name] = true
 			m.queue.Add(name)
 		}
 		m.waitingMu.Unlock()
@@ -203,8 +203,8 @@ func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {
 // running, due again when reconcile retries with err.
 func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition.Definition) (stop bool, err error) {
 	m.waitingMu.Lock()
-	due := m.authorsDue[key]
-	delete(m.authorsDue, key)
+	due := m.recheck[key]
+	delete(m.recheck, key)
 	m.waitingMu.Unlock()
 	if !due {
 		return false, nil
@@ -217,7 +217,7 @@ func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition
 		return true, nil
 	case err != nil:
 		m.waitingMu.Lock()
-		m.authorsDue[key] = true
+		m.recheck[key] = true
 		m.waitingMu.Unlock()
 		return false, err
 	}

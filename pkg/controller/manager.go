@@ -140,9 +140,9 @@ type Manager struct {
 	waiting   map[string]bool
 	// started are the names of the running controllers, for retryWaiting.
 	started map[string]bool
-	// authorsDue are running controllers whose author is to be checked
+	// recheck are running controllers whose author is to be checked
 	// again (recheckAuthors).
-	authorsDue map[string]bool
+	recheck map[string]bool
 
 	// access checks controllers' subjects; serviceAccounts, that their
 	// identities exist.
@@ -170,13 +170,13 @@ func NewManager(cfg Config) *Manager {
 			// discovery refresh requeues it too.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
-		running:    map[string]*controllerRun{},
-		waiting:    map[string]bool{},
-		started:    map[string]bool{},
-		authorsDue: map[string]bool{},
-		unchanged:  newUnchanged(cfg.Schemas),
-		informers:  map[schema.GroupVersionResource]*sharedInformer{},
-		access:     rights.Access{Authorizer: cfg.Authorizer},
+		running:   map[string]*controllerRun{},
+		waiting:   map[string]bool{},
+		started:   map[string]bool{},
+		recheck:   map[string]bool{},
+		unchanged: newUnchanged(cfg.Schemas),
+		informers: map[schema.GroupVersionResource]*sharedInformer{},
+		access:    rights.Access{Authorizer: cfg.Authorizer},
 	}
 	m.serviceAccounts = newServiceAccounts(m)
 	if cfg.Shards != nil {

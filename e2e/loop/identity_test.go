@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -351,42 +349,7 @@ func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(
 	ctx := context.Background()
 	const ctrl = "author-unknown"
 	controller{Name: ctrl, HookURL: hook.URL}.create(t)
-
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{stack.EtcdURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	got, err := client.Get(ctx, framework.CompositeEtcdPrefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for _, kv := range got.Kvs {
-		if strings.HasSuffix(string(kv.Key), "/compositecontrollers/"+ctrl) {
-			key = string(kv.Key)
-		}
-	}
-	if key == "" {
-		t.Fatalf("no etcd key of CompositeController %s under %s", ctrl, framework.CompositeEtcdPrefix)
-	}
-	stored, err := client.Get(ctx, key)
-	if err != nil || len(stored.Kvs) != 1 {
-		t.Fatalf("get %s: %v", key, err)
-	}
-	var obj map[string]interface{}
-	if err := json.Unmarshal(stored.Kvs[0].Value, &obj); err != nil {
-		t.Fatalf("the stored controller is not JSON: %v", err)
-	}
-	status, _ := obj["status"].(map[string]interface{})
-	if status["author"] == nil {
-		t.Fatalf("the stored controller has no author: %s", stored.Kvs[0].Value)
-	}
-	delete(status, "author")
-	data, _ := json.Marshal(obj)
-	if _, err := client.Put(ctx, key, string(data)); err != nil {
-		t.Fatal(err)
-	}
+	forgetAuthor(t, ctrl)
 	eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "AuthorUnknown", nil

@@ -160,6 +160,7 @@ func (c completedConfig) New() (*Server, error) {
 		authz = c.GenericConfig.Authorization.Authorizer
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube, Identity: c.ExtraConfig.Identity}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
+		opts.Self = c.ExtraConfig.Target.Username
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
 	runner.Identity = c.ExtraConfig.Identity
@@ -174,7 +175,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity}
+	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity, Self: opts.Self}
 	if opts.Rights != nil {
 		decoratorOpts.Rights, decoratorOpts.Authors = opts.Rights.(*rights.Checker), opts.Authors.(*rights.Escalation)
 	}
@@ -250,7 +251,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
-			Shards: shards,
+			Shards: shards, AuthorRecheck: loop.ResyncPeriod,
 		})
 	}
 	run := func(ctx context.Context, m *controller.Manager) {

@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -142,4 +144,82 @@ func deniedMessage(denied []error) string {
 		parts = append(parts, err.Error())
 	}
 	return "related objects not sent to the hook: " + strings.Join(parts, "; ")
+}
+
+// DefaultAuthorRecheck is how often the authors of running controllers are
+// checked again when the loop resyncs no parents (--resync-period=0).
+const DefaultAuthorRecheck = 30 * time.Minute
+
+// checkAuthor refuses to run a controller whose recorded author may no
+// longer do what writing it required (rights.AuthorRights): the loop acts
+// on their word for as long as it runs, and rights are revoked at any
+// moment. The author is asked with the groups recorded at the
+// controller's last write, as every check of the loop is. A controller
+// without a recorded author has nothing to check here (SubjectOf refuses
+// it where it needs one).
+func (m *Manager) checkAuthor(ctx context.Context, def *definition.Definition) error {
+	author, ok := rights.AuthorSubject(def.Author)
+	if !ok || m.cfg.Authorizer == nil {
+		return nil
+	}
+	missing, err := rights.Missing(genericapirequest.WithUser(ctx, author.User), m.cfg.Authorizer, rights.AuthorRights(def))
+	if err != nil {
+		return fmt.Errorf("can't check the rights of the controller's author %q: %w", author.User.GetName(), err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	denied := make([]string, 0, len(missing))
+	for _, r := range missing {
+		denied = append(denied, (&rights.ForbiddenError{Subject: author, Right: r}).Error())
+	}
+	return &forbiddenError{message: strings.Join(denied, "; ") +
+		": nothing is done for the controller until they may again, or until someone who may writes it"}
+}
+
+// recheckAuthors marks every running controller's author as due for
+// checkAuthor and queues the controller, every period, until ctx is done.
+func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		m.waitingMu.Lock()
+		for name := range m.started {
+			m.recheck[name] = true
+			m.queue.Add(name)
+		}
+		m.waitingMu.Unlock()
+	}
+}
+
+// authorRevoked checks the author of the running controller of key when it
+// is due, and tells whether the controller must stop: its author may no
+// longer do what it does. A check that could not be made leaves it
+// running, due again when reconcile retries with err.
+func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition.Definition) (stop bool, err error) {
+	m.waitingMu.Lock()
+	due := m.recheck[key]
+	delete(m.recheck, key)
+	m.waitingMu.Unlock()
+	if !due {
+		return false, nil
+	}
+	err = m.checkAuthor(ctx, def)
+	var refused *forbiddenError
+	switch {
+	case errors.As(err, &refused):
+		klog.FromContext(ctx).Info("The controller's author may no longer do what its loop does: stopping it", "author", def.Author.Username, "missing", err.Error())
+		return true, nil
+	case err != nil:
+		m.waitingMu.Lock()
+		m.recheck[key] = true
+		m.waitingMu.Unlock()
+		return false, err
+	}
+	return false, nil
 }

@@ -93,6 +93,9 @@ type Config struct {
 	// Shards, when set, is this replica's share of the parents: the loop
 	// syncs only those (see ParentShards).
 	Shards ParentShards
+	// AuthorRecheck is how often the recorded author of every running
+	// controller is checked again; zero means DefaultAuthorRecheck.
+	AuthorRecheck time.Duration
 }
 
 // Manager runs one parent controller per CompositeController and restarts
@@ -137,6 +140,9 @@ type Manager struct {
 	waiting   map[string]bool
 	// started are the names of the running controllers, for retryWaiting.
 	started map[string]bool
+	// recheck are running controllers whose author is to be checked
+	// again (recheckAuthors).
+	recheck map[string]bool
 
 	// access checks controllers' subjects; serviceAccounts, that their
 	// identities exist.
@@ -152,6 +158,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = 5 * time.Second
 	}
+	if cfg.AuthorRecheck <= 0 {
+		cfg.AuthorRecheck = DefaultAuthorRecheck
+	}
 	m := &Manager{
 		cfg:     cfg,
 		secrets: hooks.NewClusterSecretSource(cfg.Kube),
@@ -164,6 +173,7 @@ func NewManager(cfg Config) *Manager {
 		running:   map[string]*controllerRun{},
 		waiting:   map[string]bool{},
 		started:   map[string]bool{},
+		recheck:   map[string]bool{},
 		unchanged: newUnchanged(cfg.Schemas),
 		informers: map[schema.GroupVersionResource]*sharedInformer{},
 		access:    rights.Access{Authorizer: cfg.Authorizer},
@@ -235,6 +245,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
 	go m.noticeLeftovers(ctx)
+	go m.recheckAuthors(ctx, m.cfg.AuthorRecheck)
 	m.cfg.Caches.lend(ctx, m)
 	go func() {
 		for m.processNext(ctx) {
@@ -347,7 +358,11 @@ func (m *Manager) reconcile(ctx context.Context, key string) error {
 	if current != nil && current.owner.GetUID() == obj.GetUID() && current.owner.GetGeneration() == obj.GetGeneration() &&
 		equality.Semantic.DeepEqual(current.def.Author, k.author(obj)) &&
 		!current.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
-		return nil
+		// Unchanged: it runs on unless its author may no longer do what
+		// it does, which starting it again refuses below.
+		if stop, err := m.authorRevoked(ctx, key, current.def); !stop {
+			return err
+		}
 	}
 	if current != nil {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
@@ -422,6 +437,9 @@ type controllerRun struct {
 func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner controllerObject) (*controllerRun, error) {
 	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
+		return nil, err
+	}
+	if err := m.checkAuthor(ctx, def); err != nil {
 		return nil, err
 	}
 	views := def.Parents()

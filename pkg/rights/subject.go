@@ -60,9 +60,20 @@ func (p IdentityPolicy) SubjectOf(def *definition.Definition) (Subject, error) {
 	if p.Required {
 		return Subject{}, ErrIdentityRequired
 	}
-	a := def.Author
-	if a == nil || a.Username == "" {
+	author, ok := AuthorSubject(def.Author)
+	if !ok {
 		return Subject{}, ErrAuthorUnknown
+	}
+	return author, nil
+}
+
+// AuthorSubject is the recorded author a as a subject, with the groups and
+// extra their request had when they last wrote the controller (an identity
+// provider's groups can't be asked again); false when no author is
+// recorded.
+func AuthorSubject(a *v1alpha1.ControllerAuthor) (Subject, bool) {
+	if a == nil || a.Username == "" {
+		return Subject{}, false
 	}
 	info := &user.DefaultInfo{Name: a.Username, UID: a.UID, Groups: a.Groups}
 	if len(a.Extra) > 0 {
@@ -71,7 +82,7 @@ func (p IdentityPolicy) SubjectOf(def *definition.Definition) (Subject, error) {
 			info.Extra[k] = v
 		}
 	}
-	return Subject{User: info}, nil
+	return Subject{User: info}, true
 }
 
 // ServiceAccountSubject is the subject of a controller acting as sa, with

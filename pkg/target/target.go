@@ -4,9 +4,12 @@
 package target
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +39,32 @@ type Cluster struct {
 	config *rest.Config
 	// identities are the clients As made, by user name.
 	identities sync.Map
+
+	// selfMu guards self, the server's own user name here once known.
+	selfMu sync.Mutex
+	self   string
+}
+
+// Username is who kube-apiserver authenticates the server's clients as (a
+// ServiceAccount in a cluster, whatever user --kubeconfig names), as a
+// SelfSubjectReview answers: its writes to this server's own resources
+// come back through kube-apiserver's aggregator in that name. Asked once;
+// a failure is asked again next time.
+func (c *Cluster) Username(ctx context.Context) (string, error) {
+	c.selfMu.Lock()
+	defer c.selfMu.Unlock()
+	if c.self != "" {
+		return c.self, nil
+	}
+	review, err := c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("can't ask the target cluster who this server is: %w", err)
+	}
+	if review.Status.UserInfo.Username == "" {
+		return "", fmt.Errorf("can't tell who this server is: the target cluster's SelfSubjectReview names no user")
+	}
+	c.self = review.Status.UserInfo.Username
+	return c.self, nil
 }
 
 // Clients write to the target cluster as one identity.

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 func as(t *testing.T, name string) context.Context {
@@ -60,5 +62,37 @@ func TestTheServerRecordsWhoWroteTheSpec(t *testing.T) {
 	changed.Spec.ResyncPeriodSeconds = ptr.To[int32](30)
 	if got := write(as(t, "carol"), storage.CompositeController, changed); got.Status.Author.Username != "carol" {
 		t.Errorf("after carol changed the spec the author is %q", got.Status.Author.Username)
+	}
+}
+
+// A controller stored before authors were recorded takes as author whoever
+// passes the author checks and writes it again, but never the server
+// itself: its decorator loop labelling the controller, say, would otherwise
+// make the controller run with the server's rights (T12).
+func TestTheServerWritingALegacyControllerDoesNotBecomeItsAuthor(t *testing.T) {
+	const self = "system:serviceaccount:composite-system:composite-apiserver"
+	s := NewStrategy(nil)
+	s.authors = controllerregistry.Authors{Self: func(context.Context) (string, error) { return self, nil }}
+	s.mayAuthor = func(context.Context, runtime.Object) bool { return true }
+	for _, c := range []struct {
+		writer, want string
+	}{
+		{writer: self},
+		{writer: user.APIServerUser},
+		{writer: "alice", want: "alice"},
+	} {
+		t.Run(c.writer, func(t *testing.T) {
+			old := validCompositeController("legacy")
+			labelled := old.DeepCopy()
+			labelled.Labels = map[string]string{"decorated": "yes"}
+			s.PrepareForUpdate(genericapirequest.WithUser(ctx(t), &user.DefaultInfo{Name: c.writer}), labelled, old)
+			got := labelled.Status.Author
+			if c.want == "" && got != nil {
+				t.Errorf("%s labelling a controller without an author made itself its author", got.Username)
+			}
+			if c.want != "" && (got == nil || got.Username != c.want) {
+				t.Errorf("author = %+v, want %s", got, c.want)
+			}
+		})
 	}
 }

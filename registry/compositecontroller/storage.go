@@ -50,6 +50,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	s := NewStrategy(scheme)
 	s.destinations = opts.HookDestinations
 	s.identityRequired = opts.Identity.Required && opts.Identity.Default == nil
+	s.authors = controllerregistry.Authors{Self: opts.Self}
 	if opts.Rights != nil {
 		s.rightsWarnings = controllerregistry.RightsWarnings(scheme, opts.Rights.MissingRights)
 	}
@@ -98,6 +99,9 @@ type Options struct {
 	HookDestinations hooks.Destinations
 	// Identity is the operator's policy on controller identities.
 	Identity rights.IdentityPolicy
+	// Self is who the server is in the target cluster, which never
+	// becomes a controller's author; nil without a target cluster.
+	Self func(ctx context.Context) (string, error)
 }
 
 // AuthorChecker refuses, with a Forbidden error, a CompositeController

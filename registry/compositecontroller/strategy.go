@@ -32,6 +32,8 @@ type strategy struct {
 	// mayAuthor tells whether the request's user passes the author checks
 	// of cc; nil without a target cluster.
 	mayAuthor func(ctx context.Context, cc runtime.Object) bool
+	// authors decides who becomes the author of what a request writes.
+	authors controllerregistry.Authors
 	// identityRequired refuses a controller that names no ServiceAccount
 	// (--require-controller-service-account without a default).
 	identityRequired bool
@@ -53,9 +55,9 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 // PrepareForCreate clears the status, which only the controller may write,
 // starts the generation at 1, and makes managedFields name the fields an
 // object in Metacontroller's earliest shape is stored in.
-func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
-	cc.Status = metacontroller.CompositeControllerStatus{Author: controllerregistry.AuthorOf(ctx)}
+	cc.Status = metacontroller.CompositeControllerStatus{Author: s.authors.Of(ctx)}
 	cc.Generation = 1
 	translateLegacyManagedFields(cc)
 }
@@ -74,14 +76,16 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	switch {
 	case !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec):
 		newCC.Generation = oldCC.Generation + 1
-		newCC.Status.Author = controllerregistry.AuthorOf(ctx)
-	case oldCC.Status.Author == nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newCC)):
+		newCC.Status.Author = s.authors.Of(ctx)
+	case oldCC.Status.Author == nil:
 		// A controller stored before authors were recorded runs nothing
 		// until someone who passes the author checks writes it again, its
 		// spec unchanged or not (`kubectl apply` of the same manifest, an
 		// annotation); a write by anyone else (the garbage collector
-		// updating metadata) leaves it unknown.
-		newCC.Status.Author = controllerregistry.AuthorOf(ctx)
+		// updating metadata, this server labelling it) leaves it unknown.
+		if author := s.authors.Of(ctx); author != nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newCC)) {
+			newCC.Status.Author = author
+		}
 	}
 }
 

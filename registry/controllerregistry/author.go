@@ -2,16 +2,63 @@ package controllerregistry
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 )
 
-// AuthorOf is the user of the request in ctx, as the controller's author;
+// Authors decides who becomes a controller's author: the user of the
+// request that writes it (see the strategies), never this server itself.
+type Authors struct {
+	// Self is who the server is in the target cluster; nil without one.
+	Self func(ctx context.Context) (string, error)
+}
+
+// Of is the request's user as the author of a controller; nil when the
+// request has none, or when it is this server, which writes controllers
+// (its decorator loops label them) but must never run one with its own
+// rights checked against itself.
+func (a Authors) Of(ctx context.Context) *metacontroller.ControllerAuthor {
+	author := requestUser(ctx)
+	if author == nil || a.isServer(ctx, author.Username) {
+		return nil
+	}
+	return author
+}
+
+// selfTimeout bounds the question of who the server is: a slow target
+// cluster must not hold the user's write.
+const selfTimeout = 3 * time.Second
+
+// isServer tells whether username is this server: its loopback client, or
+// its client of the target cluster, whose writes come back through
+// kube-apiserver's aggregator. When the server can't tell who it is in
+// the target cluster, anyone may be it.
+func (a Authors) isServer(ctx context.Context, username string) bool {
+	if username == user.APIServerUser {
+		return true
+	}
+	if a.Self == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, selfTimeout)
+	defer cancel()
+	self, err := a.Self(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Recording no author of a controller: the writer may be this server", "user", username)
+		return true
+	}
+	return username == self
+}
+
+// requestUser is the user of the request in ctx, as a controller's author;
 // nil when the request has none.
-func AuthorOf(ctx context.Context) *metacontroller.ControllerAuthor {
+func requestUser(ctx context.Context) *metacontroller.ControllerAuthor {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok || u == nil {
 		return nil

@@ -32,6 +32,8 @@ type strategy struct {
 	// mayAuthor tells whether the request's user passes the author checks
 	// of a controller; nil without a target cluster.
 	mayAuthor func(ctx context.Context, dc runtime.Object) bool
+	// authors decides who becomes the author of what a request writes.
+	authors controllerregistry.Authors
 	// identityRequired refuses a controller that names no ServiceAccount.
 	identityRequired bool
 }
@@ -49,9 +51,9 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 
 // PrepareForCreate clears the status, which only the controller may write,
 // records the request's user as the author, and starts the generation at 1.
-func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	dc := obj.(*metacontroller.DecoratorController)
-	dc.Status = metacontroller.DecoratorControllerStatus{Author: controllerregistry.AuthorOf(ctx)}
+	dc.Status = metacontroller.DecoratorControllerStatus{Author: s.authors.Of(ctx)}
 	dc.Generation = 1
 }
 
@@ -65,9 +67,11 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	switch {
 	case specChanged(newDC, oldDC):
 		newDC.Generation = oldDC.Generation + 1
-		newDC.Status.Author = controllerregistry.AuthorOf(ctx)
-	case oldDC.Status.Author == nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)):
-		newDC.Status.Author = controllerregistry.AuthorOf(ctx)
+		newDC.Status.Author = s.authors.Of(ctx)
+	case oldDC.Status.Author == nil:
+		if author := s.authors.Of(ctx); author != nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)) {
+			newDC.Status.Author = author
+		}
 	}
 }
 

@@ -246,7 +246,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
 		"How often every parent is synced even when nothing changed, so that hooks reading the world outside the cluster "+
 			"are called (Metacontroller resyncs as often through its cache flush); 0 turns it off. "+
-			"A CompositeController's spec.resyncPeriodSeconds and a hook's resyncAfterSeconds resync its parents more often.")
+			"A CompositeController's spec.resyncPeriodSeconds and a hook's resyncAfterSeconds resync its parents more often. "+
+			"The recorded author of every running controller is checked again as often (every 30m when 0), and on every start: "+
+			"a controller whose author may no longer do what it does stops, Ready False with reason Forbidden.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval,
 		"How often the target cluster's discovery is read again, so that a CompositeController whose CRD was installed later starts; "+
 			"a resource that is not found is looked up again at once too.")

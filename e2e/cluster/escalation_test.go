@@ -149,20 +149,29 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 // TestHookURLAtALinkLocalAddressIsRefused: a controller's author chooses
 // its hook URLs, which the server fetches from its own place in the
 // network; by default it refuses link-local and cloud metadata addresses
-// (--hook-denied-cidrs) with a field error.
+// (--hook-denied-cidrs) with a field error, in every form that reaches
+// them: plain, a zoned IPv6 literal, and the NAT64 form of an IPv4 one.
 func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
 	dumpLogsOnFailure(t)
 	ctx := context.Background()
-	m := strings.Replace(compositeControllerYAML("metadata-hook", "metadatahooks"), "url: http://metadata-hook-hook.default/sync", "url: http://169.254.169.254/latest/meta-data", 1)
-	if !strings.Contains(m, "169.254.169.254") {
-		t.Fatalf("the fixture has no URL to replace:\n%s", m)
-	}
-	_, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, m, "apply", "-f", "-")
-	if err == nil || !strings.Contains(stderr, "spec.hooks.sync.webhook.url") || !strings.Contains(stderr, "169.254.0.0/16") {
-		t.Fatalf("a hook URL at the cloud metadata address: err=%v\n%s\nwant a field error naming the range", err, stderr)
-	}
-	if _, _, err := stack.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
-		t.Error("the refused controller exists")
+	for _, tc := range []struct{ url, denied string }{
+		{"http://169.254.169.254/latest/meta-data", "169.254.0.0/16"},
+		{"http://[fe80::a9fe:a9fe%25eth0]/latest/meta-data", "fe80::/10"},
+		{"http://[64:ff9b::a9fe:a9fe]/latest/meta-data", "169.254.0.0/16"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			m := strings.Replace(compositeControllerYAML("metadata-hook", "metadatahooks"), "url: http://metadata-hook-hook.default/sync", "url: "+tc.url, 1)
+			if !strings.Contains(m, tc.url) {
+				t.Fatalf("the fixture has no URL to replace:\n%s", m)
+			}
+			_, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, m, "apply", "-f", "-")
+			if err == nil || !strings.Contains(stderr, "spec.hooks.sync.webhook.url") || !strings.Contains(stderr, tc.denied) {
+				t.Fatalf("a hook URL at %s: err=%v\n%s\nwant a field error naming %s", tc.url, err, stderr, tc.denied)
+			}
+			if _, _, err := stack.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
+				t.Error("the refused controller exists")
+			}
+		})
 	}
 }
 

@@ -670,6 +670,24 @@ func (s *Stack) WaitAPIServiceAvailable(ctx context.Context, want bool) error {
 	return nil
 }
 
+// WaitAuthenticatedRequests waits until a request proxied by kube-apiserver
+// is served as the user who made it. The APIService turns Available as soon
+// as the server answers, but a server that has just started may not yet
+// have loaded the front-proxy's request-header CA, and until it has, every
+// proxied request is anonymous ("system:anonymous cannot get ...").
+func (s *Stack) WaitAuthenticatedRequests(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = s.Kube.Discovery().RESTClient().Get().AbsPath("/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers").
+			Param("limit", "1").Do(ctx).Error()
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("requests through kube-apiserver were never served as the admin (last: %v): %w", last, err)
+	}
+	return nil
+}
+
 // waitOpenAPI waits until kube-apiserver's aggregated OpenAPI v3 holds our
 // group: `kubectl explain` and server-side apply need it, and the aggregator
 // fetches it a moment after the APIService becomes available.

@@ -466,7 +466,10 @@ func restartWith(t *testing.T, args ...string) {
 		if err := stack.StartComposite(ctx, args...); err != nil {
 			return err
 		}
-		return stack.WaitAPIServiceAvailable(ctx, true)
+		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+			return err
+		}
+		return stack.WaitAuthenticatedRequests(ctx)
 	}
 	if err := restart(args...); err != nil {
 		t.Fatal(err)

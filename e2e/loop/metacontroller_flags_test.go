@@ -8,8 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 func freeAddress(t *testing.T) string {
@@ -100,4 +104,29 @@ func grepLines(text, substring string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestMetacontrollersFlagNamesInTheBinary: the built binary, run as users
+// run it (its main goes through component-base's cli.Run, which installs a
+// flag normalization of its own), takes Metacontroller's names of our
+// flags. A replica started with --leader-election, --leader-election-id
+// and --leader-election-namespace (and the client and cache flags) leads
+// under the Lease those name.
+func TestMetacontrollersFlagNamesInTheBinary(t *testing.T) {
+	ctx := context.Background()
+	const lease = "e2e-metacontroller-flag-names"
+	r, err := stack.StartReplica(ctx, "replica-mc-flag-names",
+		"--leader-election", "--leader-election-id="+lease, "--leader-election-namespace="+framework.CompositeNamespace,
+		"--client-go-qps=50", "--client-go-burst=100", "--cache-flush-interval=10m")
+	if err != nil {
+		t.Fatalf("the binary refused Metacontroller's flags: %v", err)
+	}
+	defer r.Stop(30 * time.Second)
+	eventually(t, "the replica holding the Lease --leader-election-id names", func() (bool, error) {
+		_, p, err := leaseHolder(ctx, framework.CompositeNamespace, lease, r)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return p == r, err
+	})
 }

@@ -31,18 +31,36 @@ var metacontrollerAliases = map[string]string{
 	"cache-flush-interval":      "resync-period",
 }
 
-// withMetacontrollerAliases wraps a flag set's normalization so that
-// Metacontroller's names find our flags.
-func withMetacontrollerAliases(next func(*pflag.FlagSet, string) pflag.NormalizedName) func(*pflag.FlagSet, string) pflag.NormalizedName {
-	return func(fs *pflag.FlagSet, name string) pflag.NormalizedName {
-		if next != nil {
-			name = string(next(fs, name))
+// addMetacontrollerAliases adds each of Metacontroller's names of our flags
+// as a hidden flag that shares our flag's value. Aliases by flag rather
+// than by the flag set's normalization: component-base's cli.Run, which
+// runs the command, replaces the normalization with its own, and the
+// aliases went with it ("unknown flag: --client-go-qps" from the binary
+// while a test that parsed without cli.Run passed).
+func addMetacontrollerAliases(fs *pflag.FlagSet) {
+	for alias, ours := range metacontrollerAliases {
+		f := fs.Lookup(ours)
+		if f == nil {
+			panic(fmt.Sprintf("Metacontroller's --%s names --%s, which is not a flag", alias, ours))
 		}
-		if ours, ok := metacontrollerAliases[name]; ok {
-			return pflag.NormalizedName(ours)
-		}
-		return pflag.NormalizedName(name)
+		fs.AddFlag(&pflag.Flag{
+			Name:        alias,
+			Usage:       fmt.Sprintf("Metacontroller's name of --%s.", ours),
+			Value:       f.Value,
+			DefValue:    f.DefValue,
+			NoOptDefVal: f.NoOptDefVal,
+			Hidden:      true,
+		})
 	}
+}
+
+// canonicalFlagName is the name of our flag that name, given on the
+// command line, sets.
+func canonicalFlagName(name string) string {
+	if ours, ok := metacontrollerAliases[name]; ok {
+		return ours
+	}
+	return name
 }
 
 // metacontrollerOnly are Metacontroller's flags with no counterpart of the

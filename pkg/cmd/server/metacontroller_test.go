@@ -7,18 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
-// parse reads args as the command does, up to validation.
+// parse reads args as the binary does, up to validation: with the flag
+// normalization component-base's cli.Run installs before it executes the
+// command (it replaces any the command set).
 func parse(t *testing.T, args ...string) (*Options, error) {
 	t.Helper()
 	o := NewOptions(io.Discard, io.Discard)
 	cmd := NewCommand(context.Background(), o)
+	cmd.SetGlobalNormalizationFunc(cliflag.WordSepNormalizeFunc)
 	if err := cmd.ParseFlags(append([]string{"--etcd-servers=http://127.0.0.1:2379"}, args...)); err != nil {
 		return o, err
 	}
-	cmd.Flags().Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, f.Name) })
+	o.recordChangedFlags(cmd.Flags())
 	if err := o.Complete(); err != nil {
 		return o, err
 	}

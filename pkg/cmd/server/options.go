@@ -193,7 +193,7 @@ Two ways to run it:
 				_, err := fmt.Fprintf(o.Stdout, "composite-apiserver %s\n", Version())
 				return err
 			}
-			cmd.Flags().Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, f.Name) })
+			o.recordChangedFlags(cmd.Flags())
 			if err := o.Complete(); err != nil {
 				return err
 			}
@@ -214,8 +214,8 @@ Two ways to run it:
 		cmd.Flags().AddFlagSet(fss.FlagSets[f])
 	}
 	// Metacontroller's names of our flags (--client-go-qps for
-	// --target-qps, ...) find ours.
-	cmd.Flags().SetNormalizeFunc(withMetacontrollerAliases(cmd.Flags().GetNormalizeFunc()))
+	// --target-qps, ...) set ours.
+	addMetacontrollerAliases(cmd.Flags())
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 	return cmd
@@ -398,6 +398,12 @@ func (o *Options) identityPolicy() (rights.IdentityPolicy, error) {
 	}
 	p.Default = &v1alpha1.ServiceAccountReference{Namespace: namespace, Name: name}
 	return p, nil
+}
+
+// recordChangedFlags notes the flags given on the command line, by our
+// names (Metacontroller's aliases count as the flag they set).
+func (o *Options) recordChangedFlags(fs *pflag.FlagSet) {
+	fs.Visit(func(f *pflag.Flag) { o.changedFlags = append(o.changedFlags, canonicalFlagName(f.Name)) })
 }
 
 func (o *Options) flagChanged(name string) bool {

@@ -93,6 +93,9 @@ type Config struct {
 	// Shards, when set, is this replica's share of the parents: the loop
 	// syncs only those (see ParentShards).
 	Shards ParentShards
+	// Gate is where the workers take turns on a parent with a live /sync
+	// of this replica; nil for none.
+	Gate *Gate
 }
 
 // Manager runs one parent controller per CompositeController and restarts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -68,6 +69,8 @@ type Members struct {
 	leaseDuration   time.Duration
 	clock           clock.PassiveClock
 	leases          coordinationclient.LeasesGetter
+
+	mu sync.Mutex
 	// seen is when each membership Lease's record was first seen: a
 	// member is live until its record has not changed for its duration,
 	// on this replica's clock.
@@ -86,7 +89,7 @@ func NewMembers(namespace, name string, leaseDuration time.Duration, leases coor
 
 // Live lists the identities of the group's live members. A member is live
 // from the first sight of its Lease, until it leaves or its Lease has not
-// changed for its duration. Not safe for concurrent use.
+// changed for its duration.
 func (w *Members) Live(ctx context.Context) ([]string, error) {
 	list, err := w.leases.Leases(w.namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{GroupLabel: w.name, RoleLabel: roleMember}).String(),
@@ -94,6 +97,8 @@ func (w *Members) Live(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("can't list the members of the shard group %s/%s: %w", w.namespace, w.name, err)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	now := w.clock.Now()
 	seen := make(map[string]observation, len(list.Items))
 	var live []string

@@ -169,7 +169,7 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 		return nil, err
 	}
 	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
-	if !dryRun && r.gate != nil {
+	if !dryRun && r.gate != nil && req.Spec.ParentRef != nil {
 		// Before the parent is read: what the loop's sync of it wrote
 		// meanwhile is then read too.
 		syncCtx, done, err := r.gate.AdmitLive(ctx, def.Parent.GVR.GroupResource(), parentKey(def, req.Spec.ParentRef))

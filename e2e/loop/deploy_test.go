@@ -256,16 +256,28 @@ type callers struct {
 	// the calls that began while another about the same parent was.
 	inFlight map[string]int
 	overlaps int
+	// procs are the replicas a call may come from (add).
+	procs []*framework.Process
+	// delay is how long each call is held before it is answered: a slow
+	// hook, whose calls overlap if two syncs of a parent run at once.
+	delay time.Duration
 }
 
 func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *callers {
+	t.Helper()
+	return recordSlowCallers(t, hookURL, 0, procs)
+}
+
+// recordSlowCallers is recordCallers with each call held for delay before
+// it goes to the hook.
+func recordSlowCallers(t *testing.T, hookURL string, delay time.Duration, procs []*framework.Process) *callers {
 	t.Helper()
 	target, err := url.Parse(hookURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &callers{calls: map[string]map[string]int{}, byParent: map[string]map[string]int{}, inFlight: map[string]int{}}
+	c := &callers{calls: map[string]map[string]int{}, byParent: map[string]map[string]int{}, inFlight: map[string]int{}, procs: procs, delay: delay}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -280,6 +292,9 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 		_ = json.Unmarshal(body, &req)
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		name := "unknown"
+		c.mu.Lock()
+		procs := c.procs
+		c.mu.Unlock()
 		if local != nil {
 			if p, err := framework.ConnectionOwner(r.RemoteAddr, local.String(), procs...); err != nil {
 				name = "unknown (" + err.Error() + ")"
@@ -307,12 +322,20 @@ func recordCallers(t *testing.T, hookURL string, procs []*framework.Process) *ca
 			c.inFlight[parent]--
 			c.mu.Unlock()
 		}()
+		time.Sleep(c.delay)
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	c.url = srv.URL
 	return c
+}
+
+// add makes calls from p known by p's name.
+func (c *callers) add(p *framework.Process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = append(c.procs, p)
 }
 
 // byReplica counts the calls about parents of namespace by replica.

@@ -168,6 +168,18 @@ func (c completedConfig) New() (*Server, error) {
 	// from the loop's caches.
 	caches := &controller.Caches{}
 	runner.ReadChildrenFrom(caches)
+	// A live /sync takes turns on a parent with the loop's workers, and
+	// runs only where the loop syncs the parent.
+	gate := controller.NewGate()
+	if loop := c.ExtraConfig.Loop; loop != nil && c.ExtraConfig.Target != nil {
+		switch {
+		case loop.Shards != nil:
+			gate.Sharded(nil)
+		case loop.LeaderElection != nil:
+			gate.LeaderElected()
+		}
+	}
+	runner.SyncBesideLoop(gate)
 	opts.Syncer, opts.Previewer = runner, runner
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	opts.Identity = c.ExtraConfig.Identity
@@ -210,7 +222,7 @@ func (c completedConfig) New() (*Server, error) {
 		}
 	}
 	if c.ExtraConfig.Loop != nil && c.ExtraConfig.Target != nil {
-		startLoop := func(ctx genericapiserver.PostStartHookContext) error { return c.startLoop(ctx, caches) }
+		startLoop := func(ctx genericapiserver.PostStartHookContext) error { return c.startLoop(ctx, caches, gate) }
 		if err := generic.AddPostStartHook("start-composite-controller-loop", startLoop); err != nil {
 			return nil, err
 		}
@@ -237,7 +249,7 @@ func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHook
 // startLoop runs the controller loop in the background for as long as the
 // server runs: on the leader only when leader election is on, on every
 // replica for its share of the parents when shards are.
-func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches) error {
+func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches, gate *controller.Gate) error {
 	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
@@ -251,7 +263,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
-			Shards: shards, AuthorRecheck: loop.ResyncPeriod,
+			Shards: shards, AuthorRecheck: loop.ResyncPeriod, Gate: gate,
 		})
 	}
 	run := func(ctx context.Context, m *controller.Manager) {
@@ -267,6 +279,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		}
 		// The manager is told of every shard gained, the first ones too.
 		m := newManager(member)
+		gate.Sharded(member)
 		go run(hookCtx, m)
 		go member.Run(hookCtx)
 		return nil
@@ -278,7 +291,9 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		}
 		// A new manager per leadership term: nothing of a lost term's
 		// state carries over.
-		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, func(ctx context.Context) { run(ctx, newManager(nil)) }); err != nil {
+		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, func(ctx context.Context) {
+			gate.Lead(ctx, func(ctx context.Context) { run(ctx, newManager(nil)) })
+		}); err != nil {
 			klog.FromContext(hookCtx).Error(err, "Leader election failed; the controller loop does not run")
 		}
 	}()

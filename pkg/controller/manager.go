@@ -96,6 +96,9 @@ type Config struct {
 	// AuthorRecheck is how often the recorded author of every running
 	// controller is checked again; zero means DefaultAuthorRecheck.
 	AuthorRecheck time.Duration
+	// Gate is where the workers take turns on a parent with a live /sync
+	// of this replica; nil for none.
+	Gate *Gate
 }
 
 // Manager runs one parent controller per CompositeController and restarts

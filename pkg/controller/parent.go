@@ -448,6 +448,13 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		return true
 	}
 	defer done()
+	give, err := pc.m.cfg.Gate.turn(ctx, pc.rec.Def.Parent.GVR.GroupResource(), key)
+	if err != nil {
+		// The loop stops, or the shard was lost, while a live /sync of
+		// the parent ran.
+		return true
+	}
+	defer give()
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	ctx = klog.NewContext(ctx, logger)
 

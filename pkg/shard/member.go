@@ -76,6 +76,9 @@ type Member struct {
 	// leader election, it never compares its clock with a holder's.
 	seen      map[string]observation
 	listeners []func(gained func(key string) bool)
+	// leader holds the group's leader-election Lease as last read, "" for
+	// nobody: while it does, this replica syncs no parent.
+	leader string
 	// idle is signalled when a shard's last sync in flight ends.
 	idle *sync.Cond
 }
@@ -242,14 +245,7 @@ func (m *Member) step(ctx context.Context) {
 		// Nothing to decide on, but no reason to let the shards held
 		// lapse: renew them, as if they were assigned to this replica.
 		logger.Error(err, "Can't read the group's Leases: renewing the shards held, acquiring none")
-		m.expire()
-		owners := make([]string, m.cfg.Shards)
-		m.mu.Lock()
-		for s := range m.held {
-			owners[s] = m.cfg.Identity
-		}
-		m.mu.Unlock()
-		m.decide(ctx, owners, nil, m.cfg.Clock.Now())
+		m.keepHeld(ctx)
 		return
 	}
 	now := m.cfg.Clock.Now()
@@ -290,6 +286,20 @@ func (m *Member) step(ctx context.Context) {
 		}
 	}
 
+	// After this replica's membership was written: a leader that
+	// acquires its Lease after this read sees the membership and steps
+	// down (see leaderHeld).
+	leader, err := m.leaderHeld(ctx, now)
+	if err != nil {
+		logger.Error(err, "Can't tell whether a --leader-elect replica runs the loop: renewing the shards held, acquiring none")
+		m.keepHeld(ctx)
+		return
+	}
+	if m.waitForLeader(logger, leader) {
+		m.decide(ctx, make([]string, m.cfg.Shards), byName, now)
+		return
+	}
+
 	shardsDisagreeing.Set(float64(len(disagree)))
 	if len(disagree) > 0 {
 		// Another number of shards hashes parents differently: a parent of
@@ -302,6 +312,43 @@ func (m *Member) step(ctx context.Context) {
 		return
 	}
 	m.decide(ctx, Assign(m.cfg.Shards, members), byName, now)
+}
+
+// keepHeld renews the shards held and acquires none: for a round that
+// could not tell who should own what.
+func (m *Member) keepHeld(ctx context.Context) {
+	m.expire()
+	owners := make([]string, m.cfg.Shards)
+	m.mu.Lock()
+	for s := range m.held {
+		owners[s] = m.cfg.Identity
+	}
+	m.mu.Unlock()
+	m.decide(ctx, owners, nil, m.cfg.Clock.Now())
+}
+
+// waitForLeader tells whether this replica must sync no parent because
+// leader, when not "", holds the group's leader-election Lease: a
+// --leader-elect replica syncs every parent, those of this replica's
+// shards too. It logs when the wait begins and ends.
+func (m *Member) waitForLeader(logger klog.Logger, leader string) bool {
+	m.mu.Lock()
+	before := m.leader
+	m.leader = leader
+	m.mu.Unlock()
+	switch {
+	case leader != "" && before != leader:
+		logger.Info("A --leader-elect replica holds the group's Lease and runs the loop for every parent: this replica syncs none until it steps down or its Lease expires",
+			"lease", m.cfg.Namespace+"/"+m.cfg.Name, "leader", leader)
+	case leader == "" && before != "":
+		logger.Info("The --leader-elect replica gave the group's Lease up: taking shards", "lease", m.cfg.Namespace+"/"+m.cfg.Name, "leader", before)
+	}
+	if leader != "" {
+		waitingForLeader.Set(1)
+		return true
+	}
+	waitingForLeader.Set(0)
+	return false
 }
 
 // decide gives up the shards owners assigns to others, renews the ones
@@ -398,11 +445,7 @@ func holder(l *coordinationv1.Lease) string {
 // expiredLocked tells whether l has not changed for its duration since
 // this replica first saw its current record.
 func (m *Member) expiredLocked(l *coordinationv1.Lease, now time.Time) bool {
-	duration := m.cfg.LeaseDuration
-	if l.Spec.LeaseDurationSeconds != nil {
-		duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-	return !m.seen[l.Name].at.Add(duration).After(now)
+	return expired(l, m.seen[l.Name], m.cfg.LeaseDuration, now)
 }
 
 func (m *Member) memberLeaseName() string { return m.cfg.Name + "-member-" + m.cfg.Identity }

@@ -25,12 +25,18 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	waitingForLeader = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "composite_controller_shards_waiting_for_leader",
+		Help:           "1 while a --leader-elect replica holds the Lease named as this replica's shard group (--leader-elect-lease-name): it runs the loop for every parent, so this replica takes no shard until it steps down or its Lease expires.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the shard metrics with the server's /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(shardsOwned, shardsGainedTotal, shardsDisagreeing)
+		legacyregistry.MustRegister(shardsOwned, shardsGainedTotal, shardsDisagreeing, waitingForLeader)
 	})
 }

@@ -67,7 +67,22 @@ type Runner struct {
 	// caches are the loop's caches of child resources on this replica,
 	// which fleet previews read instead of listing; nil for none.
 	caches ChildCaches
+	// gate admits a live sync beside the controller loop; nil for none.
+	gate LoopGate
 }
+
+// LoopGate is where a live sync takes its turn on a parent with the
+// controller loop (controller.Gate): it waits for the loop's sync of the
+// parent on this replica to end, or refuses when another replica's loop
+// syncs the parent. The sync runs in the context it returns, and calls
+// done when it ends.
+type LoopGate interface {
+	AdmitLive(ctx context.Context, gr schema.GroupResource, key string) (syncCtx context.Context, done func(), err error)
+}
+
+// SyncBesideLoop makes live syncs take turns with the controller loop
+// through gate. Call it before serving.
+func (r *Runner) SyncBesideLoop(gate LoopGate) { r.gate = gate }
 
 // ChildCaches are caches of child resources the server holds anyway: the
 // controller loop's informers (controller.Caches).
@@ -154,6 +169,16 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 		return nil, err
 	}
 	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
+	if !dryRun && r.gate != nil && req.Spec.ParentRef != nil {
+		// Before the parent is read: what the loop's sync of it wrote
+		// meanwhile is then read too.
+		syncCtx, done, err := r.gate.AdmitLive(ctx, def.Parent.GVR.GroupResource(), parentKey(def, req.Spec.ParentRef))
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		ctx = syncCtx
+	}
 	parent, err := r.parent(ctx, def, req)
 	if err != nil {
 		return nil, err
@@ -238,6 +263,14 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 	}
 	status.Timings.TotalMillis = time.Since(start).Milliseconds()
 	return status, nil
+}
+
+// parentKey is the controller loop's queue key of the parent ref names.
+func parentKey(def *definition.Definition, ref *v1alpha1.ParentReference) string {
+	if !def.Parent.Namespaced || ref.Namespace == "" {
+		return ref.Name
+	}
+	return ref.Namespace + "/" + ref.Name
 }
 
 // checkRequest refuses what a request can't ask of this server: a live

@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Gate is where the controller loop's workers and a live /sync take turns
+// on a parent, so that one parent is never synced twice at once: on this
+// replica, both hold the parent's turn for the whole sync; across
+// replicas, a live /sync runs only on the replica whose loop syncs the
+// parent now (the leader, or the owner of the parent's shard), inside the
+// same admission as the loop's syncs, and is refused elsewhere. A replica
+// that runs no loop admits every /sync: nothing here syncs beside it.
+type Gate struct {
+	mu sync.Mutex
+	// turns are the parents being synced, each with what is closed when
+	// its sync ends.
+	turns map[string]chan struct{}
+	// mode is how this replica's loop runs, known before serving.
+	mode gateMode
+	// shards is this replica's share with --shards, once it has joined
+	// its group.
+	shards ParentShards
+	// term is the leadership term's context while this replica leads
+	// with --leader-elect, nil otherwise; inTerm counts the live syncs
+	// admitted in it, and termIdle is signalled when the last one ends.
+	term     context.Context
+	inTerm   int
+	termIdle *sync.Cond
+}
+
+type gateMode int
+
+const (
+	// gateLocal: no loop on this replica, or a loop for every parent.
+	gateLocal gateMode = iota
+	gateLeader
+	gateShards
+)
+
+// NewGate returns the Gate of a replica that runs no loop, or the loop for
+// every parent; LeaderElected and Sharded set the other modes.
+func NewGate() *Gate {
+	g := &Gate{turns: map[string]chan struct{}{}}
+	g.termIdle = sync.NewCond(&g.mu)
+	return g
+}
+
+// LeaderElected makes live syncs run only while this replica leads (Lead).
+// Call it before serving.
+func (g *Gate) LeaderElected() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mode = gateLeader
+}
+
+// Sharded makes live syncs run only for the parents of this replica's
+// shards, admitted as the loop's syncs are: none while shards is nil (the
+// replica has not joined its group yet). Call it before serving, and again
+// once the replica has joined.
+func (g *Gate) Sharded(shards ParentShards) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mode, g.shards = gateShards, shards
+}
+
+// Lead runs run as the loop of one leadership term: live syncs are
+// admitted during it, end with it, and Lead returns only once they have
+// ended, so that the Lease is not released under one.
+func (g *Gate) Lead(ctx context.Context, run func(context.Context)) {
+	g.mu.Lock()
+	g.term = ctx
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.term = nil
+		for g.inTerm > 0 {
+			g.termIdle.Wait()
+		}
+	}()
+	run(ctx)
+}
+
+// turnKey names a parent of gr for the turns: a queue key and the resource.
+func turnKey(gr schema.GroupResource, key string) string { return gr.String() + "/" + key }
+
+// take waits for the parent's turn and returns what gives it back; an
+// error when ctx ends first.
+func (g *Gate) take(ctx context.Context, turn string) (func(), error) {
+	for {
+		g.mu.Lock()
+		busy, ok := g.turns[turn]
+		if !ok {
+			free := make(chan struct{})
+			g.turns[turn] = free
+			g.mu.Unlock()
+			return func() {
+				g.mu.Lock()
+				delete(g.turns, turn)
+				g.mu.Unlock()
+				close(free)
+			}, nil
+		}
+		g.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// AdmitLive admits a live /sync of the parent namespace/name of gr: it
+// waits for a sync of the parent running on this replica to end, and
+// returns the context the sync runs in and what ends it. A replica whose
+// loop does not sync the parent now refuses it with 503
+// ServiceUnavailable, saying why.
+func (g *Gate) AdmitLive(ctx context.Context, gr schema.GroupResource, key string) (context.Context, func(), error) {
+	syncCtx, leave, err := g.admitReplica(ctx, gr, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	give, err := g.take(syncCtx, turnKey(gr, key))
+	if err != nil {
+		leave()
+		return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("can't sync %s %s: %v", gr, key, context.Cause(syncCtx)))
+	}
+	return syncCtx, func() { give(); leave() }, nil
+}
+
+// admitReplica tells whether this replica's loop syncs the parent now,
+// and admits a live sync of it as the loop's own.
+func (g *Gate) admitReplica(ctx context.Context, gr schema.GroupResource, key string) (context.Context, func(), error) {
+	const elsewhere = "; a live sync runs on the replica that syncs the parent in its controller loop, and this request reached another: " +
+		"send it again (it may reach that replica), or change the parent (an annotation will do) to have the loop sync it now; ?dryRun=All previews on any replica"
+	g.mu.Lock()
+	mode, shards := g.mode, g.shards
+	g.mu.Unlock()
+	switch mode {
+	case gateShards:
+		var syncCtx context.Context
+		var done func()
+		ok := false
+		if shards != nil {
+			syncCtx, done, ok = shards.Begin(ctx, key)
+		}
+		if !ok {
+			return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this replica does not own the shard of %s %s (--shards)%s", gr, key, elsewhere))
+		}
+		return syncCtx, done, nil
+	case gateLeader:
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.term == nil || g.term.Err() != nil {
+			return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this replica is not the leader that syncs %s %s (--leader-elect)%s", gr, key, elsewhere))
+		}
+		g.inTerm++
+		syncCtx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(g.term, func() { cancel(fmt.Errorf("this replica stopped leading")) })
+		return syncCtx, func() {
+			stop()
+			cancel(nil)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.inTerm--; g.inTerm == 0 {
+				g.termIdle.Broadcast()
+			}
+		}, nil
+	}
+	return ctx, func() {}, nil
+}
+
+// turn is where the loop's worker takes the parent's turn for its sync,
+// admitted already (admit): it waits for a live sync of the parent to
+// end. A nil Gate has no turns to take.
+func (g *Gate) turn(ctx context.Context, gr schema.GroupResource, key string) (func(), error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	return g.take(ctx, turnKey(gr, key))
+}

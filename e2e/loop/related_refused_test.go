@@ -100,8 +100,10 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 
 	createParent(t, ns, "p", ctrl, relatedSpec(ctrl))
 	eventually(t, "a ConfigMap made from each related Secret", func() (bool, error) {
-		missing := madeFromRelated(t, ns, "p", "s1", "s2")
-		return missing == "", fmt.Errorf("missing %s", missing)
+		if missing := madeFromRelated(t, ns, "p", "s1", "s2"); missing != "" {
+			return false, fmt.Errorf("missing %s", missing)
+		}
+		return true, nil
 	})
 
 	refusal := fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns)

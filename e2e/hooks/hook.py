@@ -9,6 +9,7 @@ Parents look like:
     service: true               # also a Service "<parent>"
     widgets: [a, b]             # one Widget "<parent>-<name>" each, in order
     related: {resource: secrets, apiVersion: v1, labelSelector: {...}}  # customize
+    configMapPerRelated: true   # also a ConfigMap "<parent>-rel-<name>" per related object
     data: {k: v}, labels: {k: v}  # extra data keys and labels of every ConfigMap
     resyncAfter: 60             # the answer's resyncAfterSeconds
 
@@ -50,12 +51,24 @@ state = {"mode": "ok", "calls": {}, "times": {}, "finalize_after": 2,
 lock = threading.Lock()
 
 
-def children_for(parent, mode):
+def children_for(parent, mode, related=None):
     meta = parent.get("metadata", {})
     spec = parent.get("spec", {}) or {}
     name = meta.get("name", "")
     color = spec.get("color", "none")
     out = []
+    if spec.get("configMapPerRelated"):
+        # Children made from related objects, as Metacontroller's
+        # secret-replicator example makes them: an empty world answers none.
+        for group in (related or {}).values():
+            for obj in group.values():
+                rel = obj.get("metadata", {}).get("name", "")
+                out.append({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "%s-rel-%s" % (name, rel), "labels": {"app": name}},
+                    "data": {"from": rel},
+                })
     for cm in spec.get("configMaps", []) or []:
         data = {"color": color, "item": cm}
         data.update(spec.get("data") or {})
@@ -213,7 +226,7 @@ class Hook(BaseHTTPRequestHandler):
             resp = {
                 "status": {"observedChildren": observed, "relatedObjects": related,
                            "color": (parent.get("spec", {}) or {}).get("color", "none")},
-                "children": [] if req.get("finalizing") else children_for(parent, mode),
+                "children": [] if req.get("finalizing") else children_for(parent, mode, req.get("related")),
             }
             if req.get("finalizing"):
                 resp["finalized"] = calls >= state["finalize_after"]

@@ -30,6 +30,9 @@ type Impersonator interface {
 // rights of the controller's recorded author.
 type actor struct {
 	subject rights.Subject
+	// readers must all be allowed the related objects its hooks are sent
+	// (rights.ReadersOf).
+	readers []rights.Subject
 	// clients write (and read credentials) as the identity; nil when the
 	// controller has none and the server's own clients serve.
 	clients *target.Clients
@@ -50,6 +53,9 @@ func (m *Manager) actorFor(ctx context.Context, def *definition.Definition) (*ac
 		return nil, &authorUnknownError{err: err}
 	}
 	a := &actor{subject: subject}
+	if a.readers, err = m.cfg.Identity.ReadersOf(def); err != nil {
+		return nil, &authorUnknownError{err: err}
+	}
 	if sa := subject.ServiceAccount; sa != nil {
 		if m.cfg.Impersonator == nil {
 			return nil, fmt.Errorf("can't act as %s: the server has no way to impersonate", subject)
@@ -60,15 +66,28 @@ func (m *Manager) actorFor(ctx context.Context, def *definition.Definition) (*ac
 		if a.clients, err = m.cfg.Impersonator.As(sa.Namespace, sa.Name); err != nil {
 			return nil, err
 		}
-		// The credentials are read as the identity too: RBAC judges.
-		return a, nil
 	}
-	for _, ref := range def.References {
-		if err := m.access.Check(ctx, subject, ref.Right()); err != nil {
-			return nil, forbidden(err)
-		}
+	if err := checkReferences(ctx, m.access, def, a.readers); err != nil {
+		return nil, forbidden(err)
 	}
 	return a, nil
+}
+
+// checkReferences refuses the Secrets and ConfigMaps of def's hooks'
+// credentials that one of readers may not get. An identity reads them
+// itself, through impersonation, and RBAC judges it there.
+func checkReferences(ctx context.Context, access rights.Access, def *definition.Definition, readers []rights.Subject) error {
+	for _, reader := range readers {
+		if reader.ServiceAccount != nil {
+			continue
+		}
+		for _, ref := range def.References {
+			if err := access.Check(ctx, reader, ref.Right()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // forbidden makes a refusal a forbiddenError, which the manager retries
@@ -135,15 +154,6 @@ func (s *serviceAccounts) exists(ctx context.Context, sa v1alpha1.ServiceAccount
 	s.checked[sa] = saAnswer{err: err, expires: time.Now().Add(serviceAccountTTL)}
 	s.mu.Unlock()
 	return err
-}
-
-// deniedMessage says in one line what a sync could not read.
-func deniedMessage(denied []error) string {
-	parts := make([]string, 0, len(denied))
-	for _, err := range denied {
-		parts = append(parts, err.Error())
-	}
-	return "related objects not sent to the hook: " + strings.Join(parts, "; ")
 }
 
 // DefaultAuthorRecheck is how often the authors of running controllers are

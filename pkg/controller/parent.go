@@ -552,7 +552,7 @@ func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool)
 		return 0, nil, err
 	}
 	lister := &informerLister{pc: pc, ctx: ctx}
-	related := &rights.RelatedLister{ObjectLister: lister, Access: pc.m.access, Subject: pc.actor.subject}
+	related := &rights.RelatedLister{ObjectLister: lister, Access: pc.m.access, Subjects: pc.actor.readers}
 	client, meta := pc.m.cfg.Dynamic, pc.m.cfg.Metadata
 	if c := pc.actor.clients; c != nil {
 		client, meta = c.Dynamic, c.Metadata
@@ -572,13 +572,17 @@ func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool)
 	if res.Plan != nil || err != nil {
 		pc.status.hookCalled(err)
 	}
-	if denied := related.Denied(); len(denied) > 0 {
-		msg := deniedMessage(denied)
+	var refused *rights.ForbiddenError
+	switch {
+	case errors.As(err, &refused):
+		// A related list refused: the sync stopped before the sync hook,
+		// so that no child is deleted for want of what it was made from.
+		msg := "sync hook not called, nothing changed: " + refused.Error()
 		pc.status.authorized(errors.New(msg))
 		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "RelatedForbidden", msg)
-	} else if apierrors.IsForbidden(err) {
+	case apierrors.IsForbidden(err):
 		pc.status.authorized(err)
-	} else if err == nil {
+	case err == nil:
 		pc.status.authorized(nil)
 	}
 	if pc.m.unchanged != nil {

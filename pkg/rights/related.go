@@ -2,8 +2,6 @@ package rights
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,62 +13,40 @@ import (
 var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // RelatedLister lists the related objects a customize hook asks for only
-// where the controller's subject may list them: the server reads them with
-// its own rights, and they go to the author's hook. A refused rule gives no
-// objects, not an error, so that the sync goes on without them (and the
-// worker is never held); Denied says what was refused.
+// where each of the controller's readers (ReadersOf) may list them: the
+// server reads them with its own rights, and they go to the author's hook.
+// A refusal is the list's error (a *ForbiddenError), never an empty list:
+// a hook that derives its children from related objects would answer an
+// empty world with no children, and the sync would delete them all. The
+// sync fails before the hook is called, as Metacontroller's does when a
+// related informer has not synced, and is retried with backoff.
 type RelatedLister struct {
 	engine.ObjectLister
-	Access  Access
-	Subject Subject
-
-	mu     sync.Mutex
-	denied []error
+	Access Access
+	// Subjects must all be allowed each list.
+	Subjects []Subject
 }
 
 func (l *RelatedLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	if ok, err := l.allowed(ctx, List(gvr, namespace)); !ok {
+	if err := l.allowed(ctx, List(gvr, namespace)); err != nil {
 		return nil, err
 	}
 	return l.ObjectLister.List(ctx, gvr, namespace, selector)
 }
 
 func (l *RelatedLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	if ok, err := l.allowed(ctx, List(namespaces, "")); !ok {
+	if err := l.allowed(ctx, List(namespaces, "")); err != nil {
 		return nil, err
 	}
 	return l.ObjectLister.Namespaces(ctx, selector)
 }
 
-// allowed tells whether the subject may do r; a refusal is recorded and is
-// no error.
-func (l *RelatedLister) allowed(ctx context.Context, r Right) (bool, error) {
-	err := l.Access.Check(ctx, l.Subject, r)
-	var forbidden *ForbiddenError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &forbidden):
-		l.mu.Lock()
-		l.denied = append(l.denied, err)
-		l.mu.Unlock()
-		return false, nil
-	default:
-		return false, err
-	}
-}
-
-// Denied are the refusals of the lists so far, each once.
-func (l *RelatedLister) Denied() []error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []error
-	seen := map[string]bool{}
-	for _, err := range l.denied {
-		if !seen[err.Error()] {
-			seen[err.Error()] = true
-			out = append(out, err)
+// allowed answers nil when every subject may do r; else the first refusal.
+func (l *RelatedLister) allowed(ctx context.Context, r Right) error {
+	for _, s := range l.Subjects {
+		if err := l.Access.Check(ctx, s, r); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
 }

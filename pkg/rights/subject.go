@@ -60,6 +60,44 @@ func (p IdentityPolicy) SubjectOf(def *definition.Definition) (Subject, error) {
 	if p.Required {
 		return Subject{}, ErrIdentityRequired
 	}
+	return authorOf(def)
+}
+
+// ReadersOf are the subjects that must all be allowed what def's hooks are
+// sent besides its parents and children — related objects and the
+// Secrets and ConfigMaps of its hooks' credentials: its subject and, when
+// that is the server's default identity, its recorded author as well. The
+// default is one ServiceAccount for every controller that names none, so
+// its rights alone would be pooled: a right granted to it for one
+// controller (list secrets, for a secret replicator) would reach every
+// author's hook through a customize rule. Resolving the default in each
+// parent's namespace instead (Flux's --default-service-account) would need
+// that account in every namespace a parent is in, and stop every
+// controller installed without one. A controller with the default identity
+// whose author was never recorded has no readers (ErrAuthorUnknown) if its
+// hooks are sent anything besides its parents and children; it runs as
+// before otherwise.
+func (p IdentityPolicy) ReadersOf(def *definition.Definition) ([]Subject, error) {
+	subject, err := p.SubjectOf(def)
+	if err != nil {
+		return nil, err
+	}
+	if def.ServiceAccount != nil || subject.ServiceAccount == nil {
+		return []Subject{subject}, nil
+	}
+	author, err := authorOf(def)
+	switch {
+	case err == nil:
+		return []Subject{subject, author}, nil
+	case len(def.References) == 0 && def.Hooks.Customize == nil:
+		return []Subject{subject}, nil
+	default:
+		return nil, err
+	}
+}
+
+// authorOf is the recorded author of def as a subject.
+func authorOf(def *definition.Definition) (Subject, error) {
 	author, ok := AuthorSubject(def.Author)
 	if !ok {
 		return Subject{}, ErrAuthorUnknown

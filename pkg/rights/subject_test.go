@@ -1,6 +1,8 @@
 package rights
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,5 +65,49 @@ func TestSubjectOfAController(t *testing.T) {
 	}
 	if !groups["system:serviceaccounts"] || !groups["system:serviceaccounts:team"] || !groups["system:authenticated"] {
 		t.Errorf("groups %v, want a ServiceAccount's", s.User.GetGroups())
+	}
+}
+
+// What a controller's hooks are sent besides its parents and children is
+// checked against every reader: its own identity alone, its author alone,
+// or, with the server's default identity, that identity and its author,
+// so that the default's rights are not pooled among all authors. A default
+// controller whose author is unknown may run only when it reads nothing
+// more.
+func TestReadersOfAController(t *testing.T) {
+	byDefault := &v1alpha1.ServiceAccountReference{Namespace: "ops", Name: "default-id"}
+	own := &v1alpha1.ServiceAccountReference{Namespace: "team", Name: "runner"}
+	bob := &v1alpha1.ControllerAuthor{Username: "bob"}
+	customize := &definition.Hook{}
+	for _, tc := range []struct {
+		name      string
+		policy    IdentityPolicy
+		identity  *v1alpha1.ServiceAccountReference
+		author    *v1alpha1.ControllerAuthor
+		customize *definition.Hook
+		want      []string
+		err       error
+	}{
+		{"author mode", IdentityPolicy{}, nil, bob, customize, []string{"bob"}, nil},
+		{"its own identity", IdentityPolicy{Default: byDefault}, own, bob, customize, []string{"system:serviceaccount:team:runner"}, nil},
+		{"the default identity and its author", IdentityPolicy{Default: byDefault}, nil, bob, customize, []string{"system:serviceaccount:ops:default-id", "bob"}, nil},
+		{"the default identity, no author, related objects", IdentityPolicy{Default: byDefault}, nil, nil, customize, nil, ErrAuthorUnknown},
+		{"the default identity, no author, nothing more read", IdentityPolicy{Default: byDefault}, nil, nil, nil, []string{"system:serviceaccount:ops:default-id"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := &definition.Definition{ServiceAccount: tc.identity, Author: tc.author}
+			def.Hooks.Customize = tc.customize
+			readers, err := tc.policy.ReadersOf(def)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			var got []string
+			for _, r := range readers {
+				got = append(got, r.User.GetName())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("readers %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -20,6 +20,9 @@ import (
 // loop does (pkg/controller).
 type actor struct {
 	subject rights.Subject
+	// readers must all be allowed the related objects the hooks are sent
+	// (rights.ReadersOf), besides the caller.
+	readers []rights.Subject
 	// clients write as the identity; nil for the server's own.
 	clients *target.Clients
 	// secrets is where the hooks' credentials are read.
@@ -40,16 +43,30 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*act
 	if err != nil {
 		return nil, refuse(err)
 	}
+	readers, err := r.Identity.ReadersOf(def)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	a := &actor{subject: subject, readers: readers, secrets: r.controllers.secrets}
 	if sa := subject.ServiceAccount; sa != nil {
-		return r.identityActor(*sa)
+		if a, err = r.identityActor(*sa); err != nil {
+			return nil, err
+		}
+		a.readers = readers
 	}
 	access := rights.Access{Authorizer: r.authorizer}
-	for _, ref := range def.References {
-		if err := access.Check(ctx, subject, ref.Right()); err != nil {
-			return nil, refuse(err)
+	for _, reader := range readers {
+		if reader.ServiceAccount != nil {
+			// It reads the credentials itself; RBAC judges.
+			continue
+		}
+		for _, ref := range def.References {
+			if err := access.Check(ctx, reader, ref.Right()); err != nil {
+				return nil, refuse(err)
+			}
 		}
 	}
-	return &actor{subject: subject, secrets: r.controllers.secrets}, nil
+	return a, nil
 }
 
 // fleetActor is whom a fleet preview of def acts as: the controller's
@@ -62,7 +79,8 @@ func (r *Runner) fleetActor(ctx context.Context, def *definition.Definition) (*a
 	if !ok {
 		return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, errors.New("no user in the request"))
 	}
-	return &actor{subject: rights.Subject{User: user}, secrets: r.controllers.secrets}, nil
+	subject := rights.Subject{User: user}
+	return &actor{subject: subject, readers: []rights.Subject{subject}, secrets: r.controllers.secrets}, nil
 }
 
 // identityActor acts as sa: its clients write, and its hooks' credentials
@@ -72,5 +90,6 @@ func (r *Runner) identityActor(sa v1alpha1.ServiceAccountReference) (*actor, err
 	if err != nil {
 		return nil, err
 	}
-	return &actor{subject: rights.ServiceAccountSubject(sa), clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
+	subject := rights.ServiceAccountSubject(sa)
+	return &actor{subject: subject, readers: []rights.Subject{subject}, clients: clients, secrets: hooks.NewClusterSecretSource(clients.Kube)}, nil
 }

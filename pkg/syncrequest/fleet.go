@@ -328,6 +328,15 @@ func (f *fleet) previewParent(ctx context.Context, rec *reconcile.Controller, en
 		out.Error = err.Error()
 		return out
 	}
+	if f.act.subject.ServiceAccount != nil {
+		// The hook gets what the controller's identity could list, as in
+		// the loop and a /sync, whoever previews: the caller may read
+		// parents the identity may not.
+		if err := (rights.Access{Authorizer: f.authz}).CheckReads(ctx, f.act.subject, f.def, parent.GetNamespace()); err != nil {
+			out.Error = err.Error()
+			return out
+		}
+	}
 	res, err := rec.Sync(ctx, env, parent, reconcile.Options{DryRun: true})
 	if res != nil {
 		out.Warnings = res.Warnings

@@ -205,10 +205,12 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 	}
 	res, err := rec.Sync(ctx, env, parent, opts)
 	warnings = append(warnings, res.Warnings...)
-	if related, ok := env.Related.(*rights.RelatedLister); ok {
-		for _, denied := range related.Denied() {
-			warnings = append(warnings, "related objects not sent to the hook: "+denied.Error())
-		}
+	if refused := (*rights.ForbiddenError)(nil); errors.As(err, &refused) {
+		// A related list the controller's readers may not make: the sync
+		// stopped before its hook, as the loop's does, rather than show
+		// (or do) what the hook answers to a world without them.
+		return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name,
+			fmt.Errorf("the sync hook was not called, nothing was changed: %w", refused))
 	}
 	if apierrors.IsForbidden(err) && len(res.Done) == 0 {
 		// The caller may not do what the plan does: nothing was done.
@@ -315,7 +317,7 @@ func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authoriz
 		Related: &rights.RelatedLister{
 			ObjectLister: &callerLister{cluster: r.cluster, authorizer: authz},
 			Access:       rights.Access{Authorizer: authz},
-			Subject:      act.subject,
+			Subjects:     act.readers,
 		},
 		Recorder:  r.recorder,
 		Ownership: r.cluster.Schemas,

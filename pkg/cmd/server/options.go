@@ -260,7 +260,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultServiceAccount, "default-controller-service-account", o.DefaultServiceAccount,
 		"NAMESPACE/NAME of a ServiceAccount that every controller naming none in spec.serviceAccount acts as, so that the "+
 			"server's own rights serve nobody's controller (Flux's --default-service-account). The server must be allowed to "+
-			"impersonate it; authors still need the rights their controller's loop uses.")
+			"impersonate it; authors still need the rights their controller's loop uses. Related objects and hook credentials "+
+			"are checked against both the account and the controller's author, so the account's rights are not pooled among "+
+			"authors; unlike Flux's flag, the account is not looked up in each parent's namespace, which would need one there "+
+			"for every controller installed without one.")
 	fs.BoolVar(&o.RequireServiceAccount, "require-controller-service-account", o.RequireServiceAccount,
 		"Refuse controllers that name no ServiceAccount in spec.serviceAccount (unless --default-controller-service-account gives them one), "+
 			"and run none stored before with the server's own rights: each controller then acts only as its own identity, "+

@@ -223,8 +223,10 @@ spec:
 		if err != nil {
 			return false, err
 		}
-		status, _, _ := unstructured.NestedMap(p.Object, "status")
-		return fmt.Sprint(status) == "map[ready:true]", fmt.Errorf("status %v", status)
+		if status, _, _ := unstructured.NestedMap(p.Object, "status"); fmt.Sprint(status) != "map[ready:true]" {
+			return false, fmt.Errorf("status %v", status)
+		}
+		return true, nil
 	})
 	// The poke syncs the parent, whose status write stores nothing.
 	poke(t, "prunes.echoes.example.com", ns, "p", "1")

@@ -61,6 +61,20 @@ type DecoratorControllerSpec struct {
 	// +optional
 	OwnChildWrites *OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
 
+	// ownStatusWrites says what the loop does once it observes its own
+	// write of the hook's answer to the parent (its status; a
+	// DecoratorController's labels and annotations too): Sync (the
+	// default, as Metacontroller) calls the sync hook again, once, so that
+	// a hook that reads what it wrote (a state machine over
+	// status.phase) sees it stored and takes its next step at once; Ignore
+	// does not, for a hook that never reads the status, labels or
+	// annotations it returns: its next call is on the next change. A write
+	// that stored no change calls nothing, nor does a status write under
+	// parentResource.ignoreStatusChanges. A change that is not the loop's
+	// own write syncs the parent either way. Not in Metacontroller.
+	// +optional
+	OwnStatusWrites *OwnStatusWritesPolicy `json:"ownStatusWrites,omitempty"`
+
 	// resyncPeriodSeconds is how often every object is synced even when
 	// nothing changed. Unset means only on change; 0 and negative values
 	// mean every second, as in Metacontroller.

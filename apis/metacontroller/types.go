@@ -63,6 +63,20 @@ type CompositeControllerSpec struct {
 	// +optional
 	OwnChildWrites *OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
 
+	// ownStatusWrites says what the loop does once it observes its own
+	// write of the hook's answer to the parent (its status; a
+	// DecoratorController's labels and annotations too): Sync (the
+	// default, as Metacontroller) calls the sync hook again, once, so that
+	// a hook that reads what it wrote (a state machine over
+	// status.phase) sees it stored and takes its next step at once; Ignore
+	// does not, for a hook that never reads the status, labels or
+	// annotations it returns: its next call is on the next change. A write
+	// that stored no change calls nothing, nor does a status write under
+	// parentResource.ignoreStatusChanges. A change that is not the loop's
+	// own write syncs the parent either way. Not in Metacontroller.
+	// +optional
+	OwnStatusWrites *OwnStatusWritesPolicy `json:"ownStatusWrites,omitempty"`
+
 	// resyncPeriodSeconds is how often every parent is synced even when
 	// nothing changed. Unset means only on change. As in Metacontroller,
 	// which clamps the period to at least one second, 0 and negative values
@@ -606,4 +620,18 @@ const (
 	// OwnChildWritesIgnore does not: the hook's answer does not depend on
 	// the children it observes.
 	OwnChildWritesIgnore OwnChildWritesPolicy = "Ignore"
+)
+
+// OwnStatusWritesPolicy says whether the loop calls the sync hook again
+// once it observes its own write of the hook's answer to the parent.
+// +enum
+type OwnStatusWritesPolicy string
+
+const (
+	// OwnStatusWritesSync calls the sync hook again once the loop's write
+	// of its answer to the parent is observed: the hook sees its status.
+	OwnStatusWritesSync OwnStatusWritesPolicy = "Sync"
+	// OwnStatusWritesIgnore does not: the hook does not read the status it
+	// returns.
+	OwnStatusWritesIgnore OwnStatusWritesPolicy = "Ignore"
 )

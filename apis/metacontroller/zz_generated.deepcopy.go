@@ -394,6 +394,11 @@ func (in *CompositeControllerSpec) DeepCopyInto(out *CompositeControllerSpec) {
 		*out = new(OwnChildWritesPolicy)
 		**out = **in
 	}
+	if in.OwnStatusWrites != nil {
+		in, out := &in.OwnStatusWrites, &out.OwnStatusWrites
+		*out = new(OwnStatusWritesPolicy)
+		**out = **in
+	}
 	if in.ResyncPeriodSeconds != nil {
 		in, out := &in.ResyncPeriodSeconds, &out.ResyncPeriodSeconds
 		*out = new(int32)
@@ -777,6 +782,11 @@ func (in *DecoratorControllerSpec) DeepCopyInto(out *DecoratorControllerSpec) {
 	if in.OwnChildWrites != nil {
 		in, out := &in.OwnChildWrites, &out.OwnChildWrites
 		*out = new(OwnChildWritesPolicy)
+		**out = **in
+	}
+	if in.OwnStatusWrites != nil {
+		in, out := &in.OwnStatusWrites, &out.OwnStatusWrites
+		*out = new(OwnStatusWritesPolicy)
 		**out = **in
 	}
 	if in.ResyncPeriodSeconds != nil {

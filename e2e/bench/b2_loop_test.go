@@ -192,6 +192,27 @@ type loopOptions struct {
 	// ignoreOwnChildWrites sets spec.ownChildWrites: Ignore, as a hook
 	// that does not track its children may.
 	ignoreOwnChildWrites bool
+	// ignoreOwnStatusWrites sets spec.ownStatusWrites: Ignore, as a hook
+	// that does not read its own status may.
+	ignoreOwnStatusWrites bool
+}
+
+// loopVariants are B2's controllers at each size, by sub-benchmark name:
+// the hook calls per parent with the defaults and with each opt-out.
+var loopVariants = []struct {
+	name string
+	opts loopOptions
+}{
+	// A hook that answers from the parent's spec alone, and says that it
+	// reads neither its children nor its status: one call per parent.
+	{"loop", loopOptions{ignoreOwnChildWrites: true, ignoreOwnStatusWrites: true}},
+	// A hook whose status reports the children it observed, as most real
+	// hooks do, with the defaults (Metacontroller's behaviour).
+	{"loop-tracking", loopOptions{tracking: true}},
+	// The same, saying it does not read its own status.
+	{"loop-tracking-ignore-status", loopOptions{tracking: true, ignoreOwnStatusWrites: true}},
+	// The first hook, saying only that it does not track its children.
+	{"loop-ignore-children", loopOptions{ignoreOwnChildWrites: true}},
 }
 
 func startMeasured(ctx context.Context, b *testing.B, name string, parents, perNamespace int, opts loopOptions) (layout, *hookStats, *watcher) {
@@ -211,6 +232,9 @@ func startMeasured(ctx context.Context, b *testing.B, name string, parents, perN
 	}
 	if opts.ignoreOwnChildWrites {
 		extra += "  ownChildWrites: Ignore\n"
+	}
+	if opts.ignoreOwnStatusWrites {
+		extra += "  ownStatusWrites: Ignore\n"
 	}
 	env.hook.register(name)
 	env.hook.of(name).tracking.Store(opts.tracking)
@@ -450,12 +474,14 @@ func (w *watcher) missing(limit int) []string {
 // each size of loop.parents: from creating the parents (on loop.creators
 // workers) until every parent's status.observedGeneration equals its
 // generation and all of their loop.children ConfigMaps exist. objects =
-// parents + children + status writes. It runs two controllers at each
-// size: "loop", whose hook answers the same whatever children it observes
-// and says so (spec.ownChildWrites: Ignore), and "loop-tracking", whose
+// parents + children + status writes. It runs the controllers of
+// loopVariants at each size: "loop", whose hook answers the same whatever
+// children it observes and reads no status, and says so
+// (spec.ownChildWrites and ownStatusWrites: Ignore), "loop-tracking", whose
 // hook reports the children it observed, as most real hooks do, with the
-// default Sync (a parent has converged once its status says it observed
-// them all). Each reports its hook calls per parent once the hook is idle. The baseline, run at the same size
+// defaults (a parent has converged once its status says it observed them
+// all), and the same two with one opt-out each. Each reports its hook
+// calls per parent once the hook is idle. The baseline, run at the same size
 // just before, is a plain client-go program writing the same objects (of
 // another CRD, in another namespace) to the same kube-apiserver. The last
 // size also reports its p50 against the first size's: how latency grows
@@ -463,19 +489,16 @@ func (w *watcher) missing(limit int) []string {
 func BenchmarkLoopConvergence(b *testing.B) {
 	setUp(b)
 	var firstP50, firstPaced time.Duration
-	// firstPerParent is the first size's time per parent, of each hook.
-	firstPerParent := map[bool]float64{}
+	// firstPerParent is the first size's time per parent, of each variant.
+	firstPerParent := map[string]float64{}
 	for i, parents := range loopParents {
 		var baselineRate float64
 		b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {
 			b.Run("client-go-baseline", func(b *testing.B) {
 				baselineRate = runBaseline(b, parents)
 			})
-			for _, tracking := range []bool{false, true} {
-				name := "loop"
-				if tracking {
-					name = "loop-tracking"
-				}
+			for _, variant := range loopVariants {
+				name := variant.name
 				b.Run(name, func(b *testing.B) {
 					if baselineRate == 0 {
 						b.Log("measuring the client-go baseline first")
@@ -483,19 +506,18 @@ func BenchmarkLoopConvergence(b *testing.B) {
 					}
 					// A p50 of the parents that did converge says nothing
 					// of the others: compare converged sizes only.
-					// The hook that does not track its children says so.
-					r := runLoop(b, parents, baselineRate, loopOptions{tracking: tracking, ignoreOwnChildWrites: !tracking})
+					r := runLoop(b, parents, baselineRate, variant.opts)
 					if r.converged {
 						switch {
 						case i == 0:
-							firstPerParent[tracking] = r.perParent
-						case i == len(loopParents)-1 && firstPerParent[tracking] > 0:
-							ratio := r.perParent / firstPerParent[tracking]
+							firstPerParent[name] = r.perParent
+						case i == len(loopParents)-1 && firstPerParent[name] > 0:
+							ratio := r.perParent / firstPerParent[name]
 							b.ReportMetric(ratio, fmt.Sprintf("time-per-parent-vs-%d", loopParents[0]))
 							b.Logf("loop: time per parent at %d parents is %.2f× that at %d", parents, ratio, loopParents[0])
 						}
 					}
-					if tracking {
+					if name != "loop" {
 						return
 					}
 					switch {
@@ -650,7 +672,7 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 		b.ReportMetric(float64(calls-atConvergence), "hook-calls-after-convergence")
 		b.Logf("loop: idle %.1f s after convergence (no hook call for 2 s): %d hook calls, %.2f per parent, %d of them after the parents converged; parents by calls: %v",
 			settled.Seconds(), calls, float64(calls)/float64(parents), calls-atConvergence, hook.perParent())
-		if *loopPaced > 0 && !opts.tracking {
+		if *loopPaced > 0 && opts.ignoreOwnChildWrites && opts.ignoreOwnStatusWrites {
 			paced = runPaced(ctx, b, w, name, l, parents)
 		}
 	}

@@ -96,6 +96,9 @@ type LoopConfig struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail.
 	FinalizeGrace time.Duration
+	// EchoTimeout is how long the loop waits for the watch event of one
+	// of its own writes; zero means the default.
+	EchoTimeout time.Duration
 }
 
 // Config is the whole configuration of a server.
@@ -261,7 +264,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			FinalizeGrace: loop.FinalizeGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
+			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 			Shards: shards, AuthorRecheck: loop.ResyncPeriod, Gate: gate,
 		})

@@ -29,7 +29,8 @@ type Decoration struct {
 // annotations with one merge patch carrying obj's resourceVersion (a
 // change it did not see is a conflict, and the object's own event syncs it
 // again), then the status. It returns the object as each write stored it,
-// in order: none when it wrote nothing.
+// in order: none when it wrote nothing or the API server stored nothing of
+// it (storedNothing).
 func Decorate(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, d Decoration) ([]*unstructured.Unstructured, error) {
 	meta := map[string]interface{}{}
 	if m := changes(obj.GetLabels(), d.Labels); m != nil {
@@ -67,7 +68,10 @@ func Decorate(ctx context.Context, client dynamic.Interface, gvr schema.GroupVer
 		if err != nil {
 			return nil, fmt.Errorf("can't decorate %s %s: %w", obj.GetKind(), objectName(obj), err)
 		}
-		obj, written = stored, append(written, stored)
+		if !storedNothing(obj, stored) {
+			written = append(written, stored)
+		}
+		obj = stored
 	}
 	if d.Status == nil || !d.StatusSubresource {
 		return written, nil

@@ -254,7 +254,8 @@ func ParentStatus(ctx context.Context, client dynamic.Interface, gvr schema.Grou
 
 // writeStatus writes desired as parent's status through its status
 // subresource when it differs, reading the parent again on a conflict. It
-// returns the parent as stored, nil when it wrote nothing.
+// returns the parent as stored, nil when it wrote nothing, or when the API
+// server stored nothing of it (storedNothing).
 func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, desired map[string]interface{}) (*unstructured.Unstructured, error) {
 	r := resource(client, gvr, parent.GetNamespace())
 	current := parent
@@ -281,13 +282,27 @@ func writeStatus(ctx context.Context, client dynamic.Interface, gvr schema.Group
 			current = nil
 			return err
 		}
-		written = stored
+		if !storedNothing(current, stored) {
+			written = stored
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("can't update the status of %s %s: %w", parent.GetKind(), parent.GetName(), err)
 	}
 	return written, nil
+}
+
+// storedNothing tells whether a write based on before stored nothing:
+// kube-apiserver answers a write that changes no byte of the object with
+// the object as it was, at the same resourceVersion, and sends no watch
+// event for it. That happens whenever what differed was pruned: a
+// structural status schema without observedGeneration, or without a field
+// the hook sets. Awaited as an echo, such a write would resync its parent
+// when the wait timed out, and make the same write again, forever.
+func storedNothing(before, stored *unstructured.Unstructured) bool {
+	rv := stored.GetResourceVersion()
+	return rv != "" && rv == before.GetResourceVersion()
 }
 
 // normalize makes a hook's status and a stored one comparable: JSON

@@ -51,7 +51,14 @@ func TestParentStatusRetriesAStaleParent(t *testing.T) {
 					conflicts++
 					return true, nil, apierrors.NewConflict(things.GroupResource(), "p", nil)
 				}
-				return false, nil, nil
+				// Stored at a new resourceVersion, as by kube-apiserver
+				// (the fake tracker keeps the one sent).
+				u = u.DeepCopy()
+				u.SetResourceVersion("8")
+				if err := client.Tracker().Update(things, u, "ns"); err != nil {
+					return true, nil, err
+				}
+				return true, u, nil
 			})
 			stale := thing("uid-1", "5", nil)
 			written, err := ParentStatus(context.Background(), client, things, stale, map[string]interface{}{"color": "blue"})
@@ -72,6 +79,44 @@ func TestParentStatusRetriesAStaleParent(t *testing.T) {
 			og, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
 			if (color == "blue" && og == 3) != tc.wantStatus {
 				t.Fatalf("stored status %v", got.Object["status"])
+			}
+		})
+	}
+}
+
+// TestAStatusWriteThatStoresNothingIsNoWrite: kube-apiserver answers a
+// write that changes no byte of the object (the CRD's schema pruned every
+// field the hook set that differs) with the object as it was, at the same
+// resourceVersion, and sends no watch event for it. Such a write is not
+// reported as written: the loop would await its echo, which never comes.
+func TestAStatusWriteThatStoresNothingIsNoWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		storedRV  string
+		wantWrite bool
+	}{
+		{"a write the API server stored", "8", true},
+		{"a write that stored nothing", "7", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := thing("uid-1", "7", map[string]interface{}{"ready": true})
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{things: "ThingList"}, stored)
+			client.PrependReactor("update", "things", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				// The schema keeps status.ready only, as a structural
+				// status schema without observedGeneration does.
+				u := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+				ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready")
+				u.Object["status"] = map[string]interface{}{"ready": ready}
+				u.SetResourceVersion(tc.storedRV)
+				return true, u, nil
+			})
+			written, err := ParentStatus(context.Background(), client, things, stored.DeepCopy(), map[string]interface{}{"ready": true, "pruned": "yes"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (written != nil) != tc.wantWrite {
+				t.Fatalf("ParentStatus = %v; want written %v: a write is one that stored a new resourceVersion", written, tc.wantWrite)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 )
 
 // ownWrites tells the watch events that echo a sync's own writes from
@@ -21,16 +22,22 @@ import (
 //     last of them has arrived: the hook then sees every child it asked
 //     for, as stored (a hook whose status reports its children needs that
 //     call, and only that one);
-//   - the echo of the parent's own finalizer, status or decoration write
-//     queues nothing: the hook answered for that parent already, and its
-//     answer was what was written (Metacontroller would call it again);
+//   - the echo of the parent's own status or decoration write (the hook's
+//     answer, as stored) queues the parent once, as Metacontroller does,
+//     so that a hook that reads its own status sees it stored and takes its
+//     next step (spec.ownStatusWrites: Sync); with Ignore it queues
+//     nothing. A sync's child and answer echoes together queue it once,
+//     when the last has arrived. The echo of the loop's finalizer write
+//     queues nothing: the sync went on with the parent it stored;
 //   - anything else (a change by someone else, a write the loop did not
 //     make, a parent or child deleted) queues the parent as before.
 //
 // Events that arrive while the parent's sync runs are held until it ends,
 // when its writes are known; an expected echo that never arrives (a write
 // the API server stored without a change, a watch that relisted past it)
-// is given up after ttl, and the parent synced then to be safe.
+// is given up after ttl, and the parent synced then to be safe. A write the
+// API server stored nothing of is no write (apply.ParentStatus): it has no
+// echo to wait for.
 type ownWrites struct {
 	ttl time.Duration
 	now func() time.Time
@@ -38,6 +45,11 @@ type ownWrites struct {
 	// parent once they have all arrived; without it (spec.ownChildWrites:
 	// Ignore) they sync nothing.
 	syncOnChildEchoes bool
+	// syncOnStatusEchoes: the echo of a sync's write of the hook's answer
+	// to the parent (its status, a decorator's labels and annotations)
+	// syncs the parent once; without it (spec.ownStatusWrites: Ignore) it
+	// syncs nothing.
+	syncOnStatusEchoes bool
 
 	mu      sync.Mutex
 	parents map[string]*expected
@@ -58,14 +70,21 @@ type expected struct {
 	// children are the child writes whose echo has not arrived: the
 	// resourceVersion stored, or "" for a deletion.
 	children map[childID]pending
-	// parent are the resourceVersions of the parent's own writes whose
-	// echo has not arrived.
-	parent map[string]time.Time
+	// parent are the parent's own writes whose echo has not arrived, by
+	// the resourceVersion they stored.
+	parent map[string]parentPending
 	// seen are the events that arrived while the sync ran.
 	seen []sighting
-	// echoed: an echo of a child write arrived after the last sync read
-	// the children, so the hook has not seen it.
+	// echoed: an echo the hook is to see (of a child write, or of its
+	// answer written to the parent, as the policies say) arrived after the
+	// last sync read the parent and its children.
 	echoed bool
+}
+
+type parentPending struct {
+	deadline time.Time
+	// answer: the write stored the hook's answer, not the finalizer.
+	answer bool
 }
 
 type pending struct {
@@ -84,8 +103,11 @@ type sighting struct {
 	wanted bool
 }
 
-func newOwnWrites(ttl time.Duration, syncOnChildEchoes bool) *ownWrites {
-	return &ownWrites{ttl: ttl, now: time.Now, syncOnChildEchoes: syncOnChildEchoes, parents: map[string]*expected{}, deferred: map[string]bool{}, finishing: map[string]bool{}}
+func newOwnWrites(ttl time.Duration, syncOnChildEchoes, syncOnStatusEchoes bool) *ownWrites {
+	return &ownWrites{
+		ttl: ttl, now: time.Now, syncOnChildEchoes: syncOnChildEchoes, syncOnStatusEchoes: syncOnStatusEchoes,
+		parents: map[string]*expected{}, deferred: map[string]bool{}, finishing: map[string]bool{},
+	}
 }
 
 // begin says the parent of key is being synced: the sync reads the
@@ -101,7 +123,7 @@ func (w *ownWrites) begin(key string) (deferredLast bool) {
 	delete(w.finishing, key)
 	e := w.parents[key]
 	if e == nil {
-		e = &expected{children: map[childID]pending{}, parent: map[string]time.Time{}}
+		e = &expected{children: map[childID]pending{}, parent: map[string]parentPending{}}
 		w.parents[key] = e
 	}
 	e.syncing, e.echoed, e.seen = true, false, nil
@@ -122,7 +144,7 @@ func (w *ownWrites) childEvent(key string, id childID, resourceVersion string, g
 		e.seen = append(e.seen, sighting{child: &id, resourceVersion: resourceVersion, gone: gone || deleting, wanted: true})
 		return false
 	}
-	if !e.matchChild(id, resourceVersion, gone || deleting) {
+	if !w.matchChild(e, id, resourceVersion, gone || deleting) {
 		return true
 	}
 	return w.settle(key, e)
@@ -142,18 +164,17 @@ func (w *ownWrites) parentEvent(key, resourceVersion string, wanted bool) bool {
 		e.seen = append(e.seen, sighting{resourceVersion: resourceVersion, wanted: wanted})
 		return false
 	}
-	if _, ok := e.parent[resourceVersion]; !ok {
+	if !w.matchParent(e, resourceVersion, wanted) {
 		return wanted
 	}
-	delete(e.parent, resourceVersion)
 	return w.settle(key, e)
 }
 
 // finish ends the sync of key, which stored writes (nil when it failed:
 // its retry reads everything again). It says whether to queue the parent
 // again: for an event that was no echo, or because the echoes of its
-// child writes have all arrived. waiting says that some have not: the
-// caller checks again after ttl (expire).
+// writes that the hook is to see have all arrived. waiting says that some
+// have not: the caller checks again after ttl (expire).
 func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -173,21 +194,24 @@ func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting boo
 	for _, c := range writes.children {
 		e.children[c.id] = pending{resourceVersion: c.resourceVersion, deadline: deadline}
 	}
-	for _, rv := range writes.parent {
-		e.parent[rv] = deadline
+	for _, pw := range writes.parent {
+		e.parent[pw.resourceVersion] = parentPending{deadline: deadline, answer: pw.answer}
 	}
 	// foreign: an event that is no echo arrived while the sync ran.
 	foreign := false
 	for _, s := range e.seen {
 		switch {
-		case s.child != nil && e.matchChild(*s.child, s.resourceVersion, s.gone):
-		case s.child == nil && e.matchParent(s.resourceVersion):
+		case s.child != nil && w.matchChild(e, *s.child, s.resourceVersion, s.gone):
+		case s.child == nil && w.matchParent(e, s.resourceVersion, s.wanted):
 		default:
 			foreign = foreign || s.wanted
 		}
 	}
 	e.seen = nil
-	finishing := len(e.children) == 0 && e.echoed && w.syncOnChildEchoes
+	finishing := !w.awaiting(e) && e.echoed
+	if finishing {
+		e.echoed = false
+	}
 	if finishing && !foreign {
 		w.finishing[key] = true
 	}
@@ -216,8 +240,8 @@ func (w *ownWrites) expire(key string) bool {
 			lost = true
 		}
 	}
-	for rv, d := range e.parent {
-		if !now.Before(d) {
+	for rv, p := range e.parent {
+		if !now.Before(p.deadline) {
 			delete(e.parent, rv)
 			lost = true
 		}
@@ -247,25 +271,44 @@ func (w *ownWrites) isFinishing(key string) bool {
 }
 
 // settle says, once an echo was matched, whether the parent is to be
-// synced: when nothing of its children is awaited and one of their echoes
-// came since its last sync read them. A parent that waits for nothing
-// more is dropped.
+// synced: when no echo it waits for is still to come and one the hook is
+// to see came since its last sync read the parent. A parent that waits
+// for nothing more is dropped.
 func (w *ownWrites) settle(key string, e *expected) bool {
-	if len(e.children) > 0 {
+	if w.awaiting(e) {
 		return false
 	}
-	sync := e.echoed && w.syncOnChildEchoes
+	sync := e.echoed
 	e.echoed = false
 	if sync {
 		w.finishing[key] = true
 	}
-	if len(e.parent) == 0 {
+	if len(e.children) == 0 && len(e.parent) == 0 {
 		delete(w.parents, key)
 	}
 	return sync
 }
 
-func (e *expected) matchChild(id childID, resourceVersion string, gone bool) bool {
+// awaiting tells whether an echo the parent's next sync waits for is
+// still to come: a child write's, or, when the echo of the hook's answer
+// syncs the parent, that write's; so that one sync follows them all.
+func (w *ownWrites) awaiting(e *expected) bool {
+	if len(e.children) > 0 {
+		return true
+	}
+	if w.syncOnStatusEchoes {
+		for _, p := range e.parent {
+			if p.answer {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchChild tells whether an event of a child is the echo of a write of
+// the parent's, and takes it off what the parent waits for.
+func (w *ownWrites) matchChild(e *expected, id childID, resourceVersion string, gone bool) bool {
 	p, ok := e.children[id]
 	if !ok {
 		return false
@@ -274,15 +317,21 @@ func (e *expected) matchChild(id childID, resourceVersion string, gone bool) boo
 		return false
 	}
 	delete(e.children, id)
-	e.echoed = true
+	e.echoed = e.echoed || w.syncOnChildEchoes
 	return true
 }
 
-func (e *expected) matchParent(resourceVersion string) bool {
-	if _, ok := e.parent[resourceVersion]; !ok {
+// matchParent tells whether an event of the parent is the echo of one of
+// its own writes, and takes it off what the parent waits for. The echo of
+// the hook's answer is one the hook is to see unless the controller
+// ignores that change (wanted false: ignoreStatusChanges).
+func (w *ownWrites) matchParent(e *expected, resourceVersion string, wanted bool) bool {
+	p, ok := e.parent[resourceVersion]
+	if !ok {
 		return false
 	}
 	delete(e.parent, resourceVersion)
+	e.echoed = e.echoed || p.answer && wanted && w.syncOnStatusEchoes
 	return true
 }
 
@@ -290,7 +339,7 @@ func (e *expected) matchParent(resourceVersion string) bool {
 // parent's.
 type syncWrites struct {
 	children []childWrite
-	parent   []string
+	parent   []parentWrite
 	// statusDeferred: the sync left the parent's status to the next.
 	statusDeferred bool
 }
@@ -300,14 +349,21 @@ type childWrite struct {
 	resourceVersion string
 }
 
+// parentWrite is a write to the parent: of the hook's answer (its status,
+// a decorator's labels and annotations) or of the finalizer.
+type parentWrite struct {
+	resourceVersion string
+	answer          bool
+}
+
 // writesOf are the writes of a sync's done children whose echoes the loop
 // can tell (apply.Done.Wrote: creates and updates by the resourceVersion
 // stored, deletions by the child's name), and its parent writes.
-func writesOf(done []apply.Done, parent []string) *syncWrites {
+func writesOf(done []apply.Done, parent []reconcile.ParentWrite) *syncWrites {
 	w := &syncWrites{}
-	for _, rv := range parent {
-		if rv != "" {
-			w.parent = append(w.parent, rv)
+	for _, p := range parent {
+		if p.ResourceVersion != "" {
+			w.parent = append(w.parent, parentWrite{resourceVersion: p.ResourceVersion, answer: p.Answer})
 		}
 	}
 	for _, d := range done {

@@ -11,15 +11,17 @@ func cm(name string) childID { return childID{kind: "ConfigMap", namespace: "ns"
 // created are the writes of a sync that created n ConfigMaps c0..c<n-1>
 // at resourceVersions 10.. and wrote the parent's status at 100.
 func created(n int) *syncWrites {
-	w := &syncWrites{parent: []string{"100"}}
+	w := &syncWrites{parent: []parentWrite{{resourceVersion: "100", answer: true}}}
 	for i := 0; i < n; i++ {
 		w.children = append(w.children, childWrite{id: cm(fmt.Sprintf("c%d", i)), resourceVersion: fmt.Sprint(10 + i)})
 	}
 	return w
 }
 
+// The child echoes alone, with the status echo ignored
+// (spec.ownStatusWrites: Ignore).
 func TestTheEchoesOfASyncsWritesQueueTheParentOnceAfterTheLast(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	if again, waiting := w.finish("ns/p", created(3)); again || !waiting {
 		t.Fatalf("finish = %v, %v; want nothing queued, echoes awaited", again, waiting)
@@ -40,7 +42,7 @@ func TestTheEchoesOfASyncsWritesQueueTheParentOnceAfterTheLast(t *testing.T) {
 	}
 	// The sync that follows sees them all and writes only the status.
 	w.begin("ns/p")
-	if again, waiting := w.finish("ns/p", &syncWrites{parent: []string{"101"}}); again || !waiting {
+	if again, waiting := w.finish("ns/p", &syncWrites{parent: []parentWrite{{resourceVersion: "101", answer: true}}}); again || !waiting {
 		t.Fatalf("finish = %v, %v", again, waiting)
 	}
 	if w.parentEvent("ns/p", "101", true) {
@@ -52,7 +54,7 @@ func TestTheEchoesOfASyncsWritesQueueTheParentOnceAfterTheLast(t *testing.T) {
 }
 
 func TestEchoesThatArriveDuringTheSyncAreMatchedWhenItEnds(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	for i := 0; i < 2; i++ {
 		if w.childEvent("ns/p", cm(fmt.Sprintf("c%d", i)), fmt.Sprint(10+i), false, false) {
@@ -69,7 +71,7 @@ func TestEchoesThatArriveDuringTheSyncAreMatchedWhenItEnds(t *testing.T) {
 }
 
 func TestAChangeThatIsNoEchoQueuesTheParent(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	// During the sync, someone else edits c0 after the loop's write.
 	w.childEvent("ns/p", cm("c0"), "10", false, false)
@@ -92,7 +94,7 @@ func TestAChangeThatIsNoEchoQueuesTheParent(t *testing.T) {
 }
 
 func TestADeletionsEchoIsTheChildGone(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	w.finish("ns/p", &syncWrites{children: []childWrite{{id: cm("old")}}})
 	if !w.childEvent("ns/p", cm("old"), "60", false, false) {
@@ -109,7 +111,7 @@ func TestADeletionsEchoIsTheChildGone(t *testing.T) {
 }
 
 func TestAFailedSyncWaitsForNothing(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	w.childEvent("ns/p", cm("c0"), "10", false, false)
 	if again, waiting := w.finish("ns/p", nil); again || waiting {
@@ -122,7 +124,7 @@ func TestAFailedSyncWaitsForNothing(t *testing.T) {
 
 func TestAnEchoThatNeverArrivesIsGivenUp(t *testing.T) {
 	now := time.Unix(1000, 0)
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.now = func() time.Time { return now }
 	w.begin("ns/p")
 	w.finish("ns/p", created(2))
@@ -140,16 +142,16 @@ func TestAnEchoThatNeverArrivesIsGivenUp(t *testing.T) {
 }
 
 func TestIgnoredStatusChangesOfOthersQueueNothing(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	w.begin("ns/p")
 	w.parentEvent("ns/p", "7", false)
-	if again, _ := w.finish("ns/p", &syncWrites{parent: []string{"100"}}); again {
+	if again, _ := w.finish("ns/p", &syncWrites{parent: []parentWrite{{resourceVersion: "100", answer: true}}}); again {
 		t.Fatal("a change the controller ignores queued the parent")
 	}
 }
 
 func TestWithOwnChildWritesIgnoredTheEchoesSyncNothing(t *testing.T) {
-	w := newOwnWrites(time.Minute, false)
+	w := newOwnWrites(time.Minute, false, false)
 	w.begin("ns/p")
 	w.childEvent("ns/p", cm("c0"), "10", false, false)
 	if again, waiting := w.finish("ns/p", created(2)); again || !waiting {
@@ -167,7 +169,7 @@ func TestWithOwnChildWritesIgnoredTheEchoesSyncNothing(t *testing.T) {
 }
 
 func TestTheStatusIsLeftToTheNextSyncOnlyOnceInARow(t *testing.T) {
-	w := newOwnWrites(time.Minute, true)
+	w := newOwnWrites(time.Minute, true, false)
 	if w.begin("ns/p") {
 		t.Fatal("a first sync is told the last one left it the status")
 	}
@@ -180,8 +182,102 @@ func TestTheStatusIsLeftToTheNextSyncOnlyOnceInARow(t *testing.T) {
 	if !w.begin("ns/p") {
 		t.Fatal("the sync after a deferred status is not told to write it")
 	}
-	w.finish("ns/p", &syncWrites{parent: []string{"101"}})
+	w.finish("ns/p", &syncWrites{parent: []parentWrite{{resourceVersion: "101", answer: true}}})
 	if w.begin("ns/p") {
 		t.Fatal("told twice")
+	}
+}
+
+// answered is a sync that wrote the hook's answer to the parent at
+// resourceVersion rv, and no child.
+func answered(rv string) *syncWrites {
+	return &syncWrites{parent: []parentWrite{{resourceVersion: rv, answer: true}}}
+}
+
+func TestTheEchoOfTheHooksAnswerSyncsTheParentOnce(t *testing.T) {
+	w := newOwnWrites(time.Minute, true, true)
+	w.begin("ns/p")
+	if again, waiting := w.finish("ns/p", answered("100")); again || !waiting {
+		t.Fatalf("finish = %v, %v; want nothing queued, the echo awaited", again, waiting)
+	}
+	if !w.parentEvent("ns/p", "100", true) {
+		t.Fatal("the echo of the hook's status did not sync the parent: a hook that reads its own status would stall (Metacontroller syncs it)")
+	}
+	if !w.isFinishing("ns/p") {
+		t.Fatal("the sync that lets the hook see its status is not served first")
+	}
+	// The hook sees its status and answers the same: nothing is written,
+	// and nothing more is awaited.
+	w.begin("ns/p")
+	if again, waiting := w.finish("ns/p", &syncWrites{}); again || waiting {
+		t.Fatalf("finish of a converged sync = %v, %v; want nothing", again, waiting)
+	}
+	if !w.parentEvent("ns/p", "101", true) {
+		t.Fatal("someone else's change did not sync the parent")
+	}
+}
+
+func TestChildAndStatusEchoesSyncTheParentOnceAfterTheLast(t *testing.T) {
+	for _, statusFirst := range []bool{true, false} {
+		w := newOwnWrites(time.Minute, true, true)
+		w.begin("ns/p")
+		w.finish("ns/p", created(2))
+		var queued []string
+		event := func(name string, queue bool) {
+			if queue {
+				queued = append(queued, name)
+			}
+		}
+		if statusFirst {
+			event("status", w.parentEvent("ns/p", "100", true))
+		}
+		event("c0", w.childEvent("ns/p", cm("c0"), "10", false, false))
+		event("c1", w.childEvent("ns/p", cm("c1"), "11", false, false))
+		if !statusFirst {
+			event("status", w.parentEvent("ns/p", "100", true))
+		}
+		want := "[c1]"
+		if !statusFirst {
+			want = "[status]"
+		}
+		if fmt.Sprint(queued) != want {
+			t.Errorf("status echo first %v: the parent was queued by %v; want once, by the last echo %s", statusFirst, queued, want)
+		}
+	}
+}
+
+func TestTheEchoOfTheHooksAnswerDuringTheSyncQueuesTheParentWhenItEnds(t *testing.T) {
+	w := newOwnWrites(time.Minute, true, true)
+	w.begin("ns/p")
+	if w.parentEvent("ns/p", "100", true) {
+		t.Fatal("an event during the sync queued the parent")
+	}
+	if again, waiting := w.finish("ns/p", answered("100")); !again || waiting {
+		t.Fatalf("finish = %v, %v; want the parent queued once for its status echo, nothing awaited", again, waiting)
+	}
+}
+
+func TestTheStatusEchoesThatSyncNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		syncOnStatus bool
+		write        parentWrite
+		wanted       bool
+	}{
+		{"spec.ownStatusWrites: Ignore", false, parentWrite{resourceVersion: "100", answer: true}, true},
+		{"the finalizer's write: the sync went on with the parent it stored", true, parentWrite{resourceVersion: "100"}, true},
+		{"a status change the controller ignores (ignoreStatusChanges)", true, parentWrite{resourceVersion: "100", answer: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newOwnWrites(time.Minute, true, tc.syncOnStatus)
+			w.begin("ns/p")
+			w.finish("ns/p", &syncWrites{parent: []parentWrite{tc.write}})
+			if w.parentEvent("ns/p", "100", tc.wanted) {
+				t.Fatal("the echo synced the parent")
+			}
+			if len(w.parents) != 0 {
+				t.Fatal("still waiting after the echo")
+			}
+		})
 	}
 }

@@ -78,6 +78,10 @@ type Config struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail; zero means the default.
 	FinalizeGrace time.Duration
+	// EchoTimeout is how long a parent waits for the watch event of one
+	// of the loop's own writes before it is synced anyway; zero means
+	// DefaultEchoTimeout.
+	EchoTimeout time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
 	// Authorizer answers whether a controller's subject (its identity or

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 		related:    map[schema.GroupVersionResource]informers.GenericInformer{},
 		unlisted:   map[schema.GroupVersionResource]bool{},
 		workers:    m.cfg.Workers,
-		echoes:     newOwnWrites(echoTimeout, !def.IgnoreOwnChildWrites),
+		echoes:     newOwnWrites(cmp.Or(m.cfg.EchoTimeout, DefaultEchoTimeout), !def.IgnoreOwnChildWrites, !def.IgnoreOwnStatusWrites),
 	}
 	if def.Workers != 0 {
 		pc.workers = def.Workers
@@ -502,19 +503,20 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 }
 
 // checkEchoes queues the parent of key if the echoes of its sync's writes
-// have not all arrived within echoTimeout.
+// have not all arrived within the echo timeout.
 func (pc *parentController) checkEchoes(key string) {
-	time.AfterFunc(echoTimeout, func() {
+	time.AfterFunc(pc.echoes.ttl, func() {
 		if pc.ctx.Err() == nil && pc.echoes.expire(key) {
 			pc.queue.Add(key)
 		}
 	})
 }
 
-// echoTimeout is how long the loop waits for the echo of one of its
-// writes before it syncs the parent anyway. Watch events normally arrive
-// within milliseconds; a lost one is a watch that relisted past it.
-const echoTimeout = time.Minute
+// DefaultEchoTimeout is how long the loop waits for the echo of one of its
+// writes before it syncs the parent anyway (Config.EchoTimeout). Watch
+// events normally arrive within milliseconds; a lost one is a watch that
+// relisted past it.
+const DefaultEchoTimeout = time.Minute
 
 // sync runs the shared reconcile step for the parent of key, read from the
 // informer: level-based, it reads everything again on every sync. It

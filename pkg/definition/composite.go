@@ -32,20 +32,21 @@ const FinalizerPrefix = "metacontroller.io/compositecontroller-"
 func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definition, error) {
 	spec := field.NewPath("spec")
 	d := &Definition{
-		Kind:                 KindComposite,
-		Name:                 cc.Name,
-		UID:                  cc.UID,
-		Generation:           cc.Generation,
-		Object:               cc,
-		GenerateSelector:     ptr.Deref(cc.Spec.GenerateSelector, false),
-		IgnoreStatusChanges:  ptr.Deref(cc.Spec.ParentResource.IgnoreStatusChanges, false),
-		RevisionFieldPaths:   revisionFieldPaths(cc.Spec.ParentResource.RevisionHistory),
-		EndpointConfigs:      cc.Spec.EndpointConfigs,
-		Finalizer:            FinalizerPrefix + cc.Name,
-		FieldManager:         FieldManager(cc.Name),
-		ServiceAccount:       cc.Spec.ServiceAccount,
-		Author:               cc.Status.Author,
-		IgnoreOwnChildWrites: ptr.Deref(cc.Spec.OwnChildWrites, v1alpha1.OwnChildWritesSync) == v1alpha1.OwnChildWritesIgnore,
+		Kind:                  KindComposite,
+		Name:                  cc.Name,
+		UID:                   cc.UID,
+		Generation:            cc.Generation,
+		Object:                cc,
+		GenerateSelector:      ptr.Deref(cc.Spec.GenerateSelector, false),
+		IgnoreStatusChanges:   ptr.Deref(cc.Spec.ParentResource.IgnoreStatusChanges, false),
+		RevisionFieldPaths:    revisionFieldPaths(cc.Spec.ParentResource.RevisionHistory),
+		EndpointConfigs:       cc.Spec.EndpointConfigs,
+		Finalizer:             FinalizerPrefix + cc.Name,
+		FieldManager:          FieldManager(cc.Name),
+		ServiceAccount:        cc.Spec.ServiceAccount,
+		Author:                cc.Status.Author,
+		IgnoreOwnChildWrites:  ptr.Deref(cc.Spec.OwnChildWrites, v1alpha1.OwnChildWritesSync) == v1alpha1.OwnChildWritesIgnore,
+		IgnoreOwnStatusWrites: ptr.Deref(cc.Spec.OwnStatusWrites, v1alpha1.OwnStatusWritesSync) == v1alpha1.OwnStatusWritesIgnore,
 	}
 	if cc.Spec.Workers != nil {
 		d.Workers = int(*cc.Spec.Workers)

@@ -47,19 +47,20 @@ type Decorated struct {
 func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
 	spec := field.NewPath("spec")
 	d := &Definition{
-		Kind:                 KindDecorator,
-		Name:                 dc.Name,
-		UID:                  dc.UID,
-		Generation:           dc.Generation,
-		Decorator:            dc,
-		EndpointConfigs:      dc.Spec.EndpointConfigs,
-		Finalizer:            DecoratorFinalizerPrefix + dc.Name,
-		FieldManager:         FieldManager(dc.Name),
-		ChildAnnotation:      DecoratorAnnotation,
-		ParentLabels:         labels.Everything(),
-		ServiceAccount:       dc.Spec.ServiceAccount,
-		Author:               dc.Status.Author,
-		IgnoreOwnChildWrites: ptr.Deref(dc.Spec.OwnChildWrites, v1alpha1.OwnChildWritesSync) == v1alpha1.OwnChildWritesIgnore,
+		Kind:                  KindDecorator,
+		Name:                  dc.Name,
+		UID:                   dc.UID,
+		Generation:            dc.Generation,
+		Decorator:             dc,
+		EndpointConfigs:       dc.Spec.EndpointConfigs,
+		Finalizer:             DecoratorFinalizerPrefix + dc.Name,
+		FieldManager:          FieldManager(dc.Name),
+		ChildAnnotation:       DecoratorAnnotation,
+		ParentLabels:          labels.Everything(),
+		ServiceAccount:        dc.Spec.ServiceAccount,
+		Author:                dc.Status.Author,
+		IgnoreOwnChildWrites:  ptr.Deref(dc.Spec.OwnChildWrites, v1alpha1.OwnChildWritesSync) == v1alpha1.OwnChildWritesIgnore,
+		IgnoreOwnStatusWrites: ptr.Deref(dc.Spec.OwnStatusWrites, v1alpha1.OwnStatusWritesSync) == v1alpha1.OwnStatusWritesIgnore,
 	}
 	if p := dc.Spec.ResyncPeriodSeconds; p != nil {
 		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)

@@ -115,6 +115,10 @@ type Definition struct {
 	// not call the sync hook again once it observes the children a sync
 	// wrote.
 	IgnoreOwnChildWrites bool
+	// IgnoreOwnStatusWrites (spec.ownStatusWrites: Ignore): the loop does
+	// not call the sync hook again once it observes its own write of the
+	// hook's answer to the parent.
+	IgnoreOwnStatusWrites bool
 	// ResyncPeriod is how often each parent is synced without a change;
 	// 0 for only on change. Metacontroller raises a period it is given to
 	// at least a second.

@@ -121,13 +121,23 @@ type Result struct {
 	// StatusDeferred: the status was left to the next sync
 	// (Options.StatusAfterChildEchoes).
 	StatusDeferred bool
-	// ParentWrites are the resourceVersions the sync's writes to the
-	// parent stored (finalizer, status, decoration), in order: the loop
-	// tells their watch events, the echoes of its own writes, from others'.
-	ParentWrites []string
+	// ParentWrites are the sync's writes to the parent that stored
+	// something (finalizer, status, decoration), in order: the loop tells
+	// their watch events, the echoes of its own writes, from others'.
+	ParentWrites []ParentWrite
 	// RequeueAfter is when the parent wants its next sync; 0 for only on
 	// change.
 	RequeueAfter time.Duration
+}
+
+// ParentWrite is one write of a sync to its parent.
+type ParentWrite struct {
+	// ResourceVersion is the one the write stored.
+	ResourceVersion string
+	// Answer: the write stored the hook's answer (its status, a
+	// decorator's labels and annotations), which a hook may read on its
+	// next call; not the controller's finalizer.
+	Answer bool
 }
 
 // eventReasons name the Events of what a sync did to children.
@@ -279,7 +289,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 			// Gone with its last finalizer.
 			return res, applyErr
 		}
-		res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
+		res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
 		parent = updated
 		res.Parent = parent
 	}
@@ -299,7 +309,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	}
 	res.StatusWritten = len(written) > 0
 	for _, w := range written {
-		res.ParentWrites = append(res.ParentWrites, w.GetResourceVersion())
+		res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: w.GetResourceVersion(), Answer: true})
 	}
 	return res, applyErr
 }
@@ -423,7 +433,7 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 		}
 		res.FinalizerAdded = updated != nil
 		if updated != nil {
-			res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
+			res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
 		}
 		return updated, nil
 	case !want && has:
@@ -433,7 +443,7 @@ func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstruc
 		}
 		res.FinalizerRemoved = true
 		if updated != nil {
-			res.ParentWrites = append(res.ParentWrites, updated.GetResourceVersion())
+			res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
 		}
 		return updated, nil
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +182,34 @@ func TestSyncWritesTheStatusOnlyWhenItChanges(t *testing.T) {
 	}
 	if res.StatusWritten || len(verbs(client)) != 0 {
 		t.Errorf("a converged parent was written: %q", verbs(client))
+	}
+}
+
+// TestSyncAwaitsNoEchoOfAStatusWriteThatStoredNothing: when the parent's
+// CRD prunes what the hook's status adds (observedGeneration, under a
+// structural status schema), kube-apiserver stores nothing and answers
+// with the resourceVersion read; no watch event follows. The loop must not
+// await one (it would resync the parent when the wait timed out, and write
+// the same again, forever): the write is not among ParentWrites.
+func TestSyncAwaitsNoEchoOfAStatusWriteThatStoredNothing(t *testing.T) {
+	p := parent()
+	p.SetResourceVersion("5")
+	p.Object["status"] = map[string]interface{}{"ok": true}
+	e, client := env(t, p.DeepCopy())
+	client.PrependReactor("update", "things", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		stored := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		stored.Object["status"] = map[string]interface{}{"ok": true}
+		return true, stored, nil
+	})
+	res, err := controller(t, false).Sync(context.Background(), e, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(verbs(client)) != "[update things/status]" {
+		t.Fatalf("writes %q; want the status write (its observedGeneration differs)", verbs(client))
+	}
+	if res.StatusWritten || len(res.ParentWrites) != 0 {
+		t.Fatalf("StatusWritten %v, ParentWrites %v: a write that stored nothing is awaited as an echo", res.StatusWritten, res.ParentWrites)
 	}
 }
 

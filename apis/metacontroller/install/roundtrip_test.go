@@ -242,6 +242,7 @@ spec:
       usernameKey: username
       passwordKey: password
   ownChildWrites: Ignore
+  ownStatusWrites: Ignore
   resyncPeriodSeconds: 30
   workers: 3
   generateSelector: true

@@ -1033,6 +1033,7 @@ func autoConvert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeCon
 	}
 	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
 	out.OwnChildWrites = (*metacontroller.OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
+	out.OwnStatusWrites = (*metacontroller.OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
 	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
@@ -1068,6 +1069,7 @@ func autoConvert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeCon
 	}
 	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
 	out.OwnChildWrites = (*OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
+	out.OwnStatusWrites = (*OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
 	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
@@ -1406,6 +1408,7 @@ func autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorCon
 	}
 	out.EndpointConfigs = *(*[]metacontroller.EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
 	out.OwnChildWrites = (*metacontroller.OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
+	out.OwnStatusWrites = (*metacontroller.OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	return nil
@@ -1430,6 +1433,7 @@ func autoConvert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorCon
 	}
 	out.EndpointConfigs = *(*[]EndpointConfig)(unsafe.Pointer(&in.EndpointConfigs))
 	out.OwnChildWrites = (*OwnChildWritesPolicy)(unsafe.Pointer(in.OwnChildWrites))
+	out.OwnStatusWrites = (*OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	return nil

@@ -91,6 +91,7 @@ func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
 	c.checkEndpointConfigs(spec.EndpointConfigs, fldPath.Child("endpointConfigs"))
 	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
 	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
+	c.checkOwnStatusWrites(spec.OwnStatusWrites, fldPath.Child("ownStatusWrites"))
 	return c
 }
 

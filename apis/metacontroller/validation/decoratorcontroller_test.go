@@ -61,6 +61,9 @@ func TestValidateDecoratorController(t *testing.T) {
 		{"an unknown ownChildWrites", func(dc *metacontroller.DecoratorController) {
 			dc.Spec.OwnChildWrites = ptr(metacontroller.OwnChildWritesPolicy("Sometimes"))
 		}, []wantErr{nsup("spec.ownChildWrites")}},
+		{"an unknown ownStatusWrites", func(dc *metacontroller.DecoratorController) {
+			dc.Spec.OwnStatusWrites = ptr(metacontroller.OwnStatusWritesPolicy("Never"))
+		}, []wantErr{nsup("spec.ownStatusWrites")}},
 		{"no sync hook", func(dc *metacontroller.DecoratorController) { dc.Spec.Hooks.Sync = nil }, []wantErr{req("spec.hooks.sync")}},
 		{"a hook with url and a bad scheme", func(dc *metacontroller.DecoratorController) {
 			dc.Spec.Hooks.Finalize.Webhook.URL = ptr("ftp://hooks.example.com/finalize")

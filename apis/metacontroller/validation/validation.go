@@ -242,6 +242,7 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 
 	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
 	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
+	c.checkOwnStatusWrites(spec.OwnStatusWrites, fldPath.Child("ownStatusWrites"))
 	// workers is this server's own field, so no Metacontroller manifest
 	// sets it. Each worker holds a hook call open: bound them so that one
 	// controller cannot exhaust the server.
@@ -287,6 +288,15 @@ var supportedOwnChildWrites = []string{string(metacontroller.OwnChildWritesSync)
 func (c *checker) checkOwnChildWrites(p *metacontroller.OwnChildWritesPolicy, fldPath *field.Path) {
 	if p != nil && !slices.Contains(supportedOwnChildWrites, string(*p)) {
 		c.err(field.NotSupported(fldPath, *p, supportedOwnChildWrites))
+	}
+}
+
+var supportedOwnStatusWrites = []string{string(metacontroller.OwnStatusWritesSync), string(metacontroller.OwnStatusWritesIgnore)}
+
+// checkOwnStatusWrites checks spec.ownStatusWrites, this server's own field.
+func (c *checker) checkOwnStatusWrites(p *metacontroller.OwnStatusWritesPolicy, fldPath *field.Path) {
+	if p != nil && !slices.Contains(supportedOwnStatusWrites, string(*p)) {
+		c.err(field.NotSupported(fldPath, *p, supportedOwnStatusWrites))
 	}
 }
 

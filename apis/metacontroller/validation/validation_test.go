@@ -916,6 +916,19 @@ func TestValidateCompositeController(t *testing.T) {
 				cc.Spec.OwnChildWrites = ptr(metacontroller.OwnChildWritesIgnore)
 			},
 		},
+		{
+			name: "ownStatusWrites is Sync or Ignore",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.OwnStatusWrites = ptr(metacontroller.OwnStatusWritesPolicy("Never"))
+			},
+			want: []wantErr{nsup("spec.ownStatusWrites")},
+		},
+		{
+			name: "ownStatusWrites may be Ignore",
+			mutate: func(cc *metacontroller.CompositeController) {
+				cc.Spec.OwnStatusWrites = ptr(metacontroller.OwnStatusWritesIgnore)
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,6 +98,9 @@ type Options struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail.
 	FinalizeGrace time.Duration
+	// EchoTimeout is how long the loop waits for the watch event of one
+	// of its own writes before it syncs the parent anyway.
+	EchoTimeout time.Duration
 	// HookDeniedCIDRs are the address ranges hooks may not be called at.
 	HookDeniedCIDRs []string
 	// DefaultServiceAccount is NAMESPACE/NAME, the identity of every
@@ -141,6 +144,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ResyncPeriod:      30 * time.Minute,
 		DiscoveryInterval: target.DefaultDiscoveryRefresh,
 		FinalizeGrace:     reconcile.DefaultFinalizeGrace,
+		EchoTimeout:       controller.DefaultEchoTimeout,
 		HookDeniedCIDRs:   hooks.DefaultDeniedDestinations,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",
@@ -272,6 +276,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Once a parent's finalize hook has answered finalized, how long (from the parent's deletion) the loop keeps retrying "+
 			"child deletes that fail before it removes the finalizer anyway and leaves the children to the garbage collector, "+
 			"as Metacontroller does at once. Events say so on the parent meanwhile.")
+	fs.DurationVar(&o.EchoTimeout, "echo-timeout", o.EchoTimeout,
+		"How long the loop waits for the watch event of one of its own writes (a child, a parent's status) before it syncs the "+
+			"parent anyway, to be safe: such an event normally comes within milliseconds, and one that does not was lost by a "+
+			"watch that relisted past it.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise. "+
 			"A sync spends most of its time waiting (on the hook, then on one write per changed child), so the default of 32 "+
@@ -464,7 +472,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 				Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
 				ControllerSelector: o.Metacontroller.controllerSelector(),
 				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
-				FinalizeGrace: o.FinalizeGrace,
+				FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
 			}
 			if o.LeaderElect {
 				le := o.LeaderElection

@@ -799,6 +799,14 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Enum:        []interface{}{"Ignore", "Sync"},
 						},
 					},
+					"ownStatusWrites": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ownStatusWrites says what the loop does once it observes its own write of the hook's answer to the parent (its status; a DecoratorController's labels and annotations too): Sync (the default, as Metacontroller) calls the sync hook again, once, so that a hook that reads what it wrote (a state machine over status.phase) sees it stored and takes its next step at once; Ignore does not, for a hook that never reads the status, labels or annotations it returns: its next call is on the next change. A write that stored no change calls nothing, nor does a status write under parentResource.ignoreStatusChanges. A change that is not the loop's own write syncs the parent either way. Not in Metacontroller.\n\nPossible enum values:\n - `\"Ignore\"` does not: the hook does not read the status it returns.\n - `\"Sync\"` calls the sync hook again once the loop's write of its answer to the parent is observed: the hook sees its status.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Sync"},
+						},
+					},
 					"resyncPeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
 							Description: "resyncPeriodSeconds is how often every parent is synced even when nothing changed. Unset means only on change. As in Metacontroller, which clamps the period to at least one second, 0 and negative values mean every second.",
@@ -1476,6 +1484,14 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 					"ownChildWrites": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ownChildWrites says what the loop does once it observes the children a sync created, changed or deleted, as that sync wrote them: Sync (the default, as Metacontroller) calls the sync hook again, once all of them are observed, so that it sees them and can report them in the status; Ignore does not, for a hook whose answer depends on the parent and its related objects alone, not on the children it observes. A change that is not the loop's own write syncs the parent either way. Not in Metacontroller.\n\nPossible enum values:\n - `\"Ignore\"` does not: the hook's answer does not depend on the children it observes.\n - `\"Sync\"` calls the sync hook again once every child a sync wrote is observed as written: the hook sees them.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Ignore", "Sync"},
+						},
+					},
+					"ownStatusWrites": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ownStatusWrites says what the loop does once it observes its own write of the hook's answer to the parent (its status; a DecoratorController's labels and annotations too): Sync (the default, as Metacontroller) calls the sync hook again, once, so that a hook that reads what it wrote (a state machine over status.phase) sees it stored and takes its next step at once; Ignore does not, for a hook that never reads the status, labels or annotations it returns: its next call is on the next change. A write that stored no change calls nothing, nor does a status write under parentResource.ignoreStatusChanges. A change that is not the loop's own write syncs the parent either way. Not in Metacontroller.\n\nPossible enum values:\n - `\"Ignore\"` does not: the hook does not read the status it returns.\n - `\"Sync\"` calls the sync hook again once the loop's write of its answer to the parent is observed: the hook sees its status.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Ignore", "Sync"},

@@ -52,6 +52,18 @@ type DecoratorControllerSpecApplyConfiguration struct {
 	// is not the loop's own write syncs the parent either way. Not in
 	// Metacontroller.
 	OwnChildWrites *metacontrollerv1alpha1.OwnChildWritesPolicy `json:"ownChildWrites,omitempty"`
+	// ownStatusWrites says what the loop does once it observes its own
+	// write of the hook's answer to the parent (its status; a
+	// DecoratorController's labels and annotations too): Sync (the
+	// default, as Metacontroller) calls the sync hook again, once, so that
+	// a hook that reads what it wrote (a state machine over
+	// status.phase) sees it stored and takes its next step at once; Ignore
+	// does not, for a hook that never reads the status, labels or
+	// annotations it returns: its next call is on the next change. A write
+	// that stored no change calls nothing, nor does a status write under
+	// parentResource.ignoreStatusChanges. A change that is not the loop's
+	// own write syncs the parent either way. Not in Metacontroller.
+	OwnStatusWrites *metacontrollerv1alpha1.OwnStatusWritesPolicy `json:"ownStatusWrites,omitempty"`
 	// resyncPeriodSeconds is how often every object is synced even when
 	// nothing changed. Unset means only on change; 0 and negative values
 	// mean every second, as in Metacontroller.
@@ -120,6 +132,14 @@ func (b *DecoratorControllerSpecApplyConfiguration) WithEndpointConfigs(values .
 // If called multiple times, the OwnChildWrites field is set to the value of the last call.
 func (b *DecoratorControllerSpecApplyConfiguration) WithOwnChildWrites(value metacontrollerv1alpha1.OwnChildWritesPolicy) *DecoratorControllerSpecApplyConfiguration {
 	b.OwnChildWrites = &value
+	return b
+}
+
+// WithOwnStatusWrites sets the OwnStatusWrites field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OwnStatusWrites field is set to the value of the last call.
+func (b *DecoratorControllerSpecApplyConfiguration) WithOwnStatusWrites(value metacontrollerv1alpha1.OwnStatusWritesPolicy) *DecoratorControllerSpecApplyConfiguration {
+	b.OwnStatusWrites = &value
 	return b
 }
 

@@ -184,6 +184,18 @@ func (d *Definition) OwnsChild(obj metav1.Object) bool {
 	return d.ChildAnnotation == "" || obj.GetAnnotations()[d.ChildAnnotation] == d.Name
 }
 
+// AdoptsOrphans tells whether d's parents adopt the orphans their selector
+// matches. A CompositeController does, as kube-controller-manager's
+// controllers do. A DecoratorController never does, as in Metacontroller,
+// whose decorator takes as attachments only the objects the decorated
+// object controls: an attachment orphaned with its object (kubectl delete
+// --cascade=orphan) carries the decorator's annotation, and adopting it
+// would hand it to whichever object synced first, which deletes it at
+// once as an attachment its hook did not ask for.
+func (d *Definition) AdoptsOrphans() bool {
+	return d.Kind != KindDecorator
+}
+
 // WithoutStatusRights is d without the right to write its parent's status:
 // for a decorated resource without a status subresource, whose status, if
 // any, is written with the object itself.

@@ -64,12 +64,21 @@ func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (
 	if p := dc.Spec.ResyncPeriodSeconds; p != nil {
 		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)
 	}
+	first := map[schema.GroupResource]int{}
 	for i, r := range dc.Spec.Resources {
 		path := spec.Child("resources").Index(i)
 		gvr, err := parseGVR(path, r.ResourceRule)
 		if err != nil {
 			return nil, err
 		}
+		// Validation refuses it; one stored before must not run: the loop
+		// has one view, and one queue key, per group and resource.
+		if j, dup := first[gvr.GroupResource()]; dup {
+			err := field.Duplicate(path, gvr.GroupResource().String())
+			err.Detail = "already listed at " + spec.Child("resources").Index(j).String()
+			return nil, err
+		}
+		first[gvr.GroupResource()] = i
 		dr := Decorated{Resource: resolve(gvr, resolver), Labels: labels.Everything(), Annotations: labels.Everything()}
 		dr.IgnoreStatusChanges = r.IgnoreStatusChanges != nil && *r.IgnoreStatusChanges
 		if s := r.LabelSelector; s != nil {

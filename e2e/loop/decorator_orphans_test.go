@@ -90,7 +90,9 @@ func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitAttachment(t, ns, "a-x", name, a)
-		getAX := func() (metav1.Object, error) { return stack.Kube.CoreV1().Secrets(ns).Get(ctx, "a-x", metav1.GetOptions{}) }
+		getAX := func() (metav1.Object, error) {
+			return stack.Kube.CoreV1().Secrets(ns).Get(ctx, "a-x", metav1.GetOptions{})
+		}
 		orphan := orphanedByKubectl(t, "Secret a-x", getAX, "configmap", "a", "-n", ns)
 
 		// b's next sync, seen done by the Event of the attachment it
@@ -146,7 +148,9 @@ spec:
 			t.Fatal(err)
 		}
 		const roleA = "orphanas.orphans.example.com-reader"
-		getRoleA := func() (metav1.Object, error) { return stack.Kube.RbacV1().ClusterRoles().Get(ctx, roleA, metav1.GetOptions{}) }
+		getRoleA := func() (metav1.Object, error) {
+			return stack.Kube.RbacV1().ClusterRoles().Get(ctx, roleA, metav1.GetOptions{})
+		}
 		eventually(t, "ClusterRole "+roleA+" owned by its CRD", func() (bool, error) {
 			role, err := getRoleA()
 			if err != nil {

@@ -26,7 +26,8 @@ type listed []*unstructured.Unstructured
 func (l listed) List(_ context.Context, gvr schema.GroupVersionResource, ns string, _ labels.Selector) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, o := range l {
-		if o.GetNamespace() == ns {
+		// "" lists every namespace, as for a cluster-scoped parent.
+		if ns == "" || o.GetNamespace() == ns {
 			out = append(out, o)
 		}
 	}
@@ -162,15 +163,20 @@ func TestDecoratorNeverAdoptsOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name        string
-		askedByName bool
-		wantWarning bool
+		name          string
+		askedByName   bool
+		wantWarning   bool
+		clusterScoped bool
 	}{
 		{name: "an orphan the hook does not ask for is not deleted"},
 		{name: "an orphan the hook asks for by name is not adopted", askedByName: true, wantWarning: true},
+		{name: "a cluster-scoped object's sync, which lists every namespace, does not delete an orphan", clusterScoped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := parent()
+			if tc.clusterScoped {
+				obj.SetNamespace("")
+			}
 			orphan := configMap("other-att", nil, map[string]string{definition.DecoratorAnnotation: "deco"})
 			stranger := configMap("stranger", nil, nil)
 			var seen []string

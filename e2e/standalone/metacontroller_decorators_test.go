@@ -89,12 +89,12 @@ spec:
   resources:
   - apiVersion: example.com/v1
     resource: hellos
-    labelSelector: {matchLabels: {a: x}}
+    labelSelector: {matchLabels: {tier: web}}
   - apiVersion: v1
     resource: configmaps
   - apiVersion: example.com/v1beta1
     resource: hellos
-    labelSelector: {matchLabels: {b: y}}
+    labelSelector: {matchLabels: {tier: db}}
   attachments:
   - apiVersion: v1
     resource: secrets

@@ -75,6 +75,42 @@ spec:
 	}
 }
 
+// A resource listed twice, even in two versions of its group, is refused
+// naming the second entry: each entry would run a loop of its own on the
+// same objects (T7).
+func TestDecoratorListingAResourceTwiceIsRejected(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	path := writeManifest(t, `apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: `+uniqueName("twice")+`
+spec:
+  resources:
+  - apiVersion: example.com/v1
+    resource: hellos
+    labelSelector: {matchLabels: {tier: web}}
+  - apiVersion: v1
+    resource: configmaps
+  - apiVersion: example.com/v1beta1
+    resource: hellos
+    labelSelector: {matchLabels: {tier: db}}
+  attachments:
+  - apiVersion: v1
+    resource: secrets
+  hooks:
+    sync:
+      webhook: {url: "http://hooks.example.com/sync"}
+`)
+	_, stderr, err := s.kubectl("apply", "-f", path)
+	if err == nil {
+		t.Fatal("kubectl apply accepted a DecoratorController listing hellos.example.com twice")
+	}
+	if want := `spec.resources[2]: Duplicate value: "hellos.example.com": already listed at spec.resources[0]`; !strings.Contains(stderr, want) {
+		t.Errorf("the error does not say %q:\n%s", want, stderr)
+	}
+}
+
 func TestKubectlExplainDecoratorController(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

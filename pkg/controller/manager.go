@@ -432,53 +432,6 @@ func (m *Manager) reconcile(ctx context.Context, key string) error {
 	return nil
 }
 
-// controllerRun is one controller's loop: a parent loop per parent
-// resource (one for a CompositeController, one per resource of a
-// DecoratorController), sharing one status.
-type controllerRun struct {
-	owner controllerObject
-	def   *definition.Definition
-	pcs   []*parentController
-}
-
-func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner controllerObject) (*controllerRun, error) {
-	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
-	if err != nil {
-		return nil, err
-	}
-	if err := m.checkAuthor(ctx, def); err != nil {
-		return nil, err
-	}
-	views := def.Parents()
-	run := &controllerRun{owner: owner, def: def}
-	status := newStatusTracker(m, owner, k.status(m), len(views))
-	for _, view := range views {
-		pc, err := newParentController(ctx, m, key, owner, view, status)
-		if err != nil {
-			for _, built := range run.pcs {
-				built.hooks.Close()
-			}
-			return nil, err
-		}
-		run.pcs = append(run.pcs, pc)
-	}
-	run.pcs[0].writesStatus = true
-	status.pcs = run.pcs
-	return run, nil
-}
-
-func (r *controllerRun) start(ctx context.Context) {
-	for _, pc := range r.pcs {
-		pc.start(ctx)
-	}
-}
-
-func (r *controllerRun) stop() {
-	for _, pc := range r.pcs {
-		pc.stop()
-	}
-}
-
 func (m *Manager) ownership() engine.FieldOwnership {
 	if m.unchanged == nil {
 		return nil

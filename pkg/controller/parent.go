@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,7 +60,15 @@ type parentController struct {
 	// acquired are the shared informers this controller uses, once per
 	// use; guarded by relatedMu once the workers run.
 	acquired []schema.GroupVersionResource
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// queue is the controller's one queue, shared by all its parent loops
+	// (controllerRun); view prefixes this loop's parent keys in it, and
+	// shards admits them.
+	queue  workqueue.TypedRateLimitingInterface[string]
+	view   string
+	shards ParentShards
+	// synced is closed once this loop's handlers have had the initial
+	// list: the controller's workers wait for all its loops'.
+	synced chan struct{}
 	// echoes tells the watch events of the loop's own writes from others'.
 	echoes *ownWrites
 	status *statusTracker
@@ -98,6 +105,7 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 		related:    map[schema.GroupVersionResource]informers.GenericInformer{},
 		unlisted:   map[schema.GroupVersionResource]bool{},
 		workers:    m.cfg.Workers,
+		synced:     make(chan struct{}),
 		echoes:     newOwnWrites(cmp.Or(m.cfg.EchoTimeout, DefaultEchoTimeout), !def.IgnoreOwnChildWrites, !def.IgnoreOwnStatusWrites),
 	}
 	if def.Workers != 0 {
@@ -140,12 +148,12 @@ func newParentController(ctx context.Context, m *Manager, key string, owner cont
 		h.Customize = pc.customize
 	}
 	pc.rec = &reconcile.Controller{Def: def, Hooks: h, FinalizeGrace: m.cfg.FinalizeGrace, ParentWithoutStatus: !hasStatus}
-	name := strings.ToLower(def.Kind) + "-" + def.Name
-	if len(def.Decorated) > 1 {
-		name += "-" + def.Parent.GVR.GroupResource().String()
-	}
-	pc.queue = newParentQueue(name, pc.unsynced, pc.echoes.isFinishing, m.cfg.Shards)
 	return pc, nil
+}
+
+// enqueue queues the parent of key in the controller's queue.
+func (pc *parentController) enqueue(key string) {
+	pc.queue.Add(queueKey(pc.view, key))
 }
 
 // unsynced tells whether the loop has not yet synced the parent's current
@@ -181,12 +189,12 @@ type forbiddenError struct{ message string }
 
 func (e *forbiddenError) Error() string { return e.message }
 
-// start wires the informers and runs the workers until stop.
+// start wires the informers and runs the loop's own goroutines until stop;
+// the controller's workers are controllerRun's.
 func (pc *parentController) start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	pc.cancel = cancel
-	logger := klog.FromContext(ctx).WithValues(strings.ToLower(pc.rec.Def.Kind), pc.owner.GetName())
-	ctx = klog.NewContext(ctx, logger)
+	logger := klog.FromContext(ctx)
 
 	pc.ctx = ctx
 	pc.parents = pc.acquire(pc.rec.Def.Parent.GVR)
@@ -225,14 +233,8 @@ func (pc *parentController) start(parent context.Context) {
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
+		close(pc.synced)
 		pc.status.started(fmt.Sprintf("informers synced, %d workers running", pc.workers))
-		for i := 0; i < pc.workers; i++ {
-			pc.done.Add(1)
-			go func() {
-				defer pc.done.Done()
-				wait.UntilWithContext(ctx, pc.runWorker, time.Second)
-			}()
-		}
 		if period := pc.m.cfg.ResyncPeriod; period > 0 {
 			pc.done.Add(1)
 			go func() {
@@ -269,7 +271,6 @@ func (pc *parentController) start(parent context.Context) {
 func (pc *parentController) stop() {
 	pc.m.event(pc.owner, "Normal", "Stopping", "Stopping controller: "+pc.owner.GetName())
 	pc.cancel()
-	pc.queue.ShutDown()
 	pc.done.Wait()
 	// Workers may have added handlers of related informers until now.
 	pc.relatedMu.Lock()
@@ -315,7 +316,7 @@ func (pc *parentController) enqueueParent(obj interface{}) {
 		!definition.HasFinalizer(u, pc.rec.Def.Finalizer) {
 		return
 	}
-	pc.queue.Add(key)
+	pc.enqueue(key)
 }
 
 func (pc *parentController) updateParent(old, cur interface{}) {
@@ -396,7 +397,7 @@ func (pc *parentController) childChanged(old, obj interface{}, gone bool) {
 		gv, _ := schema.ParseGroupVersion(child.GetAPIVersion())
 		id := childID{group: gv.Group, kind: child.GetKind(), namespace: child.GetNamespace(), name: child.GetName()}
 		if pc.echoes.childEvent(key, id, child.GetResourceVersion(), gone, child.GetDeletionTimestamp() != nil) {
-			pc.queue.Add(key)
+			pc.enqueue(key)
 		}
 		return
 	}
@@ -433,30 +434,25 @@ func parentKey(namespace, name string, namespaced bool) string {
 	return namespace + "/" + name
 }
 
-func (pc *parentController) runWorker(ctx context.Context) {
-	for pc.processNext(ctx) {
-	}
-}
-
-func (pc *parentController) processNext(ctx context.Context) bool {
-	key, shutdown := pc.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer pc.queue.Done(key)
-	ctx, done, ok := admit(ctx, pc.m.cfg.Shards, pc.queue, key)
+// process syncs the parent of key, taken from the controller's queue as
+// qkey (controllerRun.processNext), and queues it again as the sync says.
+func (pc *parentController) process(ctx context.Context, qkey, key string) {
+	ctx, done, ok := admit(ctx, pc.shards, pc.queue, qkey)
 	if !ok {
-		return true
+		return
 	}
 	defer done()
 	give, err := pc.m.cfg.Gate.turn(ctx, pc.rec.Def.Parent.GVR.GroupResource(), key)
 	if err != nil {
 		// The loop stops, or the shard was lost, while a live /sync of
 		// the parent ran.
-		return true
+		return
 	}
 	defer give()
 	logger := klog.FromContext(ctx).WithValues("parent", key)
+	if pc.view != "" {
+		logger = logger.WithValues("resource", pc.view)
+	}
 	ctx = klog.NewContext(ctx, logger)
 
 	start := time.Now()
@@ -466,7 +462,7 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		writes = nil
 	}
 	if again, waiting := pc.echoes.finish(key, writes); again {
-		pc.queue.Add(key)
+		pc.enqueue(key)
 	} else if waiting {
 		pc.checkEchoes(key)
 	}
@@ -475,31 +471,30 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 		// The shard was lost mid-sync (admit): its next owner syncs the
 		// parent again. Not the hook's failure, nor the controller's.
 		logger.Info("Sync abandoned: this replica no longer owns the parent's shard", "cause", cause)
-		pc.queue.Forget(key)
-		return true
+		pc.queue.Forget(qkey)
+		return
 	}
 	pc.status.synced(err)
 	var tooMany *hooks.TooManyRequestsError
 	switch {
 	case err == nil:
 		syncsTotal.WithLabelValues(pc.key, "success").Inc()
-		pc.queue.Forget(key)
+		pc.queue.Forget(qkey)
 		if requeueAfter > 0 {
-			pc.queue.AddAfter(key, requeueAfter)
+			pc.queue.AddAfter(qkey, requeueAfter)
 		}
 	case errors.As(err, &tooMany):
 		// The hook said when to come back; that is not a failure to back
 		// off from.
 		syncsTotal.WithLabelValues(pc.key, "throttled").Inc()
 		logger.V(2).Info("Hook asked to retry later", "retryAfter", tooMany.RetryAfter)
-		pc.queue.Forget(key)
-		pc.queue.AddAfter(key, max(tooMany.RetryAfter, time.Second))
+		pc.queue.Forget(qkey)
+		pc.queue.AddAfter(qkey, max(tooMany.RetryAfter, time.Second))
 	default:
 		syncsTotal.WithLabelValues(pc.key, "error").Inc()
 		logger.Error(err, "Sync failed; retrying with backoff")
-		pc.queue.AddRateLimited(key)
+		pc.queue.AddRateLimited(qkey)
 	}
-	return true
 }
 
 // checkEchoes queues the parent of key if the echoes of its sync's writes
@@ -507,7 +502,7 @@ func (pc *parentController) processNext(ctx context.Context) bool {
 func (pc *parentController) checkEchoes(key string) {
 	time.AfterFunc(pc.echoes.ttl, func() {
 		if pc.ctx.Err() == nil && pc.echoes.expire(key) {
-			pc.queue.Add(key)
+			pc.enqueue(key)
 		}
 	})
 }

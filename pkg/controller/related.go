@@ -229,7 +229,7 @@ func (pc *parentController) requeueWhenListed(ctx context.Context, gvr schema.Gr
 		defer pc.done.Done()
 		if cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 			for _, parent := range pc.customize.naming(gvr) {
-				pc.queue.Add(parentKey(parent.Namespace, parent.Name, pc.namespaced))
+				pc.enqueue(parentKey(parent.Namespace, parent.Name, pc.namespaced))
 			}
 		}
 		pc.relatedMu.Lock()
@@ -318,7 +318,7 @@ func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj 
 		return labels.Set(ns.(*unstructured.Unstructured).GetLabels()), true
 	}
 	for _, parent := range pc.customize.selecting(gvr, u, namespaced, nsLabels) {
-		pc.queue.Add(parentKey(parent.Namespace, parent.Name, pc.namespaced))
+		pc.enqueue(parentKey(parent.Namespace, parent.Name, pc.namespaced))
 	}
 }
 

@@ -65,12 +65,21 @@ func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (
 	if p := dc.Spec.ResyncPeriodSeconds; p != nil {
 		d.ResyncPeriod = max(time.Duration(*p)*time.Second, time.Second)
 	}
+	first := map[schema.GroupResource]int{}
 	for i, r := range dc.Spec.Resources {
 		path := spec.Child("resources").Index(i)
 		gvr, err := parseGVR(path, r.ResourceRule)
 		if err != nil {
 			return nil, err
 		}
+		// Validation refuses it; one stored before must not run: the loop
+		// has one view, and one queue key, per group and resource.
+		if j, dup := first[gvr.GroupResource()]; dup {
+			err := field.Duplicate(path, gvr.GroupResource().String())
+			err.Detail = "already listed at " + spec.Child("resources").Index(j).String()
+			return nil, err
+		}
+		first[gvr.GroupResource()] = i
 		dr := Decorated{Resource: resolve(gvr, resolver), Labels: labels.Everything(), Annotations: labels.Everything()}
 		dr.IgnoreStatusChanges = r.IgnoreStatusChanges != nil && *r.IgnoreStatusChanges
 		if s := r.LabelSelector; s != nil {
@@ -183,6 +192,18 @@ func (d *Definition) Selects(obj *unstructured.Unstructured) bool {
 // the decorator's annotation with its name.
 func (d *Definition) OwnsChild(obj metav1.Object) bool {
 	return d.ChildAnnotation == "" || obj.GetAnnotations()[d.ChildAnnotation] == d.Name
+}
+
+// AdoptsOrphans tells whether d's parents adopt the orphans their selector
+// matches. A CompositeController does, as kube-controller-manager's
+// controllers do. A DecoratorController never does, as in Metacontroller,
+// whose decorator takes as attachments only the objects the decorated
+// object controls: an attachment orphaned with its object (kubectl delete
+// --cascade=orphan) carries the decorator's annotation, and adopting it
+// would hand it to whichever object synced first, which deletes it at
+// once as an attachment its hook did not ask for.
+func (d *Definition) AdoptsOrphans() bool {
+	return d.Kind != KindDecorator
 }
 
 // WithoutStatusRights is d without the right to write its parent's status:

@@ -78,6 +78,12 @@ func TestCompileDecorator(t *testing.T) {
 			t.Errorf("rights %v lack %q", rights, want)
 		}
 	}
+	twice := serviceDecorator()
+	twice.Spec.Resources = append(twice.Spec.Resources, twice.Spec.Resources[0])
+	twice.Spec.Resources[2].APIVersion = "apps/v1beta2"
+	if _, err := CompileDecorator(twice, nil); err == nil || !strings.Contains(err.Error(), "spec.resources[2]: Duplicate value") {
+		t.Errorf("statefulsets.apps listed twice compiled (error %v): its two views would share one queue key", err)
+	}
 	annotated := obj(nil, map[string]string{DecoratorAnnotation: "service-per-pod"})
 	if !def.OwnsChild(annotated) || def.OwnsChild(obj(nil, map[string]string{DecoratorAnnotation: "other"})) {
 		t.Errorf("OwnsChild goes by the annotation")

@@ -40,7 +40,8 @@ type Claimed struct {
 	// hook asks for one of their names. They are never touched.
 	Others []*unstructured.Unstructured
 	// Unowned have no controller and are not adopted: they do not match
-	// the selector, or may not be adopted now. They are never touched: a
+	// the selector, may not be adopted now, or the controller adopts no
+	// orphan (a DecoratorController). They are never touched: a
 	// desired child of the same name is not created over them, as
 	// Metacontroller's create would fail with AlreadyExists.
 	Unowned []*unstructured.Unstructured

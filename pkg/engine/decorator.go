@@ -135,7 +135,8 @@ var attachmentSelector = labels.Everything()
 // OwnedCandidates keeps of the candidate children those the controller may
 // claim: for a DecoratorController the objects carrying its annotation, so
 // that an object's other dependents, or another decorator's attachments,
-// are never claimed, released or deleted.
+// are never claimed, released or deleted. An orphan among them is never
+// adopted (definition.AdoptsOrphans): Claim leaves it Unowned.
 func OwnedCandidates(def *definition.Definition, candidates []*unstructured.Unstructured) []*unstructured.Unstructured {
 	if def.ChildAnnotation == "" {
 		return candidates

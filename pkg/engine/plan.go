@@ -30,6 +30,9 @@ const (
 	reasonParentDeleting = "parent is being deleted; the garbage collector removes its children"
 	reasonOlderRevision  = "follows an older ControllerRevision until the rolling update reaches it (%s)"
 	reasonUnowned        = "returned by the hook, but an object of that name exists without a controller and does not match the parent's selector; it is not taken over"
+	// reasonUnownedAttachment: a DecoratorController adopts no orphan
+	// (definition.AdoptsOrphans).
+	reasonUnownedAttachment = "returned by the hook, but an object of that name exists without a controller, and a DecoratorController adopts no orphan; it is not taken over"
 )
 
 // buildItems compares the desired children with the observed ones.
@@ -85,8 +88,7 @@ func (c *computation) buildItems(ctx context.Context, desired []desiredChild) er
 			// The item says so; the loop records it as ErrResourceExists.
 			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: ReasonForeign})
 		case !ok && unowned[key]:
-			c.plan.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
-			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnowned})
+			items = append(items, c.unownedItem(d))
 		case !ok && released[key]:
 			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake})
 		case !ok:
@@ -125,6 +127,18 @@ func (c *computation) buildItems(ctx context.Context, desired []desiredChild) er
 	sortItems(items)
 	c.plan.Items = items
 	return nil
+}
+
+// unownedItem is the item of a desired child whose name an object without a
+// controller has, which is not adopted: left alone, with a warning, as
+// Metacontroller's create of it would fail with AlreadyExists.
+func (c *computation) unownedItem(d desiredChild) Item {
+	if !c.in.Definition.AdoptsOrphans() {
+		c.plan.warn("attachment %s exists without a controller; a DecoratorController adopts no orphan, so it is left alone", describe(d.obj))
+		return Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnownedAttachment}
+	}
+	c.plan.warn("child %s exists without a controller and does not match the parent's selector; it is left alone", describe(d.obj))
+	return Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: reasonUnowned}
 }
 
 // updateItem is the item of a desired child that exists, by the update

@@ -26,7 +26,8 @@ type listed []*unstructured.Unstructured
 func (l listed) List(_ context.Context, gvr schema.GroupVersionResource, ns string, _ labels.Selector) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, o := range l {
-		if o.GetNamespace() == ns {
+		// "" lists every namespace, as for a cluster-scoped parent.
+		if ns == "" || o.GetNamespace() == ns {
 			out = append(out, o)
 		}
 	}
@@ -144,9 +145,14 @@ func TestSyncDecoratesTheObject(t *testing.T) {
 	}
 }
 
-// An orphan that carries the decorator's annotation (released, or left by
-// Metacontroller) is adopted in place; one without it is never claimed.
-func TestDecoratorAdoptsAnnotatedOrphans(t *testing.T) {
+// As Metacontroller (whose decorator getChildren keeps only the objects the
+// decorated object controls), a DecoratorController never adopts: an
+// orphan carrying its annotation (its object deleted with
+// --cascade=orphan) is not shown to the hook, not adopted and not deleted,
+// whether or not the hook asks for its name. Asked for, it is left as it
+// is, as Metacontroller's create of it fails with AlreadyExists and is
+// skipped, and a warning says so.
+func TestDecoratorNeverAdoptsOrphans(t *testing.T) {
 	dc := &v1alpha1.DecoratorController{ObjectMeta: metav1.ObjectMeta{Name: "deco"}, Spec: v1alpha1.DecoratorControllerSpec{
 		Resources:   []v1alpha1.DecoratorControllerResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "things"}}},
 		Attachments: []v1alpha1.DecoratorControllerAttachmentRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
@@ -156,37 +162,56 @@ func TestDecoratorAdoptsAnnotatedOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := parent()
-	orphan := configMap("p-kept", nil, map[string]string{definition.DecoratorAnnotation: "deco"})
-	stranger := configMap("stranger", nil, nil)
-	var seen []string
-	hook := engine.InProcessDecorator(hookapi.DecoratorHookFunc(func(_ context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, error) {
-		for key := range req.Attachments["ConfigMap.v1"] {
-			seen = append(seen, key)
-		}
-		return &hookapi.DecoratorHookResponse{Attachments: []*unstructured.Unstructured{orphan.DeepCopy()}}, nil
-	}))
-	e, client := env(t, obj, orphan, stranger)
-	e.Children = listed{orphan, stranger}
-	res, err := (&Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Sync: hook}}).Sync(context.Background(), e, obj, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 1 || seen[0] != "p-kept" {
-		t.Errorf("the hook saw %v, want the annotated orphan only", seen)
-	}
-	actions := map[string]string{}
-	for _, d := range res.Done {
-		actions[d.Name] = string(d.Action)
-	}
-	if actions["p-kept"] != "Adopt" || actions["stranger"] != "" {
-		t.Errorf("done %v: want p-kept adopted and stranger untouched", actions)
-	}
-	adopted, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(context.Background(), "p-kept", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ref := metav1.GetControllerOfNoCopy(adopted); ref == nil || ref.UID != obj.GetUID() || adopted.GetUID() != orphan.GetUID() {
-		t.Errorf("p-kept controller %v, uid %s: want adopted in place", ref, adopted.GetUID())
+	for _, tc := range []struct {
+		name          string
+		askedByName   bool
+		wantWarning   bool
+		clusterScoped bool
+	}{
+		{name: "an orphan the hook does not ask for is not deleted"},
+		{name: "an orphan the hook asks for by name is not adopted", askedByName: true, wantWarning: true},
+		{name: "a cluster-scoped object's sync, which lists every namespace, does not delete an orphan", clusterScoped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := parent()
+			if tc.clusterScoped {
+				obj.SetNamespace("")
+			}
+			orphan := configMap("other-att", nil, map[string]string{definition.DecoratorAnnotation: "deco"})
+			stranger := configMap("stranger", nil, nil)
+			var seen []string
+			hook := engine.InProcessDecorator(hookapi.DecoratorHookFunc(func(_ context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, error) {
+				for key := range req.Attachments["ConfigMap.v1"] {
+					seen = append(seen, key)
+				}
+				resp := &hookapi.DecoratorHookResponse{}
+				if tc.askedByName {
+					resp.Attachments = []*unstructured.Unstructured{orphan.DeepCopy()}
+				}
+				return resp, nil
+			}))
+			e, client := env(t, obj, orphan, stranger)
+			e.Children = listed{orphan, stranger}
+			res, err := (&Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Sync: hook}}).Sync(context.Background(), e, obj, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 0 {
+				t.Errorf("the hook saw attachments %v, want none: the object controls none", seen)
+			}
+			for _, d := range res.Done {
+				t.Errorf("done %s %s: want nothing done to an orphan", d.Action, d.Name)
+			}
+			if got := len(res.Warnings) > 0; got != tc.wantWarning {
+				t.Errorf("warnings %q, want some: %v", res.Warnings, tc.wantWarning)
+			}
+			kept, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(context.Background(), "other-att", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the orphan: %v", err)
+			}
+			if ref := metav1.GetControllerOfNoCopy(kept); ref != nil || kept.GetUID() != orphan.GetUID() {
+				t.Errorf("the orphan's controller %v, uid %s: want it untouched", ref, kept.GetUID())
+			}
+		})
 	}
 }

@@ -474,7 +474,7 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 		candidates = append(candidates, objs...)
 	}
 	candidates = engine.OwnedCandidates(c.Def, candidates)
-	canAdopt := parent.GetDeletionTimestamp() == nil
+	canAdopt := parent.GetDeletionTimestamp() == nil && c.Def.AdoptsOrphans()
 	claimed := engine.Claim(parent, selector, candidates, canAdopt)
 	if len(claimed.Adopt) > 0 && !dryRun {
 		// Adopt only for the parent as it is now, as Kubernetes'

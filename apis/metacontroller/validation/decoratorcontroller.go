@@ -1,10 +1,13 @@
 package validation
 
 import (
+	"fmt"
+
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
@@ -57,10 +60,12 @@ func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
 		// runs a hook.
 		c.err(field.Required(resourcesPath, "the resources whose objects are decorated"))
 	}
+	firstResource := make(map[schema.GroupResource]int, len(spec.Resources))
 	for i := range spec.Resources {
 		r := &spec.Resources[i]
 		idxPath := resourcesPath.Index(i)
 		c.err(validateResourceRule(&r.ResourceRule, idxPath)...)
+		c.checkDecoratedOnce(&r.ResourceRule, firstResource, i, resourcesPath)
 		if r.LabelSelector != nil {
 			c.err(metav1validation.ValidateLabelSelector(r.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, idxPath.Child("labelSelector"))...)
 		}
@@ -93,6 +98,28 @@ func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
 	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
 	c.checkOwnStatusWrites(spec.OwnStatusWrites, fldPath.Child("ownStatusWrites"))
 	return c
+}
+
+// checkDecoratedOnce refuses a resource listed twice, in any two versions of
+// its group: each entry would run a loop of its own on the same objects,
+// and with two selectors and a finalize hook one entry's loop adds the
+// shared finalizer that the other's finalizes away, forever. Metacontroller
+// keys the selectors by group and kind, so its last entry silently wins;
+// here the author is told.
+func (c *checker) checkDecoratedOnce(rule *metacontroller.ResourceRule, first map[schema.GroupResource]int, i int, fldPath *field.Path) {
+	gv, err := schema.ParseGroupVersion(rule.APIVersion)
+	if err != nil || rule.Resource == "" {
+		return
+	}
+	gr := schema.GroupResource{Group: gv.Group, Resource: rule.Resource}
+	j, seen := first[gr]
+	if !seen {
+		first[gr] = i
+		return
+	}
+	dup := field.Duplicate(fldPath.Index(i), gr.String())
+	dup.Detail = fmt.Sprintf("already listed at %s: list a resource once, with one labelSelector and annotationSelector that match all the objects to decorate", fldPath.Index(j))
+	c.err(dup)
 }
 
 // validateAnnotationSelector checks an annotation selector as the label

@@ -50,6 +50,15 @@ func TestValidateDecoratorController(t *testing.T) {
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}},
 			}
 		}, []wantErr{inv("spec.resources[0].annotationSelector.matchAnnotations"), inv("spec.resources[0].annotationSelector.matchExpressions[0].operator")}},
+		{"a resource listed twice", func(dc *metacontroller.DecoratorController) {
+			dc.Spec.Resources = append(dc.Spec.Resources, dc.Spec.Resources[0])
+			dc.Spec.Resources[1].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+		}, []wantErr{dup("spec.resources[1]")}},
+		{"a resource listed twice in two versions of its group", func(dc *metacontroller.DecoratorController) {
+			dc.Spec.Resources = append(dc.Spec.Resources, dc.Spec.Resources[0], dc.Spec.Resources[0])
+			dc.Spec.Resources[1].ResourceRule = metacontroller.ResourceRule{APIVersion: "v1", Resource: "statefulsets"}
+			dc.Spec.Resources[2].ResourceRule = metacontroller.ResourceRule{APIVersion: "apps/v1beta2", Resource: "statefulsets"}
+		}, []wantErr{dup("spec.resources[2]")}},
 		{"an attachment of this server's group", func(dc *metacontroller.DecoratorController) {
 			dc.Spec.Attachments[0].APIVersion = "metacontroller.k8s.io/v1alpha1"
 			dc.Spec.Attachments[0].Resource = "compositecontrollers"

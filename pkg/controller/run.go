@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+)
+
+// controllerRun is one controller's loop: a parent loop per parent
+// resource (one for a CompositeController, one per resource of a
+// DecoratorController), sharing one status, one queue and one set of
+// workers. One queue, as Metacontroller's decorator has: a key is synced by
+// one worker at a time, so however a controller's resources are written,
+// no object is synced twice at once, and --workers bounds the controller's
+// concurrent hook calls whatever the number of its resources.
+type controllerRun struct {
+	owner controllerObject
+	def   *definition.Definition
+	pcs   []*parentController
+	// views are the parent loops by the view their keys carry in queue.
+	views   map[string]*parentController
+	queue   workqueue.TypedRateLimitingInterface[string]
+	workers int
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+}
+
+func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner controllerObject) (*controllerRun, error) {
+	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkAuthor(ctx, def); err != nil {
+		return nil, err
+	}
+	views := def.Parents()
+	run := &controllerRun{owner: owner, def: def, views: map[string]*parentController{}}
+	status := newStatusTracker(m, owner, k.status(m), len(views))
+	for _, view := range views {
+		pc, err := newParentController(ctx, m, key, owner, view, status)
+		if err != nil {
+			for _, built := range run.pcs {
+				built.hooks.Close()
+			}
+			return nil, err
+		}
+		run.pcs = append(run.pcs, pc)
+	}
+	shards := routedShards(m.cfg.Shards, run.route)
+	run.queue = newParentQueue(strings.ToLower(def.Kind)+"-"+def.Name, run.unsynced, run.finishing, shards)
+	for _, pc := range run.pcs {
+		if def.Kind == definition.KindDecorator {
+			// CompileDecorator refuses a group and resource listed
+			// twice, so each view has keys of its own.
+			pc.view = pc.rec.Def.Parent.GVR.GroupResource().String()
+		}
+		pc.queue, pc.shards = run.queue, shards
+		run.views[pc.view] = pc
+	}
+	run.workers = run.pcs[0].workers
+	run.pcs[0].writesStatus = true
+	status.pcs = run.pcs
+	return run, nil
+}
+
+// queueKey is the key of the parent of key (namespace/name) of view in a
+// controller's queue: key itself for a CompositeController (view ""), else
+// "<resource>.<group>/<key>", so that objects of two resources of one
+// DecoratorController, of one name, are two keys.
+func queueKey(view, key string) string {
+	if view == "" {
+		return key
+	}
+	return view + "/" + key
+}
+
+// route is the parent loop and parent key of a key of the queue; nil when
+// no loop has its view. A resource has no "/" in its name, so the first
+// one ends the view.
+func (r *controllerRun) route(qkey string) (*parentController, string) {
+	view, key := "", qkey
+	if r.def.Kind == definition.KindDecorator {
+		view, key, _ = strings.Cut(qkey, "/")
+	}
+	return r.views[view], key
+}
+
+// unsynced and finishing are the queue's lanes' questions (see lanes),
+// asked of the parent's loop.
+func (r *controllerRun) unsynced(qkey string) bool {
+	pc, key := r.route(qkey)
+	return pc != nil && pc.unsynced(key)
+}
+
+func (r *controllerRun) finishing(qkey string) bool {
+	pc, key := r.route(qkey)
+	return pc != nil && pc.echoes.isFinishing(key)
+}
+
+// start runs the parent loops and, once all of them have had their
+// informers' initial lists, the controller's workers until stop.
+func (r *controllerRun) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	r.cancel = cancel
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(strings.ToLower(r.def.Kind), r.owner.GetName()))
+	for _, pc := range r.pcs {
+		pc.start(ctx)
+	}
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		defer utilruntime.HandleCrash()
+		// A worker syncing one loop's parent while another loop's
+		// handlers still get their initial list would see those parents
+		// queued again by their children's Adds (see parentController.start).
+		for _, pc := range r.pcs {
+			select {
+			case <-ctx.Done():
+				return
+			case <-pc.synced:
+			}
+		}
+		for i := 0; i < r.workers; i++ {
+			r.done.Add(1)
+			go func() {
+				defer r.done.Done()
+				wait.UntilWithContext(ctx, r.runWorker, time.Second)
+			}()
+		}
+	}()
+}
+
+func (r *controllerRun) stop() {
+	r.cancel()
+	r.queue.ShutDown()
+	r.done.Wait()
+	for _, pc := range r.pcs {
+		pc.stop()
+	}
+}
+
+func (r *controllerRun) runWorker(ctx context.Context) {
+	for r.processNext(ctx) {
+	}
+}
+
+func (r *controllerRun) processNext(ctx context.Context) bool {
+	qkey, shutdown := r.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer r.queue.Done(qkey)
+	pc, key := r.route(qkey)
+	if pc == nil {
+		r.queue.Forget(qkey)
+		return true
+	}
+	pc.process(ctx, qkey, key)
+	return true
+}
+
+// routedShards is shards asked about the parent of a queue's key: a
+// parent's shard is that of its namespace/name whatever the controller's
+// kind or the resource's view.
+func routedShards(shards ParentShards, route func(qkey string) (*parentController, string)) ParentShards {
+	if shards == nil {
+		return nil
+	}
+	return parentKeyShards{ParentShards: shards, route: route}
+}
+
+type parentKeyShards struct {
+	ParentShards
+	route func(qkey string) (*parentController, string)
+}
+
+func (s parentKeyShards) Owns(qkey string) bool {
+	_, key := s.route(qkey)
+	return s.ParentShards.Owns(key)
+}
+
+func (s parentKeyShards) Begin(ctx context.Context, qkey string) (context.Context, func(), bool) {
+	_, key := s.route(qkey)
+	return s.ParentShards.Begin(ctx, key)
+}

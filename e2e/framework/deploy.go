@@ -73,17 +73,6 @@ var stackFlags = []string{
 	"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig",
 }
 
-// ShippedServerArgs are the arguments of the shipped Deployment's container
-// without the flags the stack sets itself (stackFlags): what a test passes
-// to StartComposite and StartReplica to run the servers as shipped.
-func ShippedServerArgs() ([]string, error) {
-	d, err := ShippedDeployment()
-	if err != nil {
-		return nil, err
-	}
-	return DeploymentServerArgs(d), nil
-}
-
 // DeploymentServerArgs are the arguments of d's container without the
 // flags the stack sets itself (stackFlags).
 func DeploymentServerArgs(d *appsv1.Deployment) []string {

@@ -102,13 +102,6 @@ func (m *Manager) release(gvr schema.GroupVersionResource) {
 	m.listErrors.Delete(gvr)
 }
 
-// runningInformers is how many informers run, for tests and metrics.
-func (m *Manager) runningInformers() int {
-	m.informersMu.Lock()
-	defer m.informersMu.Unlock()
-	return len(m.informers)
-}
-
 // lastListError is the last error the informer of gvr had listing or
 // watching, or nil.
 func (m *Manager) lastListError(gvr schema.GroupVersionResource) error {

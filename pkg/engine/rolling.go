@@ -99,17 +99,6 @@ func (pr *parentRevision) setAnswer(resp *hookapi.SyncHookResponse, desired []de
 	}
 }
 
-func (pr *parentRevision) has(key string) bool {
-	for _, ck := range pr.rev.Children {
-		for _, n := range ck.Names {
-			if rollingKey(ck.APIGroup, ck.Kind, n) == key {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func (pr *parentRevision) add(group, kind, name string) {
 	for i := range pr.rev.Children {
 		ck := &pr.rev.Children[i]

@@ -36,7 +36,7 @@ type Config struct {
 	// CompositeController.
 	ControllerKind string
 	// Hook is the hook's role: "sync", "customize", "finalize" or, for a
-	// patch hook, "patch:<name>" (PatchHookName).
+	// patch hook, "patch:<name>" (definition.PatchHookName).
 	Hook string
 	// Webhook is where and how the hook is called.
 	Webhook *v1alpha1.Webhook

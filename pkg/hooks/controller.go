@@ -85,7 +85,3 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 	out.Patches = patches.New(steps...)
 	return out, nil
 }
-
-// PatchHookName is how the patch hook name is named as a hook: in errors,
-// and in the hook label of the composite_hook_* metrics.
-func PatchHookName(patch string) string { return definition.PatchHookName(patch) }

@@ -2,13 +2,11 @@ package compositecontroller
 
 import (
 	"context"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
@@ -31,18 +29,4 @@ func NewSyncREST(store rest.Getter, scheme *runtime.Scheme, syncer Syncer) *Sync
 		}
 		return syncer.Run(ctx, cc, req, dryRun)
 	})
-}
-
-// getController reads the CompositeController a subresource request names
-// (controllerregistry.GetController).
-func getController(ctx context.Context, store rest.Getter, name string) (*metacontroller.CompositeController, error) {
-	stored, err := controllerregistry.GetController(ctx, store, name)
-	if err != nil {
-		return nil, err
-	}
-	cc, ok := stored.(*metacontroller.CompositeController)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("the store answered %T", stored))
-	}
-	return cc, nil
 }

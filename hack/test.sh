@@ -27,11 +27,15 @@ export COMPOSITE_ETCD_CLIENTS="$etcd_clients_dir"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
-go test -count=1 "$@" ./...
+# e2e/loop, the longest package, runs about 10 minutes on two cores:
+# past go test's default timeout, which would panic it.
+go test -count=1 -timeout 30m "$@" ./...
 
 # The container image, built without Docker for linux/amd64 and linux/arm64
 # and inspected (hack/image is a module of its own, outside ./...).
-(cd hack/image && go test -count=1 "$@" ./...)
+# A cold cross-build for arm64 alone can take most of go test's default
+# 10-minute timeout on two cores.
+(cd hack/image && go test -count=1 -timeout 30m "$@" ./...)
 
 # Short fuzz runs (FUZZTIME each: by default a count of inputs, not a
 # duration, for Go's fuzzer fails a run with "context deadline exceeded"

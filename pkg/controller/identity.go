@@ -67,27 +67,10 @@ func (m *Manager) actorFor(ctx context.Context, def *definition.Definition) (*ac
 			return nil, err
 		}
 	}
-	if err := checkReferences(ctx, m.access, def, a.readers); err != nil {
+	if err := m.access.CheckReferences(ctx, def, a.readers); err != nil {
 		return nil, forbidden(err)
 	}
 	return a, nil
-}
-
-// checkReferences refuses the Secrets and ConfigMaps of def's hooks'
-// credentials that one of readers may not get. An identity reads them
-// itself, through impersonation, and RBAC judges it there.
-func checkReferences(ctx context.Context, access rights.Access, def *definition.Definition, readers []rights.Subject) error {
-	for _, reader := range readers {
-		if reader.ServiceAccount != nil {
-			continue
-		}
-		for _, ref := range def.References {
-			if err := access.Check(ctx, reader, ref.Right()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // forbidden makes a refusal a forbiddenError, which the manager retries

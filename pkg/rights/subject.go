@@ -208,3 +208,21 @@ func (a Access) CheckReads(ctx context.Context, subject Subject, def *definition
 	}
 	return nil
 }
+
+// CheckReferences refuses the Secrets and ConfigMaps of def's hooks'
+// credentials that one of readers (IdentityPolicy.ReadersOf) may not get.
+// An identity reads them itself, through impersonation, and RBAC judges
+// it there.
+func (a Access) CheckReferences(ctx context.Context, def *definition.Definition, readers []Subject) error {
+	for _, reader := range readers {
+		if reader.ServiceAccount != nil {
+			continue
+		}
+		for _, ref := range def.References {
+			if err := a.Check(ctx, reader, ref.Right()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -54,17 +54,8 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*act
 		}
 		a.readers = readers
 	}
-	access := rights.Access{Authorizer: r.authorizer}
-	for _, reader := range readers {
-		if reader.ServiceAccount != nil {
-			// It reads the credentials itself; RBAC judges.
-			continue
-		}
-		for _, ref := range def.References {
-			if err := access.Check(ctx, reader, ref.Right()); err != nil {
-				return nil, refuse(err)
-			}
-		}
+	if err := (rights.Access{Authorizer: r.authorizer}).CheckReferences(ctx, def, readers); err != nil {
+		return nil, refuse(err)
 	}
 	return a, nil
 }

@@ -28,26 +28,7 @@ import (
 
 // widgetCRD is the baseline's parent resource: like hellos, in a group of
 // its own, so that no controller of the benchmarks watches it.
-const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.bench.example.com
-spec:
-  group: bench.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+var widgetCRD = framework.CRD{Group: "bench.example.com", Plural: "widgets", Kind: "Widget"}.Manifest()
 
 var widgetsGVR = schema.GroupVersionResource{Group: "bench.example.com", Version: "v1", Resource: "widgets"}
 

@@ -12,31 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // crudCRD serves the CompositeController's shape as a CRD: cluster-scoped
 // like it, with a status subresource like it, and a schema that takes any
 // spec, so that the CRD's cost is kube-apiserver's own, not validation.
-const crudCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: compositecontrollers.bench.example.com
-spec:
-  group: bench.example.com
-  scope: Cluster
-  names: {plural: compositecontrollers, singular: compositecontroller, kind: CompositeController, listKind: CompositeControllerList}
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+var crudCRD = framework.CRD{Group: "bench.example.com", Plural: "compositecontrollers", Kind: "CompositeController", Version: "v1alpha1", ClusterScoped: true}.Manifest()
 
 var (
 	aggregatedGVR = schema.GroupVersionResource{Group: "metacontroller.k8s.io", Version: "v1alpha1", Resource: "compositecontrollers"}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +50,9 @@ func BenchmarkIsolation(b *testing.B) {
 		ctx := context.Background()
 		name := uniqueName("bench-hang")
 		url, hh := env.hook.registerHanging(name)
-		manifest := strings.Replace(controllerManifest(name, url), "timeout: 30s", "timeout: "+isolationHookTimeout.String(), 1)
+		controller := benchController(name, url)
+		controller.Timeout = isolationHookTimeout.String()
+		manifest := controller.Manifest()
 		if err := stack.Apply(ctx, manifest); err != nil {
 			b.Fatal(err)
 		}

@@ -300,38 +300,11 @@ func trackingHookResponse(req *hookapi.SyncHookRequest) *hookapi.SyncHookRespons
 	return resp
 }
 
-// controllerManifest is a CompositeController of the hellos labelled
+// benchController is a CompositeController of the hellos labelled
 // bench=<name>, with ConfigMap children and a generated selector: each
 // benchmark's controller sees only its own parents.
-func controllerManifest(name, hookURL string) string {
-	return controllerManifestWith(name, hookURL, "")
-}
-
-// controllerManifestWith is controllerManifest with hooks appended under
-// spec.hooks (four-space indented YAML).
-func controllerManifestWith(name, hookURL, hooks string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {bench: %[1]s}
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      webhook:
-        url: %[2]s/sync
-        timeout: 30s
-%[3]s`, name, hookURL, hooks)
+func benchController(name, hookURL string) framework.ControllerFixture {
+	return framework.ControllerFixture{Name: name, HookURL: hookURL, SelectBy: "bench", Timeout: "30s"}
 }
 
 // createController applies the benchmark controller name with the
@@ -341,14 +314,12 @@ func createController(ctx context.Context, name string) (*v1alpha1.CompositeCont
 }
 
 // createControllerWith is createController with hooks appended under
-// spec.hooks, as controllerManifestWith has them, and extra appended to
-// the spec (two-space indented).
+// spec.hooks (four-space indented YAML) and extra appended to the spec
+// (two-space indented).
 func createControllerWith(ctx context.Context, name, hooks, extra string) (*v1alpha1.CompositeController, error) {
-	url := env.hook.register(name)
-	manifest := controllerManifestWith(name, url, hooks)
-	if extra != "" {
-		manifest = strings.Replace(manifest, "  generateSelector: true\n", "  generateSelector: true\n"+extra, 1)
-	}
+	controller := benchController(name, env.hook.register(name))
+	controller.Hooks, controller.Extra = hooks, extra
+	manifest := controller.Manifest()
 	if err := stack.Apply(ctx, manifest); err != nil {
 		return nil, err
 	}

@@ -151,27 +151,7 @@ func answer(parent *unstructured.Unstructured) *hookapi.SyncHookResponse {
 // with ConfigMap children updated in place, and waits until its loop runs.
 func createController(t *testing.T, name, hookURL string) {
 	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {test: %[1]s}
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy: {method: InPlace}
-  hooks:
-    sync:
-      webhook:
-        url: %[2]s/sync
-        timeout: 10s
-`, name, hookURL)
+	manifest := framework.ControllerFixture{Name: name, HookURL: hookURL, Timeout: "10s"}.Manifest()
 	ctx := context.Background()
 	if err := stack.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)

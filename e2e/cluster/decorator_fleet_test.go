@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 )
 
@@ -29,30 +29,7 @@ func TestFleetPreviewOfADecoratorController(t *testing.T) {
 	hook := setUpHellos(t)
 	const ns, name = "decorator-fleet", "decorator-fleet"
 	createNamespace(t, ns)
-	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: %[2]s
-spec:
-  resources:
-  - apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {fleet: %[2]s}
-  - apiVersion: v1
-    resource: configmaps
-    labelSelector:
-      matchLabels: {fleet: %[2]s}
-    annotationSelector:
-      matchExpressions:
-      - {key: attach, operator: Exists}
-  attachments:
-  - apiVersion: v1
-    resource: secrets
-  hooks:
-    sync:
-      webhook: {url: %[1]s/decorate}
-`, hook.URL, name)
+	manifest := framework.DecoratorFixture{Name: name, HookURL: hook.URL, SelectBy: "fleet", NoFinalize: true}.Manifest()
 	if err := stack.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)
 	}

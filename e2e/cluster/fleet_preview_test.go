@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -125,25 +126,8 @@ func newFleet() (*fleetFixture, error) {
 			return nil, err
 		}
 	}
-	if err := stack.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {fleet: %[1]s}
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy: {method: InPlace}
-  hooks:
-    sync:
-      webhook: {url: %s/current/sync, timeout: 5s}
-`, fleetController, f.hookURL)); err != nil {
+	controller := framework.ControllerFixture{Name: fleetController, HookURL: f.hookURL + "/current", SelectBy: "fleet", Timeout: "5s"}
+	if err := stack.Apply(ctx, controller.Manifest()); err != nil {
 		return nil, err
 	}
 	for i := 0; i < fleetParents; i++ {

@@ -6,35 +6,65 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// HelloCRD is the parent resource of the end-to-end tests: hellos.example.com,
-// namespaced, with a status subresource and any spec.
-const HelloCRD = `apiVersion: apiextensions.k8s.io/v1
+// CRD is a CustomResourceDefinition of one served and stored version whose
+// objects take any spec and status: the parents and children of the
+// end-to-end tests and benchmarks, whose shape the controllers under test
+// decide, not a schema.
+type CRD struct {
+	Group, Plural, Kind string
+	// Version is the one version: v1 when empty.
+	Version string
+	// ClusterScoped makes the objects cluster-scoped; they are namespaced
+	// otherwise.
+	ClusterScoped bool
+	// NoStatus leaves out the status subresource, so that the status is
+	// written with the rest of the object.
+	NoStatus bool
+}
+
+// Manifest is the CRD as YAML to apply.
+func (c CRD) Manifest() string {
+	version, scope, status := c.Version, "Namespaced", "    subresources: {status: {}}\n"
+	if version == "" {
+		version = "v1"
+	}
+	if c.ClusterScoped {
+		scope = "Cluster"
+	}
+	if c.NoStatus {
+		status = ""
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: hellos.example.com
+  name: %[2]s.%[1]s
 spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: hellos, singular: hello, kind: Hello}
+  group: %[1]s
+  scope: %[5]s
+  names: {plural: %[2]s, singular: %[3]s, kind: %[4]s}
   versions:
-  - name: v1
+  - name: %[6]s
     served: true
     storage: true
-    subresources: {status: {}}
-    schema:
+%[7]s    schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+`, c.Group, c.Plural, strings.ToLower(c.Kind), c.Kind, scope, version, status)
+}
+
+// HelloCRD is the parent resource of the end-to-end tests: hellos.example.com,
+// namespaced, with a status subresource and any spec.
+var HelloCRD = CRD{Group: "example.com", Plural: "hellos", Kind: "Hello"}.Manifest()
 
 // HelloControllerRights is what an admin grants composite-apiserver for
 // controllers of hellos with ConfigMap and Service children, through the
@@ -147,4 +177,136 @@ spec:
         url: %s/sync
         timeout: 5s
 %s`, name, method, hookURL, extraSpec)
+}
+
+// ControllerFixture is a CompositeController of the hellos labelled
+// SelectBy=<Name>, so that each test's controller sees only its own
+// parents, with a generated selector and one child resource, its sync hook
+// at HookURL/sync. The rolling update tests give it Widget children with a
+// rolling method and ReadyChecks.
+type ControllerFixture struct {
+	Name, HookURL string
+	// SelectBy is the key of the parents' label: test when empty.
+	SelectBy string
+	// Child is the child resource: ConfigMaps when empty.
+	Child schema.GroupVersionResource
+	// Method is the children's update method: InPlace when empty.
+	Method string
+	// ReadyChecks makes a rolling update wait for each child it updates to
+	// report the condition Ready=True before it goes on.
+	ReadyChecks bool
+	// Timeout is the sync hook's timeout: Metacontroller's default when
+	// empty.
+	Timeout string
+	// Hooks is appended under spec.hooks (four-space indented YAML).
+	Hooks string
+	// Extra is appended to the spec (two-space indented YAML).
+	Extra string
+}
+
+// Manifest is the CompositeController as YAML to apply.
+func (c ControllerFixture) Manifest() string {
+	selectBy, child, method := c.SelectBy, c.Child, c.Method
+	if selectBy == "" {
+		selectBy = "test"
+	}
+	if child.Resource == "" {
+		child = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	}
+	if method == "" {
+		method = "InPlace"
+	}
+	checks := ""
+	if c.ReadyChecks {
+		checks = `      statusChecks:
+        conditions:
+        - type: Ready
+          status: "True"
+`
+	}
+	timeout := ""
+	if c.Timeout != "" {
+		timeout = "        timeout: " + c.Timeout + "\n"
+	}
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %[1]s
+spec:
+  generateSelector: true
+  parentResource:
+    apiVersion: example.com/v1
+    resource: hellos
+    labelSelector:
+      matchLabels: {%[2]s: %[1]s}
+  childResources:
+  - apiVersion: %[3]s
+    resource: %[4]s
+    updateStrategy:
+      method: %[5]s
+%[6]s  hooks:
+    sync:
+      webhook:
+        url: %[7]s/sync
+%[8]s%[9]s%[10]s`, c.Name, selectBy, child.GroupVersion().String(), child.Resource, method, checks, c.HookURL, timeout, c.Hooks, c.Extra)
+}
+
+// DecoratorFixture is a DecoratorController of the hellos and of the
+// ConfigMaps annotated attach, both labelled SelectBy=<Name>, with Secret
+// attachments updated in place, as e2e/hooks/hook.py's /decorate and
+// /decorate-finalize hooks at HookURL answer.
+type DecoratorFixture struct {
+	Name, HookURL string
+	// SelectBy is the key of the decorated objects' label: test when empty.
+	SelectBy string
+	// NoFinalize declares no finalize hook: a decorated object takes no
+	// finalizer, and its attachments are left to the garbage collector
+	// when it goes.
+	NoFinalize bool
+}
+
+// Manifest is the DecoratorController as YAML to apply.
+func (d DecoratorFixture) Manifest() string {
+	selectBy := d.SelectBy
+	if selectBy == "" {
+		selectBy = "test"
+	}
+	finalize := ""
+	if !d.NoFinalize {
+		finalize = fmt.Sprintf(`    finalize:
+      version: v2
+      webhook:
+        url: %s/decorate-finalize
+        timeout: 3s
+`, d.HookURL)
+	}
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: %[1]s
+spec:
+  resources:
+  - apiVersion: example.com/v1
+    resource: hellos
+    labelSelector:
+      matchLabels: {%[2]s: %[1]s}
+  - apiVersion: v1
+    resource: configmaps
+    labelSelector:
+      matchLabels: {%[2]s: %[1]s}
+    annotationSelector:
+      matchExpressions:
+      - {key: attach, operator: Exists}
+  attachments:
+  - apiVersion: v1
+    resource: secrets
+    updateStrategy:
+      method: InPlace
+  hooks:
+    sync:
+      version: v2
+      webhook:
+        url: %[3]s/decorate
+        timeout: 3s
+%[4]s`, d.Name, selectBy, d.HookURL, finalize)
 }

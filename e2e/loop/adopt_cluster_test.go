@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestClusterScopedParentAdoptsNamespacedOrphans: a cluster-scoped parent
@@ -22,7 +23,7 @@ import (
 func TestClusterScopedParentAdoptsNamespacedOrphans(t *testing.T) {
 	setUpStack(t)
 	ctx := context.Background()
-	crd := strings.Replace(crdYAML("adopt.example.com", "clusterparents", "ClusterParent", true), "scope: Namespaced", "scope: Cluster", 1)
+	crd := framework.CRD{Group: "adopt.example.com", Plural: "clusterparents", Kind: "ClusterParent", ClusterScoped: true}.Manifest()
 	rights := serverRights("clusterparents", "adopt.example.com", []string{"clusterparents", "clusterparents/status"}, parentVerbs...)
 	if err := stack.Apply(ctx, crd+rights); err != nil {
 		t.Fatal(err)

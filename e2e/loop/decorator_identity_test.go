@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestADecoratorActsAsItsServiceAccount: a DecoratorController that names
@@ -39,7 +41,7 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
   verbs: ["impersonate", "get"]
 `, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
 
-	createDecoratorManifest(t, ctrl, decorator(ctrl, hook.URL)+"  serviceAccount: {namespace: "+home+", name: decorator}\n")
+	createDecoratorManifest(t, ctrl, framework.DecoratorFixture{Name: ctrl, HookURL: hook.URL}.Manifest()+"  serviceAccount: {namespace: "+home+", name: decorator}\n")
 
 	hello := createParent(t, home, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
 	waitDecorated(t, func() (metav1.Object, error) {

@@ -8,18 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// withoutFinalize is a decorator manifest without its finalize hook: an
-// object deleted with --cascade=orphan then leaves its attachments to the
-// garbage collector, which orphans them, rather than to the hook.
-func withoutFinalize(manifest string) string {
-	i := strings.Index(manifest, "    finalize:\n")
-	if i < 0 {
-		panic("the decorator manifest has no finalize hook")
-	}
-	return manifest[:i]
-}
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
 
 // orphanedByKubectl deletes what with `kubectl delete --cascade=orphan`
 // and waits until attachment, read by get, is owned by nobody: the garbage
@@ -80,7 +71,7 @@ func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
 	t.Run("namespaced objects", func(t *testing.T) {
 		const name = "decorate-orphans"
 		ns := namespace(t, name)
-		createDecoratorManifest(t, name, withoutFinalize(decorator(name, hook.URL)))
+		createDecoratorManifest(t, name, framework.DecoratorFixture{Name: name, HookURL: hook.URL, NoFinalize: true}.Manifest())
 		for _, cm := range []string{"a", "b"} {
 			if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Name: cm, Labels: map[string]string{"test": name}, Annotations: map[string]string{"attach": "x"}}}, metav1.CreateOptions{}); err != nil {

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -14,55 +13,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // decoratorAnnotation is Metacontroller's mark of a decorator's
 // attachments.
 const decoratorAnnotation = "metacontroller.k8s.io/decorator-controller"
 
-// decorator is a DecoratorController of hellos and ConfigMaps labelled
-// test=<name>, with Secret attachments, as e2e/hooks/hook.py's /decorate
-// hooks answer.
-func decorator(name, hookURL string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: %[1]s
-spec:
-  resources:
-  - apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {test: %[1]s}
-  - apiVersion: v1
-    resource: configmaps
-    labelSelector:
-      matchLabels: {test: %[1]s}
-    annotationSelector:
-      matchExpressions:
-      - {key: attach, operator: Exists}
-  attachments:
-  - apiVersion: v1
-    resource: secrets
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      version: v2
-      webhook:
-        url: %[2]s/decorate
-        timeout: 3s
-    finalize:
-      version: v2
-      webhook:
-        url: %[2]s/decorate-finalize
-        timeout: 3s
-`, name, hookURL)
-}
-
+// createDecorator applies framework.DecoratorFixture name and waits until
+// its loop runs.
 func createDecorator(t *testing.T, name, hookURL string) {
 	t.Helper()
-	createDecoratorManifest(t, name, decorator(name, hookURL))
+	createDecoratorManifest(t, name, framework.DecoratorFixture{Name: name, HookURL: hookURL}.Manifest())
 }
 
 // createDecoratorManifest applies manifest, the DecoratorController name,

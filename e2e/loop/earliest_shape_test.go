@@ -33,7 +33,7 @@ var catsets = schema.GroupVersionResource{Group: "ctl.enisoc.com", Version: "v1"
 func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 	setUpStack(t)
 	ctx := context.Background()
-	if err := stack.Apply(ctx, crdYAML("ctl.enisoc.com", "catsets", "CatSet", true)+
+	if err := stack.Apply(ctx, framework.CRD{Group: "ctl.enisoc.com", Plural: "catsets", Kind: "CatSet"}.Manifest()+
 		serverRights("catsets", "ctl.enisoc.com", []string{"catsets", "catsets/status"}, parentVerbs...)+
 		serverRights("catset-children", "", []string{"pods", "persistentvolumeclaims"}, "get", "list", "watch", "create", "update", "patch", "delete")); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // leakControllers is how many controllers TestControllersLeaveNothingBehind
@@ -128,7 +130,7 @@ func leakRound(t *testing.T, hookURL string, round, n int) {
 	var crds strings.Builder
 	crdNames := make([]string, n)
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&crds, "%s---\n", crdYAML(group, fmt.Sprintf("leak%ds", i), fmt.Sprintf("Leak%d", i), true))
+		fmt.Fprintf(&crds, "%s---\n", framework.CRD{Group: group, Plural: fmt.Sprintf("leak%ds", i), Kind: fmt.Sprintf("Leak%d", i)}.Manifest())
 		crdNames[i] = fmt.Sprintf("leak%ds.%s", i, group)
 	}
 	crds.WriteString(serverRights(group, group, []string{"*"}, parentVerbs...))

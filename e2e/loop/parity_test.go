@@ -22,34 +22,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// crdYAML is a namespaced CRD of group with any spec; status says whether
-// it has a status subresource.
-func crdYAML(group, plural, kind string, status bool) string {
-	sub := ""
-	if status {
-		sub = "    subresources: {status: {}}\n"
-	}
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[2]s.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: %[2]s, singular: %[3]s, kind: %[4]s}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-%[5]s    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, group, plural, strings.ToLower(kind), kind, sub)
-}
-
 // serverRights is a ClusterRole, named composite-apiserver-<name>, that
 // gives composite-apiserver verbs on resources of group through the
 // aggregated ClusterRole of artifacts/deploy/rbac.yaml, as an admin grants
@@ -83,7 +55,7 @@ var parentVerbs = []string{"get", "list", "watch", "update", "patch"}
 
 // widgetCRD is a CRD of parity.example.com and the server's rights on it.
 func widgetCRD(plural, kind string, status bool) string {
-	return crdYAML("parity.example.com", plural, kind, status) +
+	return framework.CRD{Group: "parity.example.com", Plural: plural, Kind: kind, NoStatus: !status}.Manifest() +
 		serverRights("parity-"+plural, "parity.example.com", []string{plural, plural + "/status"}, parentVerbs...)
 }
 

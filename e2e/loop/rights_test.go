@@ -25,7 +25,7 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 	hook := setUp(t)
 	ns := namespace(t, "rights")
 	// A CRD, and no rights for the server on it.
-	crd := crdYAML("rights.example.com", "gizmos", "Gizmo", true)
+	crd := framework.CRD{Group: "rights.example.com", Plural: "gizmos", Kind: "Gizmo"}.Manifest()
 	if err := stack.Apply(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
@@ -23,7 +24,7 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 // widgets.example.com with a status, which the tests write by hand as the
 // widgets' own controller would (there is none), and the server's rights
 // on it.
-var rollingChildren = crdYAML("example.com", "widgets", "Widget", true) +
+var rollingChildren = framework.CRD{Group: "example.com", Plural: "widgets", Kind: "Widget"}.Manifest() +
 	serverRights("widgets", "example.com", []string{"widgets"}, "get", "list", "watch", "create", "update", "patch", "delete")
 
 var widgetsOnce sync.Once
@@ -45,32 +46,7 @@ func installWidgets(t *testing.T) {
 // waiting for Ready=True.
 func rollingController(t *testing.T, name, hookURL, method string) {
 	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {test: %[1]s}
-  childResources:
-  - apiVersion: example.com/v1
-    resource: widgets
-    updateStrategy:
-      method: %[2]s
-      statusChecks:
-        conditions:
-        - type: Ready
-          status: "True"
-  hooks:
-    sync:
-      webhook:
-        url: %[3]s/sync
-        timeout: 3s
-`, name, method, hookURL)
+	manifest := framework.ControllerFixture{Name: name, HookURL: hookURL, Child: widgets, Method: method, ReadyChecks: true, Timeout: "3s"}.Manifest()
 	if err := stack.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}

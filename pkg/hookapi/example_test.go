@@ -3,8 +3,11 @@ package hookapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -50,4 +53,41 @@ func ExamplePatchHandler() {
 	})
 	http.Handle("/patch", hookapi.PatchHandler(hook))
 	log.Fatal(http.ListenAndServe(":8080", nil))
+}
+
+// A decorator hook that labels every object it decorates with its
+// namespace's team and gives it a Secret attachment; when the object goes
+// (the finalize hook, req.Finalizing), it asks for no attachment and lets
+// the object go. The server below plays composite-apiserver's part: it
+// POSTs the request a DecoratorController's sync hook receives.
+func ExampleDecoratorHandler() {
+	hook := hookapi.DecoratorHookFunc(func(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, error) {
+		if req.Finalizing {
+			return &hookapi.DecoratorHookResponse{Finalized: true}, nil
+		}
+		team := "team-" + req.Object.GetNamespace()
+		token := &unstructured.Unstructured{}
+		token.SetAPIVersion("v1")
+		token.SetKind("Secret")
+		token.SetName(req.Object.GetName() + "-token")
+		return &hookapi.DecoratorHookResponse{
+			Labels:      map[string]*string{"team": &team},
+			Attachments: []*unstructured.Unstructured{token},
+		}, nil
+	})
+	server := httptest.NewServer(hookapi.DecoratorHandler(hook))
+	defer server.Close()
+
+	request := `{"object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "shop"}}, "attachments": {}}`
+	resp, err := http.Post(server.URL, "application/json", strings.NewReader(request))
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status)
+	fmt.Println(string(answer))
+	// Output:
+	// 200 OK
+	// {"labels":{"team":"team-shop"},"annotations":null,"status":null,"attachments":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"web-token"}}],"resyncAfterSeconds":0,"finalized":false}
 }

@@ -93,6 +93,10 @@ func (e *TooManyRequestsError) Error() string {
 	return "hook answered HTTP 429 Too Many Requests"
 }
 
+// RetryDelay is RetryAfter, for callers that know the error only by this
+// method (pkg/reconcile), so that they need not import this package.
+func (e *TooManyRequestsError) RetryDelay() time.Duration { return e.RetryAfter }
+
 // timeoutError is the cause of the per-call context, so that a call that ran
 // out of time says how long it had rather than "context deadline exceeded".
 type timeoutError struct {

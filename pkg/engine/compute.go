@@ -256,60 +256,11 @@ func (p *Plan) warn(format string, args ...interface{}) {
 }
 
 func (c *computation) run(ctx context.Context) error {
-	spec := c.in.Definition.Hooks
-	hook, hookName, version := c.in.Hooks.Sync, HookSync, spec.Sync.ContractVersion()
-
-	// Metacontroller calls the finalize hook for a parent that is being
-	// deleted or that stopped matching spec.parentResource.labelSelector
-	// (it still carries the finalizer, or it would not be synced), and the
-	// sync hook otherwise, deleting parents included.
-	deleting := c.in.Parent.GetDeletionTimestamp() != nil
-	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
-	if leaving && spec.Finalize != nil {
-		if c.in.Hooks.Finalize == nil {
-			c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
-		} else {
-			c.plan.Finalizing = true
-			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, spec.Finalize.Version
-		}
-	}
-
+	hook := c.chooseHook()
 	// call asks the hook for the desired children of the parent as it is
 	// or, during a rolling update, as it was at an older revision.
 	call := func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error) {
-		related, err := c.related(ctx, parent, version)
-		if err != nil {
-			return nil, nil, err
-		}
-		req := &hookapi.SyncHookRequest{
-			Controller: c.in.Definition.Object.DeepCopy(),
-			Parent:     parent.DeepCopy(),
-			Children:   c.in.observedMap(version),
-			Related:    related,
-			Finalizing: c.plan.Finalizing,
-		}
-		if c.plan.HookRequest == nil {
-			c.plan.HookRequest = req
-		}
-		start := time.Now()
-		resp, sent, err := c.callHook(ctx, hookName, hook, req)
-		if c.plan.HookRequest == req {
-			c.plan.HookRequestJSON = sent
-		}
-		c.plan.SyncDuration += time.Since(start)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s hook: %w", hookName, err)
-		}
-		desired, err := c.validate(hookName, resp)
-		if err != nil {
-			return nil, nil, err
-		}
-		// The patches see the parent the hook saw: an older revision's
-		// children are patched as that revision's parent would have them.
-		if desired, err = c.patch(ctx, parent, desired); err != nil {
-			return nil, nil, err
-		}
-		return resp, desired, nil
+		return c.desire(ctx, hook, parent)
 	}
 	resp, desired, err := call(ctx, c.in.Parent)
 	if resp != nil {
@@ -338,6 +289,69 @@ func (c *computation) run(ctx context.Context) error {
 		return c.leaveChildren()
 	}
 	return c.buildItems(ctx, desired)
+}
+
+// chosenHook is the hook a sync calls: the sync or the finalize hook.
+type chosenHook struct {
+	hook    SyncHook
+	name    string
+	version v1alpha1.HookVersion
+}
+
+// chooseHook picks the hook to call. Metacontroller calls the finalize
+// hook for a parent that is being deleted or that stopped matching the
+// controller's selector (it still carries the finalizer, or it would not
+// be synced), and the sync hook otherwise, deleting parents included.
+func (c *computation) chooseHook() chosenHook {
+	spec := c.in.Definition.Hooks
+	deleting := c.in.Parent.GetDeletionTimestamp() != nil
+	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
+	if leaving && spec.Finalize != nil {
+		if c.in.Hooks.Finalize != nil {
+			c.plan.Finalizing = true
+			return chosenHook{hook: c.in.Hooks.Finalize, name: HookFinalize, version: spec.Finalize.Version}
+		}
+		c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
+	}
+	return chosenHook{hook: c.in.Hooks.Sync, name: HookSync, version: spec.Sync.ContractVersion()}
+}
+
+// desire asks the hook for the desired children of parent and returns
+// them validated and patched, with the hook's answer.
+func (c *computation) desire(ctx context.Context, h chosenHook, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error) {
+	related, err := c.related(ctx, parent, h.version)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := &hookapi.SyncHookRequest{
+		Controller: c.in.Definition.Object.DeepCopy(),
+		Parent:     parent.DeepCopy(),
+		Children:   c.in.observedMap(h.version),
+		Related:    related,
+		Finalizing: c.plan.Finalizing,
+	}
+	if c.plan.HookRequest == nil {
+		c.plan.HookRequest = req
+	}
+	start := time.Now()
+	resp, sent, err := c.callHook(ctx, h.name, h.hook, req)
+	if c.plan.HookRequest == req {
+		c.plan.HookRequestJSON = sent
+	}
+	c.plan.SyncDuration += time.Since(start)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s hook: %w", h.name, err)
+	}
+	desired, err := c.validate(h.name, resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The patches see the parent the hook saw: an older revision's
+	// children are patched as that revision's parent would have them.
+	if desired, err = c.patch(ctx, parent, desired); err != nil {
+		return nil, nil, err
+	}
+	return resp, desired, nil
 }
 
 // leaveChildren plans nothing for the children of a parent that is being

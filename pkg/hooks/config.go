@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
@@ -346,7 +348,7 @@ func resolveAuthorization(ctx context.Context, secrets SecretSource, a *v1alpha1
 	if strings.EqualFold(typ, "Basic") {
 		return "", errors.New(`type "Basic" is not supported: use basicAuth`)
 	}
-	if !validHeaderToken(typ) {
+	if !httpguts.ValidHeaderFieldName(typ) {
 		return "", fmt.Errorf("type %q is not a valid authorization scheme", typ)
 	}
 	ref := a.SecretRef
@@ -364,7 +366,9 @@ func resolveAuthorization(ctx context.Context, secrets SecretSource, a *v1alpha1
 	// Secrets written with "echo" end with a newline that is not part of
 	// the credential.
 	credential := strings.TrimSpace(string(raw))
-	if credential == "" || !validHeaderValue(credential) {
+	// Control characters are refused, so that a credential cannot inject
+	// headers and fails at configuration rather than on every call.
+	if credential == "" || !httpguts.ValidHeaderFieldValue(credential) {
 		return "", fmt.Errorf("key %q of Secret %s/%s is empty or not a valid header value", ref.Key, ref.Namespace, ref.Name)
 	}
 	return typ + " " + credential, nil
@@ -405,30 +409,6 @@ func keyOr(key, def string) string {
 		return def
 	}
 	return key
-}
-
-// validHeaderValue rejects control characters, so that a credential cannot
-// inject headers and fails at configuration rather than on every call.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderToken(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // newHTTPClient builds a client for one webhook. It is not shared so that

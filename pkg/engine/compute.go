@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -482,35 +483,36 @@ func validateRules(controller string, resp *hookapi.CustomizeHookResponse) error
 		problems = append(problems, "the hook returned no response")
 	} else {
 		for i, rule := range resp.RelatedResourceRules {
+			at := field.NewPath("relatedResources").Index(i).String()
 			switch {
 			case rule == nil:
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] is null", i))
+				problems = append(problems, fmt.Sprintf("%s is null", at))
 				continue
 			case rule.APIVersion == "":
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no apiVersion", i))
+				problems = append(problems, fmt.Sprintf("%s has no apiVersion", at))
 			default:
 				if _, err := schema.ParseGroupVersion(rule.APIVersion); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid apiVersion: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid apiVersion: %v", at, err))
 				}
 			}
 			if rule.Resource == "" {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no resource", i))
+				problems = append(problems, fmt.Sprintf("%s has no resource", at))
 			}
 			if rule.LabelSelector != nil {
 				if _, err := metav1.LabelSelectorAsSelector(rule.LabelSelector); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid labelSelector: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid labelSelector: %v", at, err))
 				}
 			}
 			if rule.NamespaceSelector != nil {
 				if _, err := metav1.LabelSelectorAsSelector(rule.NamespaceSelector); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid namespaceSelector: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid namespaceSelector: %v", at, err))
 				}
 			}
 			if len(rule.Names) > 0 && (rule.LabelSelector != nil || rule.NamespaceSelector != nil) {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets names together with a labelSelector or namespaceSelector; Metacontroller takes one or the other", i))
+				problems = append(problems, fmt.Sprintf("%s sets names together with a labelSelector or namespaceSelector; Metacontroller takes one or the other", at))
 			}
 			if rule.Namespace != "" && rule.NamespaceSelector != nil {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets namespace together with namespaceSelector", i))
+				problems = append(problems, fmt.Sprintf("%s sets namespace together with namespaceSelector", at))
 			}
 		}
 	}

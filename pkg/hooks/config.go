@@ -42,12 +42,10 @@ type Config struct {
 	Hook string
 	// Webhook is where and how the hook is called.
 	Webhook *v1alpha1.Webhook
-	// Version is the hook's contract version; empty means v1.
-	Version v1alpha1.HookVersion
-	// Resolved is the hook as a compiled definition resolved it; when set,
-	// Version is not read and Webhook not resolved again. Without it, New
-	// resolves Webhook and Version with definition.ResolveHook, the one
-	// place a hook is defaulted.
+	// Resolved is the hook as a compiled definition resolved it (its
+	// version, decoding mode and timeout). Without it, New resolves
+	// Webhook as a v1 hook's with definition.ResolveHook, the one place a
+	// hook is defaulted.
 	Resolved *definition.Hook
 	// EndpointConfigs are the controller's per-host connection settings.
 	EndpointConfigs []v1alpha1.EndpointConfig
@@ -93,7 +91,7 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 	hook := cfg.Resolved
 	if hook == nil {
 		var err error
-		if hook, err = definition.ResolveHook(cfg.Hook, &cfg.Version, cfg.Webhook); err != nil {
+		if hook, err = definition.ResolveHook(cfg.Hook, nil, cfg.Webhook); err != nil {
 			return nil, err
 		}
 	}

@@ -20,13 +20,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
-// Hook names, as used in errors and InvalidResponseError.Hook.
-const (
-	HookSync      = definition.HookSync
-	HookFinalize  = definition.HookFinalize
-	HookCustomize = definition.HookCustomize
-)
-
 // Hooks are the hooks Compute may call for a parent.
 type Hooks struct {
 	// Sync computes the parent's status and desired children. Required.
@@ -310,11 +303,11 @@ func (c *computation) chooseHook() chosenHook {
 	if leaving && spec.Finalize != nil {
 		if c.in.Hooks.Finalize != nil {
 			c.plan.Finalizing = true
-			return chosenHook{hook: c.in.Hooks.Finalize, name: HookFinalize, version: spec.Finalize.Version}
+			return chosenHook{hook: c.in.Hooks.Finalize, name: definition.HookFinalize, version: spec.Finalize.Version}
 		}
 		c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
 	}
-	return chosenHook{hook: c.in.Hooks.Sync, name: HookSync, version: spec.Sync.ContractVersion()}
+	return chosenHook{hook: c.in.Hooks.Sync, name: definition.HookSync, version: spec.Sync.ContractVersion()}
 }
 
 // desire asks the hook for the desired children of parent and returns
@@ -426,7 +419,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	})
 	c.plan.CustomizeDuration = time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("%s hook: %w", HookCustomize, err)
+		return nil, fmt.Errorf("%s hook: %w", definition.HookCustomize, err)
 	}
 	if err := validateRules(c.in.Definition.Name, resp); err != nil {
 		return nil, err
@@ -459,7 +452,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		if err != nil {
 			// validateRules let it through: it depends on the resource's
 			// scope, known only now.
-			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize,
+			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: definition.HookCustomize,
 				Problems: []string{fmt.Sprintf("relatedResources %s (%s): %v", rule.Resource, rule.APIVersion, err)}}
 		}
 		m.InitGroup(rule.APIVersion, gvk.Kind)
@@ -517,7 +510,7 @@ func validateRules(controller string, resp *hookapi.CustomizeHookResponse) error
 		}
 	}
 	if len(problems) > 0 {
-		return &InvalidResponseError{Controller: controller, Hook: HookCustomize, Problems: problems}
+		return &InvalidResponseError{Controller: controller, Hook: definition.HookCustomize, Problems: problems}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -23,7 +24,9 @@ type InvalidResponseError struct {
 	Kind string
 	// Controller is the controller's name.
 	Controller string
-	// Hook is HookSync, HookFinalize or HookCustomize.
+	// Hook is the hook's name as metrics and hook call errors have it:
+	// definition.HookSync, HookFinalize, HookCustomize or, for a patch,
+	// definition.PatchHookName; HookPatches for what the patches leave.
 	Hook string
 	// Problems lists every problem found, not only the first, so that a
 	// hook author can fix them in one go.
@@ -77,7 +80,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 	if math.IsNaN(resp.ResyncAfterSeconds) || math.IsInf(resp.ResyncAfterSeconds, 0) {
 		problem("resyncAfterSeconds is %v", resp.ResyncAfterSeconds)
 	}
-	if resp.Finalized && hookName != HookFinalize {
+	if resp.Finalized && hookName != definition.HookFinalize {
 		c.plan.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
 	}
 

@@ -22,11 +22,16 @@ import (
 
 // Hooks are the hooks Compute may call for a parent.
 type Hooks struct {
-	// Sync computes the parent's status and desired children. Required.
+	// Sync computes the parent's status and desired children. Required
+	// for a CompositeController.
 	Sync SyncHook
 	// Finalize is called instead of Sync while the parent is being deleted.
 	// Optional; without it a parent being deleted is not synced at all.
 	Finalize SyncHook
+	// Decorator are a DecoratorController's sync and finalize hooks, which
+	// take a decorator's request; they stand for Sync and Finalize, which
+	// a DecoratorController leaves nil.
+	Decorator DecoratorHooks
 	// Customize selects related objects; called only when the controller
 	// declares a customize hook. Optional.
 	Customize hookapi.CustomizeHook
@@ -34,6 +39,18 @@ type Hooks struct {
 	// sync or finalize hook returned. Required when the controller
 	// declares patches.
 	Patches *patches.Pipeline
+}
+
+// HasFinalize tells whether the controller's finalize hook is available,
+// of either kind.
+func (h Hooks) HasFinalize() bool { return h.Finalize != nil || h.Decorator.Finalize != nil }
+
+// hasSync tells whether the sync hook of a controller of kind is there.
+func (h Hooks) hasSync(kind string) bool {
+	if kind == definition.KindDecorator {
+		return h.Decorator.Sync != nil
+	}
+	return h.Sync != nil
 }
 
 // Input is everything Compute needs for one parent. Compute reads it and
@@ -201,7 +218,11 @@ func (in *Input) check() error {
 	} else if in.Parent.GetAPIVersion() == "" || in.Parent.GetKind() == "" || in.Parent.GetName() == "" {
 		errs = append(errs, errors.New("the parent must have apiVersion, kind and metadata.name"))
 	}
-	if in.Hooks.Sync == nil {
+	var kind string
+	if in.Definition != nil {
+		kind = in.Definition.Kind
+	}
+	if !in.Hooks.hasSync(kind) {
 		errs = append(errs, errors.New("no sync hook"))
 	}
 	if in.Resolver == nil {
@@ -285,11 +306,13 @@ func (c *computation) run(ctx context.Context) error {
 	return c.buildItems(ctx, desired)
 }
 
-// chosenHook is the hook a sync calls: the sync or the finalize hook.
+// chosenHook is the hook a sync calls: the sync or the finalize hook, in
+// the shape of the controller's kind.
 type chosenHook struct {
-	hook    SyncHook
-	name    string
-	version v1alpha1.HookVersion
+	sync      SyncHook      // a CompositeController's
+	decorator DecoratorHook // a DecoratorController's
+	name      string
+	version   v1alpha1.HookVersion
 }
 
 // chooseHook picks the hook to call. Metacontroller calls the finalize
@@ -301,13 +324,13 @@ func (c *computation) chooseHook() chosenHook {
 	deleting := c.in.Parent.GetDeletionTimestamp() != nil
 	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
 	if leaving && spec.Finalize != nil {
-		if c.in.Hooks.Finalize != nil {
+		if c.in.Hooks.HasFinalize() {
 			c.plan.Finalizing = true
-			return chosenHook{hook: c.in.Hooks.Finalize, name: definition.HookFinalize, version: spec.Finalize.Version}
+			return chosenHook{sync: c.in.Hooks.Finalize, decorator: c.in.Hooks.Decorator.Finalize, name: definition.HookFinalize, version: spec.Finalize.Version}
 		}
 		c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
 	}
-	return chosenHook{hook: c.in.Hooks.Sync, name: definition.HookSync, version: spec.Sync.ContractVersion()}
+	return chosenHook{sync: c.in.Hooks.Sync, decorator: c.in.Hooks.Decorator.Sync, name: definition.HookSync, version: spec.Sync.ContractVersion()}
 }
 
 // desire asks the hook for the desired children of parent and returns
@@ -328,7 +351,7 @@ func (c *computation) desire(ctx context.Context, h chosenHook, parent *unstruct
 		c.plan.HookRequest = req
 	}
 	start := time.Now()
-	resp, sent, err := c.callHook(ctx, h.name, h.hook, req)
+	resp, sent, err := c.callHook(ctx, h, req)
 	if c.plan.HookRequest == req {
 		c.plan.HookRequestJSON = sent
 	}

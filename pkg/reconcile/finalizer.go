@@ -19,7 +19,7 @@ import (
 // Terminating. It returns nil when the parent is gone.
 func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstructured.Unstructured, res *Result) (*unstructured.Unstructured, error) {
 	has := definition.HasFinalizer(parent, c.Def.Finalizer)
-	want := c.Hooks.Finalize != nil
+	want := c.Hooks.HasFinalize()
 	switch {
 	case want && !has && parent.GetDeletionTimestamp() == nil:
 		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, true)

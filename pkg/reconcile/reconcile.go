@@ -168,7 +168,7 @@ func (c *Controller) admit(ctx context.Context, env Env, parent *unstructured.Un
 		return nil, nil
 	}
 	if opts.DryRun {
-		if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
+		if c.Hooks.HasFinalize() && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Def.Finalizer))
 		}
 		return parent, nil

@@ -76,9 +76,17 @@ func New(ctx context.Context, cfg Config) (*Webhook, error) {
 	RegisterMetrics()
 	w, err := newWebhook(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("can't configure CompositeController %q %s hook: %w", cfg.Controller, cfg.Hook, err)
+		return nil, fmt.Errorf("can't configure %s %q %s hook: %w", kindOrComposite(cfg.ControllerKind), cfg.Controller, cfg.Hook, err)
 	}
 	return w, nil
+}
+
+// kindOrComposite is a controller's kind, CompositeController when unset.
+func kindOrComposite(kind string) string {
+	if kind == "" {
+		return definition.KindComposite
+	}
+	return kind
 }
 
 func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
@@ -114,13 +122,9 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		return nil, err
 	}
 
-	kind := cfg.ControllerKind
-	if kind == "" {
-		kind = "CompositeController"
-	}
 	return &Webhook{
 		controller:       cfg.Controller,
-		controllerKind:   kind,
+		controllerKind:   kindOrComposite(cfg.ControllerKind),
 		hook:             cfg.Hook,
 		url:              u.String(),
 		displayURL:       u.Redacted(),

@@ -8,9 +8,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
-// ControllerHooks are the webhook clients of one CompositeController's
-// sync, finalize and customize hooks and its patch pipeline, as the engine
-// takes them.
+// ControllerHooks are the webhook clients of one controller's sync,
+// finalize and customize hooks and its patch pipeline, as the engine takes
+// them.
 type ControllerHooks struct {
 	engine.Hooks
 	webhooks []*Webhook

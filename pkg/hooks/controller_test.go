@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,5 +47,19 @@ func TestBuildPutsTheHooksOfEachKindWhereTheEngineTakesThem(t *testing.T) {
 	defer decorator.Close()
 	if decorator.Decorator.Sync == nil || decorator.Decorator.Finalize != nil || decorator.Sync != nil || decorator.Finalize != nil || decorator.HasFinalize() {
 		t.Errorf("DecoratorController hooks %+v, want Decorator.Sync only", decorator.Hooks)
+	}
+}
+
+// A hook's errors name its controller's kind.
+func TestCallErrorsNameTheControllersKind(t *testing.T) {
+	for _, tc := range []struct{ kind, want string }{
+		{"", `CompositeController "c" sync hook (POST http://127.0.0.1:1/)`},
+		{definition.KindDecorator, `DecoratorController "c" sync hook (POST http://127.0.0.1:1/)`},
+	} {
+		w := mustNew(t, Config{ControllerKind: tc.kind, Webhook: urlHook("http://127.0.0.1:1/")})
+		err := w.fail(ReasonEncode, errors.New("nothing sent")) // not counted in the metrics
+		if got := err.Error(); len(got) < len(tc.want) || got[:len(tc.want)] != tc.want {
+			t.Errorf("kind %q: error %q, want it to start with %q", tc.kind, got, tc.want)
+		}
 	}
 }

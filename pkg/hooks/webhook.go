@@ -1,8 +1,9 @@
-// Package hooks calls a CompositeController's hooks over HTTP: it resolves a
-// webhook's URL (url or in-cluster service), TLS material and credentials
-// once, and then makes calls with a timeout, a response size limit, no
-// redirects, strict or loose decoding, ETag caching (webhook.etag), errors
-// that name the controller and hook, and Prometheus metrics.
+// Package hooks calls a controller's hooks over HTTP, for either kind: it
+// resolves a webhook's URL (url or in-cluster service), TLS material and
+// credentials once, and then makes calls with a timeout, a response size
+// limit, no redirects, strict or loose decoding, ETag caching
+// (webhook.etag), errors that name the controller and hook, and Prometheus
+// metrics.
 package hooks
 
 import (
@@ -315,7 +316,7 @@ func (w *Webhook) fail(reason string, err error) error {
 	default:
 		hookErrors.WithLabelValues(w.controller, w.hook, reason).Inc()
 	}
-	return &CallError{Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
+	return &CallError{Kind: w.controllerKind, Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
 }
 
 // decode reads an answer into response. Two answers that a JSON decoder

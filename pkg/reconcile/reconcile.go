@@ -146,7 +146,7 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 	if err != nil || parent == nil {
 		return res, err
 	}
-	plan, err := c.plan(ctx, env, parent, opts, res)
+	plan, err := c.computePlan(ctx, env, parent, opts, res)
 	if err != nil || opts.DryRun {
 		return res, err
 	}
@@ -194,9 +194,9 @@ func (c *Controller) notSelected() string {
 	return "the parent does not match spec.parentResource.labelSelector"
 }
 
-// plan claims the parent's children, unless given, and computes the plan,
-// recording its warnings and when the parent wants its next sync.
-func (c *Controller) plan(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options, res *Result) (*engine.Plan, error) {
+// computePlan claims the parent's children, unless given, and computes the
+// plan, recording its warnings and when the parent wants its next sync.
+func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options, res *Result) (*engine.Plan, error) {
 	claimed := opts.Claimed
 	if claimed == nil {
 		var err error

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 // TestChildApplyAnswersMetadataAndRefusesUnknownFields: the loop applies
@@ -43,8 +44,8 @@ func TestChildApplyAnswersMetadataAndRefusesUnknownFields(t *testing.T) {
 	if stored.UID != live.UID || stored.ResourceVersion != live.ResourceVersion || live.Data["color"] != "blue" {
 		t.Errorf("apply answered uid %q rv %q; stored is uid %q rv %q data %v", stored.UID, stored.ResourceVersion, live.UID, live.ResourceVersion, live.Data)
 	}
-	if len(live.ManagedFields) != 1 || live.ManagedFields[0].Manager != apply.FieldManager("child-apply") || live.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
-		t.Errorf("managedFields = %+v, want one Apply entry of %s", live.ManagedFields, apply.FieldManager("child-apply"))
+	if len(live.ManagedFields) != 1 || live.ManagedFields[0].Manager != definition.FieldManager("child-apply") || live.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("managedFields = %+v, want one Apply entry of %s", live.ManagedFields, definition.FieldManager("child-apply"))
 	}
 
 	unknown := child.DeepCopy()

@@ -199,7 +199,7 @@ func TestDryRunSyncOfAFailingPatchSaysWhich(t *testing.T) {
 		t.Fatalf("HTTP %d, want 502: %s", r.code, r.body)
 	}
 	st := r.status(t)
-	for _, want := range []string{name, `patch "rename"`, "ConfigMap.v1 default/p1-a", "may not change a child's apiVersion, kind, name or namespace"} {
+	for _, want := range []string{name, `patch:rename`, "ConfigMap.v1 default/p1-a", "may not change a child's apiVersion, kind, name or namespace"} {
 		if !strings.Contains(st.Message, want) {
 			t.Errorf("message %q lacks %q", st.Message, want)
 		}

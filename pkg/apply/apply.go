@@ -17,14 +17,11 @@ import (
 	"k8s.io/client-go/metadata"
 )
 
-// FieldManager is the server-side apply manager of one CompositeController.
-func FieldManager(controller string) string { return definition.FieldManager(controller) }
-
 // Child server-side-applies one desired child. With dryRun the target
 // cluster runs admission and defaulting and answers with what it would
 // store, and stores nothing.
 func Child(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, child *unstructured.Unstructured, controller string, dryRun bool) (*unstructured.Unstructured, error) {
-	opts := metav1.ApplyOptions{FieldManager: FieldManager(controller), Force: true}
+	opts := metav1.ApplyOptions{FieldManager: definition.FieldManager(controller), Force: true}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -60,7 +57,7 @@ func ChildMetadata(ctx context.Context, client metadata.Interface, gvr schema.Gr
 	}
 	force := true
 	opts := metav1.PatchOptions{
-		FieldManager: FieldManager(controller),
+		FieldManager: definition.FieldManager(controller),
 		Force:        &force,
 		// For an apply, kube-apiserver's default (Warn) parses the body a
 		// second time, as YAML, only to find duplicate keys, which a body

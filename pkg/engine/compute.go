@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -19,20 +20,18 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
-// Hook names, as used in errors and InvalidResponseError.Hook.
-const (
-	HookSync      = definition.HookSync
-	HookFinalize  = definition.HookFinalize
-	HookCustomize = definition.HookCustomize
-)
-
 // Hooks are the hooks Compute may call for a parent.
 type Hooks struct {
-	// Sync computes the parent's status and desired children. Required.
+	// Sync computes the parent's status and desired children. Required
+	// for a CompositeController.
 	Sync SyncHook
 	// Finalize is called instead of Sync while the parent is being deleted.
 	// Optional; without it a parent being deleted is not synced at all.
 	Finalize SyncHook
+	// Decorator are a DecoratorController's sync and finalize hooks, which
+	// take a decorator's request; they stand for Sync and Finalize, which
+	// a DecoratorController leaves nil.
+	Decorator DecoratorHooks
 	// Customize selects related objects; called only when the controller
 	// declares a customize hook. Optional.
 	Customize hookapi.CustomizeHook
@@ -40,6 +39,18 @@ type Hooks struct {
 	// sync or finalize hook returned. Required when the controller
 	// declares patches.
 	Patches *patches.Pipeline
+}
+
+// HasFinalize tells whether the controller's finalize hook is available,
+// of either kind.
+func (h Hooks) HasFinalize() bool { return h.Finalize != nil || h.Decorator.Finalize != nil }
+
+// hasSync tells whether the sync hook of a controller of kind is there.
+func (h Hooks) hasSync(kind string) bool {
+	if kind == definition.KindDecorator {
+		return h.Decorator.Sync != nil
+	}
+	return h.Sync != nil
 }
 
 // Input is everything Compute needs for one parent. Compute reads it and
@@ -207,7 +218,11 @@ func (in *Input) check() error {
 	} else if in.Parent.GetAPIVersion() == "" || in.Parent.GetKind() == "" || in.Parent.GetName() == "" {
 		errs = append(errs, errors.New("the parent must have apiVersion, kind and metadata.name"))
 	}
-	if in.Hooks.Sync == nil {
+	var kind string
+	if in.Definition != nil {
+		kind = in.Definition.Kind
+	}
+	if !in.Hooks.hasSync(kind) {
 		errs = append(errs, errors.New("no sync hook"))
 	}
 	if in.Resolver == nil {
@@ -256,60 +271,11 @@ func (p *Plan) warn(format string, args ...interface{}) {
 }
 
 func (c *computation) run(ctx context.Context) error {
-	spec := c.in.Definition.Hooks
-	hook, hookName, version := c.in.Hooks.Sync, HookSync, spec.Sync.ContractVersion()
-
-	// Metacontroller calls the finalize hook for a parent that is being
-	// deleted or that stopped matching spec.parentResource.labelSelector
-	// (it still carries the finalizer, or it would not be synced), and the
-	// sync hook otherwise, deleting parents included.
-	deleting := c.in.Parent.GetDeletionTimestamp() != nil
-	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
-	if leaving && spec.Finalize != nil {
-		if c.in.Hooks.Finalize == nil {
-			c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
-		} else {
-			c.plan.Finalizing = true
-			hook, hookName, version = c.in.Hooks.Finalize, HookFinalize, spec.Finalize.Version
-		}
-	}
-
+	hook := c.chooseHook()
 	// call asks the hook for the desired children of the parent as it is
 	// or, during a rolling update, as it was at an older revision.
 	call := func(ctx context.Context, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error) {
-		related, err := c.related(ctx, parent, version)
-		if err != nil {
-			return nil, nil, err
-		}
-		req := &hookapi.SyncHookRequest{
-			Controller: c.in.Definition.Object.DeepCopy(),
-			Parent:     parent.DeepCopy(),
-			Children:   c.in.observedMap(version),
-			Related:    related,
-			Finalizing: c.plan.Finalizing,
-		}
-		if c.plan.HookRequest == nil {
-			c.plan.HookRequest = req
-		}
-		start := time.Now()
-		resp, sent, err := c.callHook(ctx, hookName, hook, req)
-		if c.plan.HookRequest == req {
-			c.plan.HookRequestJSON = sent
-		}
-		c.plan.SyncDuration += time.Since(start)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s hook: %w", hookName, err)
-		}
-		desired, err := c.validate(hookName, resp)
-		if err != nil {
-			return nil, nil, err
-		}
-		// The patches see the parent the hook saw: an older revision's
-		// children are patched as that revision's parent would have them.
-		if desired, err = c.patch(ctx, parent, desired); err != nil {
-			return nil, nil, err
-		}
-		return resp, desired, nil
+		return c.desire(ctx, hook, parent)
 	}
 	resp, desired, err := call(ctx, c.in.Parent)
 	if resp != nil {
@@ -338,6 +304,71 @@ func (c *computation) run(ctx context.Context) error {
 		return c.leaveChildren()
 	}
 	return c.buildItems(ctx, desired)
+}
+
+// chosenHook is the hook a sync calls: the sync or the finalize hook, in
+// the shape of the controller's kind.
+type chosenHook struct {
+	sync      SyncHook      // a CompositeController's
+	decorator DecoratorHook // a DecoratorController's
+	name      string
+	version   v1alpha1.HookVersion
+}
+
+// chooseHook picks the hook to call. Metacontroller calls the finalize
+// hook for a parent that is being deleted or that stopped matching the
+// controller's selector (it still carries the finalizer, or it would not
+// be synced), and the sync hook otherwise, deleting parents included.
+func (c *computation) chooseHook() chosenHook {
+	spec := c.in.Definition.Hooks
+	deleting := c.in.Parent.GetDeletionTimestamp() != nil
+	leaving := deleting || !c.in.Definition.Selects(c.in.Parent)
+	if leaving && spec.Finalize != nil {
+		if c.in.Hooks.HasFinalize() {
+			c.plan.Finalizing = true
+			return chosenHook{sync: c.in.Hooks.Finalize, decorator: c.in.Hooks.Decorator.Finalize, name: definition.HookFinalize, version: spec.Finalize.Version}
+		}
+		c.plan.warn("the controller declares a finalize hook but it is not available here; the sync hook was called instead")
+	}
+	return chosenHook{sync: c.in.Hooks.Sync, decorator: c.in.Hooks.Decorator.Sync, name: definition.HookSync, version: spec.Sync.ContractVersion()}
+}
+
+// desire asks the hook for the desired children of parent and returns
+// them validated and patched, with the hook's answer.
+func (c *computation) desire(ctx context.Context, h chosenHook, parent *unstructured.Unstructured) (*hookapi.SyncHookResponse, []desiredChild, error) {
+	related, err := c.related(ctx, parent, h.version)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := &hookapi.SyncHookRequest{
+		Controller: c.in.Definition.Object.DeepCopy(),
+		Parent:     parent.DeepCopy(),
+		Children:   c.in.observedMap(h.version),
+		Related:    related,
+		Finalizing: c.plan.Finalizing,
+	}
+	if c.plan.HookRequest == nil {
+		c.plan.HookRequest = req
+	}
+	start := time.Now()
+	resp, sent, err := c.callHook(ctx, h, req)
+	if c.plan.HookRequest == req {
+		c.plan.HookRequestJSON = sent
+	}
+	c.plan.SyncDuration += time.Since(start)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s hook: %w", h.name, err)
+	}
+	desired, err := c.validate(h.name, resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The patches see the parent the hook saw: an older revision's
+	// children are patched as that revision's parent would have them.
+	if desired, err = c.patch(ctx, parent, desired); err != nil {
+		return nil, nil, err
+	}
+	return resp, desired, nil
 }
 
 // leaveChildren plans nothing for the children of a parent that is being
@@ -411,7 +442,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 	})
 	c.plan.CustomizeDuration = time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("%s hook: %w", HookCustomize, err)
+		return nil, fmt.Errorf("%s hook: %w", definition.HookCustomize, err)
 	}
 	if err := validateRules(c.in.Definition.Name, resp); err != nil {
 		return nil, err
@@ -444,7 +475,7 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		if err != nil {
 			// validateRules let it through: it depends on the resource's
 			// scope, known only now.
-			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: HookCustomize,
+			return nil, &InvalidResponseError{Controller: c.in.Definition.Name, Hook: definition.HookCustomize,
 				Problems: []string{fmt.Sprintf("relatedResources %s (%s): %v", rule.Resource, rule.APIVersion, err)}}
 		}
 		m.InitGroup(rule.APIVersion, gvk.Kind)
@@ -468,40 +499,41 @@ func validateRules(controller string, resp *hookapi.CustomizeHookResponse) error
 		problems = append(problems, "the hook returned no response")
 	} else {
 		for i, rule := range resp.RelatedResourceRules {
+			at := field.NewPath("relatedResources").Index(i).String()
 			switch {
 			case rule == nil:
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] is null", i))
+				problems = append(problems, fmt.Sprintf("%s is null", at))
 				continue
 			case rule.APIVersion == "":
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no apiVersion", i))
+				problems = append(problems, fmt.Sprintf("%s has no apiVersion", at))
 			default:
 				if _, err := schema.ParseGroupVersion(rule.APIVersion); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid apiVersion: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid apiVersion: %v", at, err))
 				}
 			}
 			if rule.Resource == "" {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] has no resource", i))
+				problems = append(problems, fmt.Sprintf("%s has no resource", at))
 			}
 			if rule.LabelSelector != nil {
 				if _, err := metav1.LabelSelectorAsSelector(rule.LabelSelector); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid labelSelector: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid labelSelector: %v", at, err))
 				}
 			}
 			if rule.NamespaceSelector != nil {
 				if _, err := metav1.LabelSelectorAsSelector(rule.NamespaceSelector); err != nil {
-					problems = append(problems, fmt.Sprintf("relatedResources[%d] has an invalid namespaceSelector: %v", i, err))
+					problems = append(problems, fmt.Sprintf("%s has an invalid namespaceSelector: %v", at, err))
 				}
 			}
 			if len(rule.Names) > 0 && (rule.LabelSelector != nil || rule.NamespaceSelector != nil) {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets names together with a labelSelector or namespaceSelector; Metacontroller takes one or the other", i))
+				problems = append(problems, fmt.Sprintf("%s sets names together with a labelSelector or namespaceSelector; Metacontroller takes one or the other", at))
 			}
 			if rule.Namespace != "" && rule.NamespaceSelector != nil {
-				problems = append(problems, fmt.Sprintf("relatedResources[%d] sets namespace together with namespaceSelector", i))
+				problems = append(problems, fmt.Sprintf("%s sets namespace together with namespaceSelector", at))
 			}
 		}
 	}
 	if len(problems) > 0 {
-		return &InvalidResponseError{Controller: controller, Hook: HookCustomize, Problems: problems}
+		return &InvalidResponseError{Controller: controller, Hook: definition.HookCustomize, Problems: problems}
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func TestComputeRejectsInvalidAnswers(t *testing.T) {
 			if !errors.As(err, &invalid) {
 				t.Fatalf("error %v is not an *InvalidResponseError", err)
 			}
-			if invalid.Hook != HookSync || invalid.Controller != "things" {
+			if invalid.Hook != definition.HookSync || invalid.Controller != "things" {
 				t.Errorf("error names hook %q of %q, want sync of things", invalid.Hook, invalid.Controller)
 			}
 			if !containsProblem(invalid.Problems, tc.wantProblem) {

@@ -27,9 +27,22 @@ type DecoratorHook interface {
 	DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error)
 }
 
+// DecoratorHooks are a DecoratorController's hooks that take a decorator's
+// request, in Hooks.Decorator.
+type DecoratorHooks struct {
+	// Sync is required for a DecoratorController.
+	Sync DecoratorHook
+	// Finalize is called instead of Sync while the object is being
+	// deleted, or no longer selected. Optional.
+	Finalize DecoratorHook
+}
+
 // InProcessDecorator makes a decorator hook that runs in this process (Go
-// code, tests) a hook the engine takes in Hooks.Sync or Hooks.Finalize.
-func InProcessDecorator(h hookapi.DecoratorHook) SyncHook {
+// code, tests), and so sends no body, a DecoratorHook; nil stays nil.
+func InProcessDecorator(h hookapi.DecoratorHook) DecoratorHook {
+	if h == nil {
+		return nil
+	}
 	return inProcessDecorator{h}
 }
 
@@ -38,10 +51,6 @@ type inProcessDecorator struct{ hookapi.DecoratorHook }
 func (h inProcessDecorator) DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error) {
 	resp, err := h.Decorate(ctx, req)
 	return resp, nil, err
-}
-
-func (h inProcessDecorator) SyncSent(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
-	return nil, nil, fmt.Errorf("a DecoratorController's hook answers decorator requests only")
 }
 
 // Decoration is what a DecoratorController's answer sets on the object
@@ -56,16 +65,12 @@ type Decoration struct {
 // attachments, and its answer is read as a CompositeController's would be
 // (status, attachments as children, resync, finalized), its labels and
 // annotations kept in the plan's Decoration.
-func (c *computation) callHook(ctx context.Context, hookName string, hook SyncHook, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
+func (c *computation) callHook(ctx context.Context, h chosenHook, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
 	def := c.in.Definition
 	if def.Kind != definition.KindDecorator {
-		return hook.SyncSent(ctx, req)
+		return h.sync.SyncSent(ctx, req)
 	}
-	dh, ok := hook.(DecoratorHook)
-	if !ok {
-		return nil, nil, fmt.Errorf("the %s hook of DecoratorController %q can't take a decorator's request", hookName, def.Name)
-	}
-	resp, sent, err := dh.DecorateSent(ctx, &hookapi.DecoratorHookRequest{
+	resp, sent, err := h.decorator.DecorateSent(ctx, &hookapi.DecoratorHookRequest{
 		Controller:  def.Decorator.DeepCopy(),
 		Object:      req.Parent,
 		Attachments: req.Children,
@@ -76,7 +81,7 @@ func (c *computation) callHook(ctx context.Context, hookName string, hook SyncHo
 		return nil, sent, err
 	}
 	if problems := decorationProblems(resp); len(problems) > 0 {
-		return nil, sent, &InvalidResponseError{Kind: def.Kind, Controller: def.Name, Hook: hookName, Problems: problems}
+		return nil, sent, &InvalidResponseError{Kind: def.Kind, Controller: def.Name, Hook: h.name, Problems: problems}
 	}
 	c.plan.Decoration = &Decoration{Labels: resp.Labels, Annotations: resp.Annotations}
 	return &hookapi.SyncHookResponse{

@@ -12,11 +12,11 @@
 // invalid, Compute returns an error and no Plan at all, because a partial
 // answer read as "these are all the children" would delete the rest.
 //
-// It reads a controller only through its definition.Definition. What is
-// CompositeController's own (the sync hook's request and answer, rolling
-// updates with ControllerRevisions) sits in compute.go, rolling.go and
-// revisions.go; claim.go, validate.go, plan.go and patch.go are what every
-// kind shares; DecoratorController's own (its hook's shape, its
-// attachments' annotation) is decorator.go, as Metacontroller keeps
-// pkg/controller/{common,composite,decorator}.
+// It reads a controller only through its definition.Definition, and both
+// kinds enter at Compute (compute.go). What every kind shares (compute.go,
+// claim.go, validate.go, plan.go, patch.go) is apart from what only a
+// rolling update with ControllerRevisions needs (rolling.go,
+// revisions.go); DecoratorController's own part (its hook's request and
+// answer, its attachments' annotation) is decorator.go, as Metacontroller
+// keeps pkg/controller/{common,composite,decorator}.
 package engine

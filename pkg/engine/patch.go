@@ -4,22 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // HookPatches names spec.hooks.patches as a whole in InvalidResponseError.Hook.
 const HookPatches = "patches"
-
-// HookPatch is how a patch is named as a hook in InvalidResponseError.Hook.
-func HookPatch(name string) string {
-	return "patch " + strconv.Quote(name)
-}
 
 // patch runs spec.hooks.patches over the validated desired children, in
 // order, and returns the children they leave, checked as a sync hook's
@@ -63,7 +58,7 @@ func (c *computation) patch(ctx context.Context, parent *unstructured.Unstructur
 		var step *patches.StepError
 		var invalid *patches.InvalidAnswerError
 		if errors.As(err, &step) && errors.As(err, &invalid) {
-			return nil, &InvalidResponseError{Controller: name, Hook: HookPatch(step.Patch), Problems: invalid.Problems}
+			return nil, &InvalidResponseError{Controller: name, Hook: definition.PatchHookName(step.Patch), Problems: invalid.Problems}
 		}
 		// A *patches.StepError: "patch "<name>": ...", as a failed sync
 		// hook call is "sync hook: ...".
@@ -111,7 +106,7 @@ func (c *computation) blame(res *patches.Result, children []*unstructured.Unstru
 		if len(changed) == 0 {
 			continue
 		}
-		if _, stepErr := c.validate(HookPatch(step.Name), &hookapi.SyncHookResponse{Children: changed}); stepErr != nil {
+		if _, stepErr := c.validate(definition.PatchHookName(step.Name), &hookapi.SyncHookResponse{Children: changed}); stepErr != nil {
 			return stepErr
 		}
 		children = step.Children

@@ -143,19 +143,19 @@ func TestComputeRejectsWhatPatchesBreak(t *testing.T) {
 		{
 			name:        "labels that no longer match the selector",
 			generator:   mergePatching("ConfigMap", `{"metadata":{"labels":{"app":"q"}}}`),
-			wantHook:    `patch "broken"`,
+			wantHook:    `patch:broken`,
 			wantProblem: `child ConfigMap.v1 ns/a: its labels app=q do not match the parent's selector "app=p"`,
 		},
 		{
 			name:        "labels that are not strings",
 			generator:   mergePatching("ConfigMap", `{"metadata":{"labels":{"n":1}}}`),
-			wantHook:    `patch "broken"`,
+			wantHook:    `patch:broken`,
 			wantProblem: "metadata.labels must map strings to strings",
 		},
 		{
 			name:        "a rename",
 			generator:   mergePatching("ConfigMap", `{"metadata":{"name":"z"}}`),
-			wantHook:    `patch "broken"`,
+			wantHook:    `patch:broken`,
 			wantProblem: `the patch changes metadata.name: it is "a" and the patch sets it to "z"`,
 		},
 		{
@@ -163,13 +163,13 @@ func TestComputeRejectsWhatPatchesBreak(t *testing.T) {
 			generator: hookapi.GeneratorFunc(func(ctx context.Context, req *hookapi.GenerateRequest) (*hookapi.GenerateResponse, error) {
 				return &hookapi.GenerateResponse{Items: []hookapi.GenerateResponseItem{{UID: "new", PatchType: hookapi.PatchTypeJSONMergePatch, Patch: json.RawMessage(`{}`)}}}, nil
 			}),
-			wantHook:    `patch "broken"`,
+			wantHook:    `patch:broken`,
 			wantProblem: `uid "new" is not the uid of a child of the request`,
 		},
 		{
 			name:        "an unknown patchType",
 			generator:   answeringType("ApplyPatch"),
-			wantHook:    `patch "broken"`,
+			wantHook:    `patch:broken`,
 			wantProblem: `patchType "ApplyPatch" is not supported`,
 		},
 		{
@@ -249,7 +249,7 @@ func TestComputeValidatesWhatThePatchesLeaveAndBlamesTheFirstThatBrokeIt(t *test
 		patches.Step{Name: "more", Generator: mergePatching("ConfigMap", `{"data":{"shape":"round"}}`)})
 	plan, err := Compute(context.Background(), in)
 	var invalid *InvalidResponseError
-	if plan != nil || !errors.As(err, &invalid) || invalid.Hook != `patch "break"` {
+	if plan != nil || !errors.As(err, &invalid) || invalid.Hook != `patch:break` {
 		t.Errorf("Compute = %v, %v; want the break patch blamed", plan, err)
 	}
 }

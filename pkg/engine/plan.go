@@ -45,71 +45,17 @@ func (c *computation) buildItems(ctx context.Context, desired []desiredChild) er
 	// append, the slice of these large structs is copied again and again.
 	items = slices.Grow(items, len(desired)+len(c.in.Children.Owned))
 
-	// Observed children by ChildKey: owned first, then the orphans being
-	// adopted, which the hook saw as children too. A key seen twice (the
-	// same object listed through two versions) counts once.
-	observed := map[string]*unstructured.Unstructured{}
-	var observedOrder []*unstructured.Unstructured
-	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Adopt} {
-		for _, obj := range list {
-			if obj == nil {
-				continue
-			}
-			k := ChildKey(obj)
-			if _, dup := observed[k]; dup {
-				continue
-			}
-			observed[k] = obj
-			observedOrder = append(observedOrder, obj)
-		}
-	}
-	released := keySet(c.in.Children.Release)
-	foreign := keySet(append(append([]*unstructured.Unstructured{}, c.in.Children.Foreign...), c.in.Children.Others...))
-	unowned := keySet(c.in.Children.Unowned)
-
+	known := c.knownChildren()
 	wanted := map[string]bool{}
 	for _, d := range desired {
-		key := ChildKey(d.obj)
-		wanted[key] = true
-		obs, ok := observed[key]
-		if !ok && !foreign[key] && !released[key] && !unowned[key] && c.in.Existing != nil {
-			existing, err := c.in.Existing.Get(ctx, d.gvr, d.obj.GetNamespace(), d.obj.GetName())
-			if err != nil {
-				return fmt.Errorf("can't look up %s: %w", describe(d.obj), err)
-			}
-			if existing != nil {
-				// Not ours and not an orphan, or Candidates would have
-				// listed it: someone else controls it.
-				foreign[key] = true
-			}
+		wanted[ChildKey(d.obj)] = true
+		item, err := c.desiredItem(ctx, d, known)
+		if err != nil {
+			return err
 		}
-		switch {
-		case !ok && foreign[key]:
-			// The item says so; the loop records it as ErrResourceExists.
-			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: ReasonForeign})
-		case !ok && unowned[key]:
-			items = append(items, c.unownedItem(d))
-		case !ok && released[key]:
-			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake})
-		case !ok:
-			items = append(items, Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonCreate})
-		case obs.GetDeletionTimestamp() != nil:
-			// Acting now would race the deletion; once the old child is
-			// gone, the next sync creates it anew.
-			items = append(items, Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs, Reason: reasonWaitDeletion})
-		default:
-			items = append(items, c.updateItem(d, obs))
-		}
-		if rev := c.plan.Rollout.RevisionOf(d.obj); rev != "" {
-			it := &items[len(items)-1]
-			it.Revision = rev
-			if rev != c.plan.Rollout.Latest && it.Action == v1alpha1.SyncActionUnchanged && it.Reason == "" {
-				it.Reason = fmt.Sprintf(reasonOlderRevision, c.plan.Rollout.Message)
-			}
-		}
+		items = append(items, item)
 	}
-
-	for _, obs := range observedOrder {
+	for _, obs := range known.order {
 		if wanted[ChildKey(obs)] {
 			continue
 		}
@@ -127,6 +73,87 @@ func (c *computation) buildItems(ctx context.Context, desired []desiredChild) er
 	sortItems(items)
 	c.plan.Items = items
 	return nil
+}
+
+// knownChildren are the objects a desired child may be, by ChildKey, as
+// the claim sorted them.
+type knownChildren struct {
+	// observed are the children: owned first, then the orphans being
+	// adopted, which the hook saw as children too; order is theirs.
+	observed map[string]*unstructured.Unstructured
+	order    []*unstructured.Unstructured
+	// released no longer match the selector; foreign have another
+	// controller; unowned have none and are not adopted.
+	released, foreign, unowned map[string]bool
+}
+
+// knownChildren sorts the claimed objects by key. A key seen twice (the
+// same object listed through two versions) counts once.
+func (c *computation) knownChildren() *knownChildren {
+	k := &knownChildren{
+		observed: map[string]*unstructured.Unstructured{},
+		released: keySet(c.in.Children.Release),
+		foreign:  keySet(append(append([]*unstructured.Unstructured{}, c.in.Children.Foreign...), c.in.Children.Others...)),
+		unowned:  keySet(c.in.Children.Unowned),
+	}
+	for _, list := range [][]*unstructured.Unstructured{c.in.Children.Owned, c.in.Children.Adopt} {
+		for _, obj := range list {
+			if obj == nil {
+				continue
+			}
+			key := ChildKey(obj)
+			if _, dup := k.observed[key]; dup {
+				continue
+			}
+			k.observed[key] = obj
+			k.order = append(k.order, obj)
+		}
+	}
+	return k
+}
+
+// desiredItem is the item of a desired child: created, updated, or left
+// alone when another owner's object or an orphan has its name, or while
+// the old child is being deleted.
+func (c *computation) desiredItem(ctx context.Context, d desiredChild, known *knownChildren) (Item, error) {
+	key := ChildKey(d.obj)
+	obs, ok := known.observed[key]
+	if !ok && !known.foreign[key] && !known.released[key] && !known.unowned[key] && c.in.Existing != nil {
+		existing, err := c.in.Existing.Get(ctx, d.gvr, d.obj.GetNamespace(), d.obj.GetName())
+		if err != nil {
+			return Item{}, fmt.Errorf("can't look up %s: %w", describe(d.obj), err)
+		}
+		if existing != nil {
+			// Not ours and not an orphan, or Candidates would have
+			// listed it: someone else controls it.
+			known.foreign[key] = true
+		}
+	}
+	var item Item
+	switch {
+	case !ok && known.foreign[key]:
+		// The item says so; the loop records it as ErrResourceExists.
+		item = Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Reason: ReasonForeign}
+	case !ok && known.unowned[key]:
+		item = c.unownedItem(d)
+	case !ok && known.released[key]:
+		item = Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonRetake}
+	case !ok:
+		item = Item{Action: v1alpha1.SyncActionCreate, GVR: d.gvr, Desired: d.obj, Reason: reasonCreate}
+	case obs.GetDeletionTimestamp() != nil:
+		// Acting now would race the deletion; once the old child is
+		// gone, the next sync creates it anew.
+		item = Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs, Reason: reasonWaitDeletion}
+	default:
+		item = c.updateItem(d, obs)
+	}
+	if rev := c.plan.Rollout.RevisionOf(d.obj); rev != "" {
+		item.Revision = rev
+		if rev != c.plan.Rollout.Latest && item.Action == v1alpha1.SyncActionUnchanged && item.Reason == "" {
+			item.Reason = fmt.Sprintf(reasonOlderRevision, c.plan.Rollout.Message)
+		}
+	}
+	return item, nil
 }
 
 // unownedItem is the item of a desired child whose name an object without a

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -22,7 +24,9 @@ type InvalidResponseError struct {
 	Kind string
 	// Controller is the controller's name.
 	Controller string
-	// Hook is HookSync, HookFinalize or HookCustomize.
+	// Hook is the hook's name as metrics and hook call errors have it:
+	// definition.HookSync, HookFinalize, HookCustomize or, for a patch,
+	// definition.PatchHookName; HookPatches for what the patches leave.
 	Hook string
 	// Problems lists every problem found, not only the first, so that a
 	// hook author can fix them in one go.
@@ -76,7 +80,7 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 	if math.IsNaN(resp.ResyncAfterSeconds) || math.IsInf(resp.ResyncAfterSeconds, 0) {
 		problem("resyncAfterSeconds is %v", resp.ResyncAfterSeconds)
 	}
-	if resp.Finalized && hookName != HookFinalize {
+	if resp.Finalized && hookName != definition.HookFinalize {
 		c.plan.warn("the sync hook answered finalized: true, which only a finalize hook's answer means; ignored")
 	}
 
@@ -104,6 +108,9 @@ func (c *computation) validate(hookName string, resp *hookapi.SyncHookResponse) 
 	return out, nil
 }
 
+// childPath names the i-th child of a hook's answer in a problem.
+func childPath(i int) string { return field.NewPath("children").Index(i).String() }
+
 // validateChild checks the i-th child of the hook's answer, reporting each
 // problem, and returns it normalized; false when it is invalid. parentKey
 // is the parent's ChildKey, to report the parent itself. seen counts
@@ -113,24 +120,24 @@ func (c *computation) validateChild(i int, child *unstructured.Unstructured, par
 	parent := c.in.Parent
 	parentNS := parent.GetNamespace()
 	if child == nil {
-		problem("children[%d] is null", i)
+		problem("%s is null", childPath(i))
 		return desiredChild{}, false, nil
 	}
 	apiVersion, kind, name, idProblems := identity(child)
 	if len(idProblems) > 0 {
 		for _, p := range idProblems {
-			problem("children[%d] %s", i, p)
+			problem("%s %s", childPath(i), p)
 		}
 		return desiredChild{}, false, nil
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		problem("children[%d] has an invalid apiVersion %q: %v", i, apiVersion, err)
+		problem("%s has an invalid apiVersion %q: %v", childPath(i), apiVersion, err)
 		return desiredChild{}, false, nil
 	}
 	obj, err := normalize(child)
 	if err != nil {
-		problem("children[%d] (%s.%s %s) is not a valid object: %v", i, kind, apiVersion, name, err)
+		problem("%s (%s.%s %s) is not a valid object: %v", childPath(i), kind, apiVersion, name, err)
 		return desiredChild{}, false, nil
 	}
 	// Name the child as the hook wrote it; the namespace may be

@@ -84,12 +84,8 @@ func (a *applyRun) managedFields(manager string) ([]interface{}, error) {
 	if len(a.after) == 0 {
 		return nil, nil
 	}
-	type entry struct {
-		metav1.ManagedFieldsEntry
-		set *fieldpath.Set
-	}
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-	entries := make([]entry, 0, len(a.after))
+	entries := make([]managedEntry, 0, len(a.after))
 	for id, vs := range a.after {
 		var e metav1.ManagedFieldsEntry
 		switch id {
@@ -111,53 +107,70 @@ func (a *applyRun) managedFields(manager string) ([]interface{}, error) {
 			}
 		}
 		e.APIVersion = string(vs.APIVersion())
-		entries = append(entries, entry{ManagedFieldsEntry: e, set: vs.Set()})
+		entries = append(entries, managedEntry{ManagedFieldsEntry: e, set: vs.Set()})
 	}
-	sort.Slice(entries, func(i, j int) bool {
-		p, q := entries[i], entries[j]
-		if p.Operation != q.Operation {
-			return p.Operation < q.Operation
-		}
-		var ps, qs int64
-		if p.Time != nil {
-			ps = p.Time.Unix()
-		}
-		if q.Time != nil {
-			qs = q.Time.Unix()
-		}
-		if ps != qs {
-			return ps < qs
-		}
-		if p.Manager != q.Manager {
-			return p.Manager < q.Manager
-		}
-		if p.APIVersion != q.APIVersion {
-			return p.APIVersion < q.APIVersion
-		}
-		return p.Subresource < q.Subresource
-	})
+	sort.Slice(entries, func(i, j int) bool { return entries[i].before(entries[j]) })
 	out := make([]interface{}, len(entries))
 	for i, e := range entries {
-		fields, err := fieldsV1(e.set)
-		if err != nil {
-			return nil, fmt.Errorf("can't encode the fields of manager %q: %w", e.Manager, err)
+		var err error
+		if out[i], err = e.unstructured(); err != nil {
+			return nil, err
 		}
-		m := map[string]interface{}{
-			"manager":    e.Manager,
-			"operation":  string(e.Operation),
-			"apiVersion": e.APIVersion,
-			"fieldsType": "FieldsV1",
-			"fieldsV1":   fields,
-		}
-		if e.Time != nil {
-			m["time"] = e.Time.UTC().Format(time.RFC3339)
-		}
-		if e.Subresource != "" {
-			m["subresource"] = e.Subresource
-		}
-		out[i] = m
 	}
 	return out, nil
+}
+
+// managedEntry is a managedFields entry and the fields it owns.
+type managedEntry struct {
+	metav1.ManagedFieldsEntry
+	set *fieldpath.Set
+}
+
+// before is the API server's order of managedFields entries: by
+// operation, time, manager, apiVersion and subresource.
+func (e managedEntry) before(o managedEntry) bool {
+	if e.Operation != o.Operation {
+		return e.Operation < o.Operation
+	}
+	var et, ot int64
+	if e.Time != nil {
+		et = e.Time.Unix()
+	}
+	if o.Time != nil {
+		ot = o.Time.Unix()
+	}
+	if et != ot {
+		return et < ot
+	}
+	if e.Manager != o.Manager {
+		return e.Manager < o.Manager
+	}
+	if e.APIVersion != o.APIVersion {
+		return e.APIVersion < o.APIVersion
+	}
+	return e.Subresource < o.Subresource
+}
+
+// unstructured is the entry as an unstructured object holds it.
+func (e managedEntry) unstructured() (map[string]interface{}, error) {
+	fields, err := fieldsV1(e.set)
+	if err != nil {
+		return nil, fmt.Errorf("can't encode the fields of manager %q: %w", e.Manager, err)
+	}
+	m := map[string]interface{}{
+		"manager":    e.Manager,
+		"operation":  string(e.Operation),
+		"apiVersion": e.APIVersion,
+		"fieldsType": "FieldsV1",
+		"fieldsV1":   fields,
+	}
+	if e.Time != nil {
+		m["time"] = e.Time.UTC().Format(time.RFC3339)
+	}
+	if e.Subresource != "" {
+		m["subresource"] = e.Subresource
+	}
+	return m, nil
 }
 
 // fieldsV1 is s as FieldsV1 holds it, the JSON of Set.ToJSON decoded,

@@ -78,73 +78,119 @@ func TakeoverPatch(tc managedfields.TypeConverter, observed *unstructured.Unstru
 		fromAnnotation, annotationErr = annotationFields(tc, observed, lastApplied)
 	}
 
-	var kept []metav1.ManagedFieldsEntry
-	taken := fieldpath.NewSet()
-	ours, found := -1, false
-	var apiVersion string
-	var when *metav1.Time
+	t, err := metacontrollerEntries(observed, manager, fromAnnotation)
+	if err != nil {
+		return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+	}
+	if !t.found {
+		if !hasAnnotation {
+			return nil, false, nil
+		}
+		if annotationErr != nil {
+			return nil, true, fmt.Errorf("can't take %s over: %w", name, annotationErr)
+		}
+		if err := t.takeAnnotated(tc, observed, fromAnnotation); err != nil {
+			return nil, true, fmt.Errorf("can't take %s over: %w", name, err)
+		}
+	}
+	kept, err := t.handOver(manager)
+	if err != nil {
+		return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+	}
+	if patch, err = takeoverOps(observed, kept, hasAnnotation); err != nil {
+		return nil, true, fmt.Errorf("can't take %s over: %w", name, err)
+	}
+	return patch, true, nil
+}
+
+// takeover is what TakeoverPatch gathers from a child's managedFields.
+type takeover struct {
+	// kept are the entries written back: all but Metacontroller's on the
+	// main resource.
+	kept []metav1.ManagedFieldsEntry
+	// ours is the index in kept of manager's Apply entry; -1 for none.
+	ours int
+	// taken are the fields that move to manager.
+	taken *fieldpath.Set
+	// found: Metacontroller has an entry on the main resource.
+	found bool
+	// apiVersion and when are those of Metacontroller's newest entry,
+	// which the new entry takes.
+	apiVersion string
+	when       *metav1.Time
+}
+
+// metacontrollerEntries sorts observed's managedFields into those kept and
+// the fields of Metacontroller's entries, an Update entry's cut down to
+// fromAnnotation when it is known.
+func metacontrollerEntries(observed *unstructured.Unstructured, manager string, fromAnnotation *fieldpath.Set) (*takeover, error) {
+	t := &takeover{ours: -1, taken: fieldpath.NewSet()}
 	for _, e := range observed.GetManagedFields() {
 		if e.Subresource != "" {
-			kept = append(kept, e)
+			t.kept = append(t.kept, e)
 			continue
 		}
 		if e.Manager != MetacontrollerManager {
 			if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply {
-				ours = len(kept)
+				t.ours = len(t.kept)
 			}
-			kept = append(kept, e)
+			t.kept = append(t.kept, e)
 			continue
 		}
 		set, err := decodeSet(e)
 		if err != nil {
-			return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+			return nil, err
 		}
 		if e.Operation == metav1.ManagedFieldsOperationUpdate && fromAnnotation != nil {
 			set = coveredFields(set, fromAnnotation)
 		}
-		taken = taken.Union(set)
-		if !found || (e.Time != nil && (when == nil || when.Before(e.Time))) {
+		t.taken = t.taken.Union(set)
+		if !t.found || (e.Time != nil && (t.when == nil || t.when.Before(e.Time))) {
 			// The newest entry's version and time are the new entry's.
-			apiVersion, when = e.APIVersion, e.Time
+			t.apiVersion, t.when = e.APIVersion, e.Time
 		}
-		found = true
+		t.found = true
 	}
-	if !found && !hasAnnotation {
-		return nil, false, nil
+	return t, nil
+}
+
+// takeAnnotated takes, when Metacontroller has no entry, the fields of its
+// annotation that the child has.
+func (t *takeover) takeAnnotated(tc managedfields.TypeConverter, observed *unstructured.Unstructured, fromAnnotation *fieldpath.Set) error {
+	live, err := tc.ObjectToTyped(sanitizeLive(observed), typed.AllowDuplicates)
+	if err != nil {
+		return fmt.Errorf("can't convert it: %w: %w", ErrSchema, err)
 	}
-	if !found {
-		if annotationErr != nil {
-			return nil, true, fmt.Errorf("can't take %s over: %w", name, annotationErr)
-		}
-		live, err := tc.ObjectToTyped(sanitizeLive(observed), typed.AllowDuplicates)
-		if err != nil {
-			return nil, true, fmt.Errorf("can't take %s over: can't convert it: %w: %w", name, ErrSchema, err)
-		}
-		has, err := live.ToFieldSet()
-		if err != nil {
-			return nil, true, fmt.Errorf("can't take %s over: %w", name, err)
-		}
-		taken = fromAnnotation.Intersection(has)
-		apiVersion = observed.GetAPIVersion()
+	has, err := live.ToFieldSet()
+	if err != nil {
+		return err
 	}
+	t.taken = fromAnnotation.Intersection(has)
+	t.apiVersion = observed.GetAPIVersion()
+	return nil
+}
+
+// handOver adds the taken fields to manager's Apply entry, or a new one,
+// and returns the entries to write.
+func (t *takeover) handOver(manager string) ([]metav1.ManagedFieldsEntry, error) {
 	// Never ours: status, the annotation that goes, what nobody owns.
-	taken = taken.Difference(neverOwned).
+	taken := t.taken.Difference(neverOwned).
 		RecursiveDifference(fieldpath.NewSet(fieldpath.MakePathOrDie("status"))).
 		Difference(fieldpath.NewSet(fieldpath.MakePathOrDie("metadata", "annotations", LastAppliedAnnotation)))
-
+	kept := t.kept
 	switch {
-	case ours >= 0:
-		set, err := decodeSet(kept[ours])
+	case t.ours >= 0:
+		set, err := decodeSet(kept[t.ours])
 		if err != nil {
-			return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+			return nil, err
 		}
-		if err := encodeSet(&kept[ours], set.Union(taken)); err != nil {
-			return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+		if err := encodeSet(&kept[t.ours], set.Union(taken)); err != nil {
+			return nil, err
 		}
 	case !taken.Empty():
-		e := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: apiVersion, Time: when}
+		e := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: t.apiVersion, Time: t.when}
 		if err := encodeSet(&e, taken); err != nil {
-			return nil, false, fmt.Errorf("can't take %s over: %w", name, err)
+			return nil, err
 		}
 		kept = append(kept, e)
 	}
@@ -152,7 +198,12 @@ func TakeoverPatch(tc managedfields.TypeConverter, observed *unstructured.Unstru
 		// An empty list resets managedFields, as nothing is owned.
 		kept = []metav1.ManagedFieldsEntry{}
 	}
+	return kept, nil
+}
 
+// takeoverOps is the JSON patch that writes kept as observed's
+// managedFields and removes Metacontroller's annotation, if it has one.
+func takeoverOps(observed *unstructured.Unstructured, kept []metav1.ManagedFieldsEntry, hasAnnotation bool) ([]byte, error) {
 	ops := []map[string]interface{}{
 		// "replace" of resourceVersion, not "test", so that a concurrent
 		// change fails in storage with 409 Conflict, as in csaupgrade.
@@ -163,11 +214,7 @@ func TakeoverPatch(tc managedfields.TypeConverter, observed *unstructured.Unstru
 	if hasAnnotation {
 		ops = append(ops, map[string]interface{}{"op": "remove", "path": "/metadata/annotations/" + escapePointer(LastAppliedAnnotation)})
 	}
-	patch, err = json.Marshal(ops)
-	if err != nil {
-		return nil, true, fmt.Errorf("can't take %s over: %w", name, err)
-	}
-	return patch, true, nil
+	return json.Marshal(ops)
 }
 
 // annotationFields converts the object in Metacontroller's annotation to

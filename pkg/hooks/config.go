@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
@@ -40,12 +42,10 @@ type Config struct {
 	Hook string
 	// Webhook is where and how the hook is called.
 	Webhook *v1alpha1.Webhook
-	// Version is the hook's contract version; empty means v1.
-	Version v1alpha1.HookVersion
-	// Resolved is the hook as a compiled definition resolved it; when set,
-	// Version is not read and Webhook not resolved again. Without it, New
-	// resolves Webhook and Version with definition.ResolveHook, the one
-	// place a hook is defaulted.
+	// Resolved is the hook as a compiled definition resolved it (its
+	// version, decoding mode and timeout). Without it, New resolves
+	// Webhook as a v1 hook's with definition.ResolveHook, the one place a
+	// hook is defaulted.
 	Resolved *definition.Hook
 	// EndpointConfigs are the controller's per-host connection settings.
 	EndpointConfigs []v1alpha1.EndpointConfig
@@ -76,9 +76,17 @@ func New(ctx context.Context, cfg Config) (*Webhook, error) {
 	RegisterMetrics()
 	w, err := newWebhook(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("can't configure CompositeController %q %s hook: %w", cfg.Controller, cfg.Hook, err)
+		return nil, fmt.Errorf("can't configure %s %q %s hook: %w", kindOrComposite(cfg.ControllerKind), cfg.Controller, cfg.Hook, err)
 	}
 	return w, nil
+}
+
+// kindOrComposite is a controller's kind, CompositeController when unset.
+func kindOrComposite(kind string) string {
+	if kind == "" {
+		return definition.KindComposite
+	}
+	return kind
 }
 
 func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
@@ -91,7 +99,7 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 	hook := cfg.Resolved
 	if hook == nil {
 		var err error
-		if hook, err = definition.ResolveHook(cfg.Hook, &cfg.Version, cfg.Webhook); err != nil {
+		if hook, err = definition.ResolveHook(cfg.Hook, nil, cfg.Webhook); err != nil {
 			return nil, err
 		}
 	}
@@ -114,13 +122,9 @@ func newWebhook(ctx context.Context, cfg Config) (*Webhook, error) {
 		return nil, err
 	}
 
-	kind := cfg.ControllerKind
-	if kind == "" {
-		kind = "CompositeController"
-	}
 	return &Webhook{
 		controller:       cfg.Controller,
-		controllerKind:   kind,
+		controllerKind:   kindOrComposite(cfg.ControllerKind),
 		hook:             cfg.Hook,
 		url:              u.String(),
 		displayURL:       u.Redacted(),
@@ -346,7 +350,7 @@ func resolveAuthorization(ctx context.Context, secrets SecretSource, a *v1alpha1
 	if strings.EqualFold(typ, "Basic") {
 		return "", errors.New(`type "Basic" is not supported: use basicAuth`)
 	}
-	if !validHeaderToken(typ) {
+	if !httpguts.ValidHeaderFieldName(typ) {
 		return "", fmt.Errorf("type %q is not a valid authorization scheme", typ)
 	}
 	ref := a.SecretRef
@@ -364,7 +368,9 @@ func resolveAuthorization(ctx context.Context, secrets SecretSource, a *v1alpha1
 	// Secrets written with "echo" end with a newline that is not part of
 	// the credential.
 	credential := strings.TrimSpace(string(raw))
-	if credential == "" || !validHeaderValue(credential) {
+	// Control characters are refused, so that a credential cannot inject
+	// headers and fails at configuration rather than on every call.
+	if credential == "" || !httpguts.ValidHeaderFieldValue(credential) {
 		return "", fmt.Errorf("key %q of Secret %s/%s is empty or not a valid header value", ref.Key, ref.Namespace, ref.Name)
 	}
 	return typ + " " + credential, nil
@@ -405,30 +411,6 @@ func keyOr(key, def string) string {
 		return def
 	}
 	return key
-}
-
-// validHeaderValue rejects control characters, so that a credential cannot
-// inject headers and fails at configuration rather than on every call.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderToken(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // newHTTPClient builds a client for one webhook. It is not shared so that

@@ -69,7 +69,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"service with a bad port", Config{Webhook: &v1alpha1.Webhook{Service: &v1alpha1.ServiceReference{Name: "hook", Namespace: "ns", Port: ptr[int32](0)}}}, "not in 1-65535"},
 		{"service with a bad protocol", Config{Webhook: &v1alpha1.Webhook{Service: &v1alpha1.ServiceReference{Name: "hook", Namespace: "ns", Protocol: ptr("grpc")}}}, "must use http or https"},
 		{"path without slash", Config{Webhook: &v1alpha1.Webhook{Service: svc, Path: ptr("sync")}}, "must start with /"},
-		{"unknown version", Config{Webhook: urlHook("http://x/"), Version: "v3"}, "unsupported hook version"},
 		{"unknown unmarshal mode", Config{Webhook: &v1alpha1.Webhook{URL: ptr("http://x/"), ResponseUnMarshallMode: ptr[v1alpha1.ResponseUnmarshallMode]("lenient")}}, "unsupported responseUnMarshallMode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

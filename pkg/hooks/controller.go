@@ -8,9 +8,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
-// ControllerHooks are the webhook clients of one CompositeController's
-// sync, finalize and customize hooks and its patch pipeline, as the engine
-// takes them.
+// ControllerHooks are the webhook clients of one controller's sync,
+// finalize and customize hooks and its patch pipeline, as the engine takes
+// them.
 type ControllerHooks struct {
 	engine.Hooks
 	webhooks []*Webhook
@@ -47,23 +47,19 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 		out.Close()
 		return nil, err
 	}
-	// Interfaces are set only for hooks that exist: a nil *Webhook in an
-	// interface would not compare equal to nil.
-	if w, err := build(def.Hooks.Sync); err != nil {
+	sync, err := build(def.Hooks.Sync)
+	if err != nil {
 		return fail(err)
-	} else if w != nil {
-		out.Sync = w
 	}
-	if w, err := build(def.Hooks.Finalize); err != nil {
+	finalize, err := build(def.Hooks.Finalize)
+	if err != nil {
 		return fail(err)
-	} else if w != nil {
-		out.Finalize = w
 	}
-	if w, err := build(def.Hooks.Customize); err != nil {
+	customize, err := build(def.Hooks.Customize)
+	if err != nil {
 		return fail(err)
-	} else if w != nil {
-		out.Customize = w
 	}
+	out.set(def.Kind, sync, finalize, customize)
 	// A patch hook is called as every other hook (url or service, TLS,
 	// credentials, endpointConfigs, timeout, metrics), under the hook name
 	// patch:<name>.
@@ -84,4 +80,28 @@ func Build(ctx context.Context, def *definition.Definition, secrets SecretSource
 	}
 	out.Patches = patches.New(steps...)
 	return out, nil
+}
+
+// set puts the webhooks where the engine takes the hooks of a controller
+// of kind: a DecoratorController's sync and finalize hooks take a
+// decorator's request. Interfaces are set only for hooks that exist: a nil
+// *Webhook in an interface would not compare equal to nil.
+func (h *ControllerHooks) set(kind string, sync, finalize, customize *Webhook) {
+	if sync != nil {
+		if kind == definition.KindDecorator {
+			h.Decorator.Sync = sync
+		} else {
+			h.Sync = sync
+		}
+	}
+	if finalize != nil {
+		if kind == definition.KindDecorator {
+			h.Decorator.Finalize = finalize
+		} else {
+			h.Finalize = finalize
+		}
+	}
+	if customize != nil {
+		h.Customize = customize
+	}
 }

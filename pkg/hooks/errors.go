@@ -36,6 +36,8 @@ const (
 // the cause, so errors.As still finds *StatusError, *TooManyRequestsError,
 // TLS and x509 errors.
 type CallError struct {
+	// Kind is the controller's kind.
+	Kind       string
 	Controller string
 	Hook       string
 	// URL is the hook's URL with any credentials redacted.
@@ -46,7 +48,7 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
-	return fmt.Sprintf("CompositeController %q %s hook (POST %s): %v", e.Controller, e.Hook, e.URL, e.Err)
+	return fmt.Sprintf("%s %q %s hook (POST %s): %v", kindOrComposite(e.Kind), e.Controller, e.Hook, e.URL, e.Err)
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
@@ -92,6 +94,10 @@ func (e *TooManyRequestsError) Error() string {
 	}
 	return "hook answered HTTP 429 Too Many Requests"
 }
+
+// RetryDelay is RetryAfter, for callers that know the error only by this
+// method (pkg/reconcile), so that they need not import this package.
+func (e *TooManyRequestsError) RetryDelay() time.Duration { return e.RetryAfter }
 
 // timeoutError is the cause of the per-call context, so that a call that ran
 // out of time says how long it had rather than "context deadline exceeded".

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
 // fakeSecrets is an in-memory SecretSource keyed by "namespace/name".
@@ -153,6 +154,17 @@ func urlHook(u string) *v1alpha1.Webhook {
 
 // mustNew builds a Webhook for controller "c" and hook "sync" unless cfg
 // says otherwise.
+// resolved is wh resolved as a hook of version, as a compiled definition
+// hands it to New.
+func resolved(t *testing.T, version v1alpha1.HookVersion, wh *v1alpha1.Webhook) *definition.Hook {
+	t.Helper()
+	h, err := definition.ResolveHook("sync", &version, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func mustNew(t *testing.T, cfg Config) *Webhook {
 	t.Helper()
 	if cfg.Controller == "" {

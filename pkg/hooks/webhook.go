@@ -1,8 +1,9 @@
-// Package hooks calls a CompositeController's hooks over HTTP: it resolves a
-// webhook's URL (url or in-cluster service), TLS material and credentials
-// once, and then makes calls with a timeout, a response size limit, no
-// redirects, strict or loose decoding, ETag caching (webhook.etag), errors
-// that name the controller and hook, and Prometheus metrics.
+// Package hooks calls a controller's hooks over HTTP, for either kind: it
+// resolves a webhook's URL (url or in-cluster service), TLS material and
+// credentials once, and then makes calls with a timeout, a response size
+// limit, no redirects, strict or loose decoding, ETag caching
+// (webhook.etag), errors that name the controller and hook, and Prometheus
+// metrics.
 package hooks
 
 import (
@@ -139,42 +140,83 @@ func (w *Webhook) call(ctx context.Context, body []byte, request any, response a
 	callCtx, cancel := context.WithTimeoutCause(ctx, w.timeout, &timeoutError{after: w.timeout})
 	defer cancel()
 
+	req, err := w.newRequest(callCtx, body)
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("controller", w.controller, "hook", w.hook, "url", w.displayURL)
+	offer := w.offerCached(req, request)
+
+	code := "error"
+	end := w.observeCall(logger)
+	defer func() { end(code) }()
+
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return w.transportFailure(callCtx, err)
+	}
+	defer func() {
+		// Drain a little so that the connection can be reused, but not an
+		// unbounded amount from a misbehaving hook.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		_ = resp.Body.Close()
+	}()
+	code = strconv.Itoa(resp.StatusCode)
+	return w.readAnswer(callCtx, logger, resp, offer, response)
+}
+
+// newRequest is the POST of body to the hook, with its credentials.
+func (w *Webhook) newRequest(callCtx context.Context, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return w.fail(ReasonEncode, fmt.Errorf("can't build request: %w", err))
+		return nil, w.fail(ReasonEncode, fmt.Errorf("can't build request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if w.authHeader != "" {
 		req.Header.Set("Authorization", w.authHeader)
 	}
+	return req, nil
+}
 
-	logger := klog.FromContext(ctx).WithValues("controller", w.controller, "hook", w.hook, "url", w.displayURL)
+// etagOffer is what a call knows of the ETag cache (webhook.etag): the
+// request's key, when it has one, and the entry offered as If-None-Match.
+// A 304 is answered from that entry rather than from whatever the cache
+// holds when the answer arrives: a concurrent call may have stored a newer
+// answer under another ETag, and the 304 only vouches for the one that was
+// sent.
+type etagOffer struct {
+	key    etagKey
+	keyed  bool
+	cached *etagEntry
+}
 
-	// cached is the entry offered as If-None-Match. A 304 is answered from
-	// it rather than from whatever the cache holds when the answer arrives:
-	// a concurrent call may have stored a newer answer under another ETag,
-	// and the 304 only vouches for the one that was sent.
-	var (
-		key    etagKey
-		keyed  bool
-		cached *etagEntry
-	)
-	if w.etags != nil {
-		if key, keyed = etagKeyOf(request); keyed {
-			if e, ok := w.etags.get(key); ok {
-				cached = &e
-				req.Header.Set(headerIfNoneMatch, e.etag)
-			}
+// offerCached offers the cached answer to request, if any, with
+// If-None-Match.
+func (w *Webhook) offerCached(req *http.Request, request any) etagOffer {
+	var offer etagOffer
+	if w.etags == nil {
+		return offer
+	}
+	if offer.key, offer.keyed = etagKeyOf(request); offer.keyed {
+		if e, ok := w.etags.get(offer.key); ok {
+			offer.cached = &e
+			req.Header.Set(headerIfNoneMatch, e.etag)
 		}
 	}
+	return offer
+}
+
+// observeCall counts a call in flight until the function it returns is
+// called with the answer's status code ("error" for none), which records
+// the call in the metrics and the log.
+func (w *Webhook) observeCall(logger klog.Logger) func(code string) {
 	start := time.Now()
-	code := "error"
 	mc := metacontrollerMetrics[w.hook]
 	if mc != nil {
 		mc.inFlight.WithLabelValues(w.displayURL, w.controller, w.controllerKind).Inc()
 	}
-	defer func() {
+	return func(code string) {
 		elapsed := time.Since(start)
 		hookRequests.WithLabelValues(w.controller, w.hook, code).Inc()
 		hookDuration.WithLabelValues(w.controller, w.hook).Observe(elapsed.Seconds())
@@ -188,26 +230,19 @@ func (w *Webhook) call(ctx context.Context, body []byte, request any, response a
 			}
 		}
 		logger.V(5).Info("Called hook", "code", code, "duration", elapsed)
-	}()
-
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return w.transportFailure(callCtx, err)
 	}
-	defer func() {
-		// Drain a little so that the connection can be reused, but not an
-		// unbounded amount from a misbehaving hook.
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
-		_ = resp.Body.Close()
-	}()
-	code = strconv.Itoa(resp.StatusCode)
+}
 
+// readAnswer decodes the hook's answer into response: a 429, a non-2xx
+// status or an answer that does not decode is an error; a 304 to an
+// offered ETag is the cached answer; a new answer with an ETag is cached.
+func (w *Webhook) readAnswer(callCtx context.Context, logger klog.Logger, resp *http.Response, offer etagOffer, response any) error {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return w.fail(ReasonTooManyRequests, &TooManyRequestsError{RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), w.now())})
-	case cached != nil && notModified(resp.StatusCode):
-		logger.V(5).Info("Hook answer unchanged, using the cached answer", "etag", cached.etag, "cacheKey", key)
-		if err := w.decode(cached.body, response); err != nil {
+	case offer.cached != nil && notModified(resp.StatusCode):
+		logger.V(5).Info("Hook answer unchanged, using the cached answer", "etag", offer.cached.etag, "cacheKey", offer.key)
+		if err := w.decode(offer.cached.body, response); err != nil {
 			return w.fail(ReasonDecode, err)
 		}
 		return nil
@@ -219,17 +254,10 @@ func (w *Webhook) call(ctx context.Context, body []byte, request any, response a
 		})
 	}
 
-	if resp.ContentLength > w.maxResponseBytes {
-		return w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, w.maxResponseBytes+1))
+	data, err := w.readBody(callCtx, resp)
 	if err != nil {
-		return w.transportFailure(callCtx, fmt.Errorf("can't read response: %w", err))
+		return err
 	}
-	if int64(len(data)) > w.maxResponseBytes {
-		return w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
-	}
-
 	if err := w.decode(data, response); err != nil {
 		return w.fail(ReasonDecode, err)
 	}
@@ -237,13 +265,28 @@ func (w *Webhook) call(ctx context.Context, body []byte, request any, response a
 	// offering the ETag of a rejected answer would invite a 304 that fails
 	// again, instead of a full answer that may have been fixed. An answer
 	// without an ETag leaves the entry as it is, as in Metacontroller.
-	if keyed {
+	if offer.keyed {
 		if etag := resp.Header.Get(headerETag); etag != "" {
-			w.etags.set(key, etag, data)
-			logger.V(5).Info("Cached hook answer", "etag", etag, "cacheKey", key)
+			w.etags.set(offer.key, etag, data)
+			logger.V(5).Info("Cached hook answer", "etag", etag, "cacheKey", offer.key)
 		}
 	}
 	return nil
+}
+
+// readBody reads a 2xx answer's body, up to the response size limit.
+func (w *Webhook) readBody(callCtx context.Context, resp *http.Response) ([]byte, error) {
+	if resp.ContentLength > w.maxResponseBytes {
+		return nil, w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, w.maxResponseBytes+1))
+	if err != nil {
+		return nil, w.transportFailure(callCtx, fmt.Errorf("can't read response: %w", err))
+	}
+	if int64(len(data)) > w.maxResponseBytes {
+		return nil, w.fail(ReasonTooLarge, fmt.Errorf("response larger than %d bytes", w.maxResponseBytes))
+	}
+	return data, nil
 }
 
 // transportFailure classifies an error of sending or reading: our timeout,
@@ -273,7 +316,7 @@ func (w *Webhook) fail(reason string, err error) error {
 	default:
 		hookErrors.WithLabelValues(w.controller, w.hook, reason).Inc()
 	}
-	return &CallError{Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
+	return &CallError{Kind: w.controllerKind, Controller: w.controller, Hook: w.hook, URL: w.displayURL, Reason: reason, Err: err}
 }
 
 // decode reads an answer into response. Two answers that a JSON decoder

@@ -269,7 +269,7 @@ func TestLooseModeIgnoresUnknownAndDuplicateFields(t *testing.T) {
 	wh := urlHook(srv.URL)
 	wh.ResponseUnMarshallMode = &loose
 	// v2 defaults to strict; an explicit loose wins.
-	w := mustNew(t, Config{Webhook: wh, Version: v1alpha1.HookVersionV2})
+	w := mustNew(t, Config{Webhook: wh, Resolved: resolved(t, v1alpha1.HookVersionV2, wh)})
 	resp, err := w.Sync(context.Background(), syncRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,8 @@ func TestStrictnessDefaultsByVersion(t *testing.T) {
 		version v1alpha1.HookVersion
 		want    bool
 	}{{"", false}, {v1alpha1.HookVersionV1, false}, {v1alpha1.HookVersionV2, true}} {
-		w := mustNew(t, Config{Webhook: urlHook("http://127.0.0.1:1/"), Version: tc.version})
+		wh := urlHook("http://127.0.0.1:1/")
+		w := mustNew(t, Config{Webhook: wh, Resolved: resolved(t, tc.version, wh)})
 		if w.Strict() != tc.want {
 			t.Errorf("version %q: strict = %v, want %v", tc.version, w.Strict(), tc.want)
 		}

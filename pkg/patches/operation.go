@@ -74,83 +74,83 @@ func applyOperation(doc map[string]interface{}, op string, path pointer, value i
 // applyAt applies op to the target path[depth:] in container (the value at
 // path[:depth]) and returns the changed copy of container.
 func applyAt(container interface{}, op string, path pointer, depth int, value interface{}) (interface{}, error) {
-	tok := path[depth]
-	last := depth == len(path)-1
-	here := func() string { return describePointer(path[:depth+1]) }
 	switch c := container.(type) {
 	case map[string]interface{}:
-		cur, exists := c[tok]
-		out := make(map[string]interface{}, len(c)+1)
-		for k, v := range c {
-			out[k] = v
-		}
-		switch {
-		case !last:
-			if !exists {
-				return nil, fmt.Errorf("%s does not exist", here())
-			}
-			next, err := applyAt(cur, op, path, depth+1, value)
-			if err != nil {
-				return nil, err
-			}
-			out[tok] = next
-		case op == "add":
-			out[tok] = value
-		case op == "replace":
-			if !exists {
-				return nil, fmt.Errorf("%s does not exist, so it can't be replaced", here())
-			}
-			out[tok] = value
-		case op == "remove":
-			if !exists {
-				return nil, fmt.Errorf("%s does not exist, so it can't be removed", here())
-			}
-			delete(out, tok)
-		default:
-			return nil, fmt.Errorf("op %q is not supported", op)
-		}
-		return out, nil
+		return applyInObject(c, op, path, depth, value)
 	case []interface{}:
-		if !last {
-			i, err := index(tok, len(c), false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", here(), err)
-			}
-			next, err := applyAt(c[i], op, path, depth+1, value)
-			if err != nil {
-				return nil, err
-			}
-			out := append([]interface{}(nil), c...)
-			out[i] = next
-			return out, nil
-		}
-		switch op {
-		case "add":
-			i, err := index(tok, len(c), true)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", here(), err)
-			}
-			out := make([]interface{}, 0, len(c)+1)
-			return append(append(append(out, c[:i]...), value), c[i:]...), nil
-		case "replace":
-			i, err := index(tok, len(c), false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", here(), err)
-			}
-			out := append([]interface{}(nil), c...)
-			out[i] = value
-			return out, nil
-		case "remove":
-			i, err := index(tok, len(c), false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", here(), err)
-			}
-			return append(append(make([]interface{}, 0, len(c)-1), c[:i]...), c[i+1:]...), nil
-		default:
-			return nil, fmt.Errorf("op %q is not supported", op)
-		}
+		return applyInList(c, op, path, depth, value)
 	default:
-		return nil, fmt.Errorf("%s does not exist: %s is neither an object nor a list", here(), describePointer(path[:depth]))
+		return nil, fmt.Errorf("%s does not exist: %s is neither an object nor a list", describePointer(path[:depth+1]), describePointer(path[:depth]))
+	}
+}
+
+// applyInObject is applyAt in an object: the member path[depth] is the
+// target, or holds it.
+func applyInObject(c map[string]interface{}, op string, path pointer, depth int, value interface{}) (interface{}, error) {
+	tok := path[depth]
+	here := func() string { return describePointer(path[:depth+1]) }
+	cur, exists := c[tok]
+	out := make(map[string]interface{}, len(c)+1)
+	for k, v := range c {
+		out[k] = v
+	}
+	switch {
+	case depth < len(path)-1:
+		if !exists {
+			return nil, fmt.Errorf("%s does not exist", here())
+		}
+		next, err := applyAt(cur, op, path, depth+1, value)
+		if err != nil {
+			return nil, err
+		}
+		out[tok] = next
+	case op == "add":
+		out[tok] = value
+	case op == "replace":
+		if !exists {
+			return nil, fmt.Errorf("%s does not exist, so it can't be replaced", here())
+		}
+		out[tok] = value
+	case op == "remove":
+		if !exists {
+			return nil, fmt.Errorf("%s does not exist, so it can't be removed", here())
+		}
+		delete(out, tok)
+	default:
+		return nil, fmt.Errorf("op %q is not supported", op)
+	}
+	return out, nil
+}
+
+// applyInList is applyAt in a list: the item path[depth] is the target,
+// or holds it; "add" inserts before it ("-": at the end).
+func applyInList(c []interface{}, op string, path pointer, depth int, value interface{}) (interface{}, error) {
+	last := depth == len(path)-1
+	if last && op != "add" && op != "replace" && op != "remove" {
+		return nil, fmt.Errorf("op %q is not supported", op)
+	}
+	i, err := index(path[depth], len(c), last && op == "add")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", describePointer(path[:depth+1]), err)
+	}
+	switch {
+	case !last:
+		next, err := applyAt(c[i], op, path, depth+1, value)
+		if err != nil {
+			return nil, err
+		}
+		out := append([]interface{}(nil), c...)
+		out[i] = next
+		return out, nil
+	case op == "add":
+		out := make([]interface{}, 0, len(c)+1)
+		return append(append(append(out, c[:i]...), value), c[i:]...), nil
+	case op == "replace":
+		out := append([]interface{}(nil), c...)
+		out[i] = value
+		return out, nil
+	default: // remove
+		return append(append(make([]interface{}, 0, len(c)-1), c[:i]...), c[i+1:]...), nil
 	}
 }
 

@@ -78,7 +78,7 @@ func TestSyncDecoratesTheObject(t *testing.T) {
 			Attachments: []*unstructured.Unstructured{{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "p-new"}}}},
 		}, nil
 	}))
-	rec := &Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Sync: hook}}
+	rec := &Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Decorator: engine.DecoratorHooks{Sync: hook}}}
 	e, client := env(t, obj, ours, others, plain)
 	e.Children = listed{ours, others, plain}
 	// Applies go through the metadata client; record them.
@@ -192,7 +192,7 @@ func TestDecoratorNeverAdoptsOrphans(t *testing.T) {
 			}))
 			e, client := env(t, obj, orphan, stranger)
 			e.Children = listed{orphan, stranger}
-			res, err := (&Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Sync: hook}}).Sync(context.Background(), e, obj, Options{})
+			res, err := (&Controller{Def: def.Parents()[0], Hooks: engine.Hooks{Decorator: engine.DecoratorHooks{Sync: hook}}}).Sync(context.Background(), e, obj, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +26,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
 
 // finalizingResync is how soon a parent whose finalize hook did not finalize
@@ -140,50 +138,75 @@ type ParentWrite struct {
 	Answer bool
 }
 
-// eventReasons name the Events of what a sync did to children.
-var eventReasons = map[v1alpha1.SyncAction]string{
-	v1alpha1.SyncActionCreate:   "ChildCreated",
-	v1alpha1.SyncActionUpdate:   "ChildUpdated",
-	v1alpha1.SyncActionRecreate: "ChildRecreating",
-	v1alpha1.SyncActionDelete:   "ChildDeleted",
-	v1alpha1.SyncActionAdopt:    "ChildAdopted",
-	v1alpha1.SyncActionOrphan:   "ChildReleased",
-	apply.ActionTakeOver:        "ChildTakenOver",
-}
-
 // Sync syncs one parent. It returns an error when the hooks failed or a
 // write failed; a failed hook changes nothing.
 func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) (*Result, error) {
-	logger := klog.FromContext(ctx)
 	res := &Result{Parent: parent}
-	if !c.ours(parent) {
-		res.Skipped = "the parent does not match spec.parentResource.labelSelector"
-		return res, nil
+	parent, err := c.admit(ctx, env, parent, opts, res)
+	if err != nil || parent == nil {
+		return res, err
 	}
-	if !opts.DryRun {
-		var err error
-		if parent, err = c.syncFinalizer(ctx, env, parent, res); err != nil || parent == nil {
+	plan, err := c.computePlan(ctx, env, parent, opts, res)
+	if err != nil || opts.DryRun {
+		return res, err
+	}
+	if opts.Allow != nil {
+		if err := opts.Allow(ctx, plan); err != nil {
 			return res, err
 		}
-		res.Parent = parent
-		if !c.ours(parent) {
-			res.Skipped = "the parent does not match spec.parentResource.labelSelector"
-			return res, nil
-		}
-	} else if c.Hooks.Finalize != nil && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Def.Finalizer))
 	}
+	return res, c.carryOut(ctx, env, parent, plan, opts, res)
+}
 
+// admit tells whether the controller syncs parent and, in a live sync,
+// first puts its finalizer on or takes it off. It returns the parent to
+// sync, nil when there is none: res.Skipped says why, or the parent went
+// with its finalizer.
+func (c *Controller) admit(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options, res *Result) (*unstructured.Unstructured, error) {
+	if !c.ours(parent) {
+		res.Skipped = c.notSelected()
+		return nil, nil
+	}
+	if opts.DryRun {
+		if c.Hooks.HasFinalize() && parent.GetDeletionTimestamp() == nil && !definition.HasFinalizer(parent, c.Def.Finalizer) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("a live sync would first add the finalizer %s: the controller has a finalize hook", c.Def.Finalizer))
+		}
+		return parent, nil
+	}
+	parent, err := c.syncFinalizer(ctx, env, parent, res)
+	if err != nil || parent == nil {
+		return nil, err
+	}
+	res.Parent = parent
+	if !c.ours(parent) {
+		res.Skipped = c.notSelected()
+		return nil, nil
+	}
+	return parent, nil
+}
+
+// notSelected says why a parent the controller does not handle is skipped,
+// naming the fields of the controller's kind that select its parents.
+func (c *Controller) notSelected() string {
+	if c.Def.Kind == definition.KindDecorator {
+		return "the object does not match the labelSelector and annotationSelector of spec.resources"
+	}
+	return "the parent does not match spec.parentResource.labelSelector"
+}
+
+// computePlan claims the parent's children, unless given, and computes the
+// plan, recording its warnings and when the parent wants its next sync.
+func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options, res *Result) (*engine.Plan, error) {
 	claimed := opts.Claimed
 	if claimed == nil {
 		var err error
 		if claimed, err = c.claim(ctx, env, parent, opts.DryRun, res); err != nil {
-			return res, err
+			return nil, err
 		}
 	}
 	revisions, err := c.revisions(ctx, env, parent, opts)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	plan, err := engine.Compute(ctx, engine.Input{
 		Revisions:  revisions,
@@ -197,121 +220,78 @@ func (c *Controller) Sync(ctx context.Context, env Env, parent *unstructured.Uns
 		Existing:   c.existing(env, opts),
 	})
 	if err != nil {
-		var tooMany *hooks.TooManyRequestsError
-		if errors.As(err, &tooMany) {
-			// Back-pressure, not a failure: the hook said when to come back.
-			c.event(env, opts, parent, corev1.EventTypeNormal, "HookThrottled", fmt.Sprintf("the hook asked to be called again in %s", tooMany.RetryAfter))
-		} else {
-			c.event(env, opts, parent, corev1.EventTypeWarning, "SyncError", err.Error())
-		}
-		return res, err
+		c.computeFailedEvent(env, opts, parent, err)
+		return nil, err
 	}
 	res.Plan = plan
 	res.Warnings = append(res.Warnings, plan.Warnings...)
-	for _, w := range plan.Warnings {
-		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncWarning", w)
-	}
-	for _, item := range plan.Items {
-		if item.Reason == engine.ReasonForeign {
-			// The sample-controller's word for it.
-			c.event(env, opts, parent, corev1.EventTypeWarning, "ErrResourceExists",
-				fmt.Sprintf("%s %s exists and is not controlled by %s %s; it is left alone", item.Desired.GetKind(), item.Desired.GetName(), parent.GetKind(), parent.GetName()))
-		}
-	}
+	c.planEvents(env, opts, parent, plan)
 	res.RequeueAfter = c.requeueAfter(plan)
-	if opts.DryRun {
-		return res, nil
-	}
-	if opts.Allow != nil {
-		if err := opts.Allow(ctx, plan); err != nil {
-			return res, err
-		}
-	}
+	return plan, nil
+}
 
+// carryOut executes the plan, then removes the finalizer when the finalize
+// hook finalized the parent, and writes the hook's answer for the parent
+// unless that is left to the next sync.
+func (c *Controller) carryOut(ctx context.Context, env Env, parent *unstructured.Unstructured, plan *engine.Plan, opts Options, res *Result) error {
 	done, applyErr := apply.Execute(ctx, env.Client, env.Metadata, c.Def.Name, parent, plan)
 	res.Done = done
-	for _, d := range done {
-		if d.Err != nil {
-			c.event(env, opts, parent, corev1.EventTypeWarning, "ChildError", fmt.Sprintf("can't %s: %v", d, d.Err))
-		}
-	}
-	for _, g := range groupDone(done) {
-		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[g.action], g.message())
-	}
-	if applyErr != nil {
-		// Metacontroller's Event for any failed sync, besides the
-		// per-child ones: alerts on reason=SyncError see child failures.
-		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncError", applyErr.Error())
-	}
+	c.doneEvents(env, opts, parent, done, applyErr)
 	var revisionsErr *apply.RevisionsError
 	if errors.As(applyErr, &revisionsErr) {
 		// No child moved: the status the engine computed (Updated:
 		// RolloutProgressing "updating ...") would claim a step that did
 		// not happen. Metacontroller stops here too, before the status.
-		return res, applyErr
+		return applyErr
 	}
 	if applyErr == nil {
 		c.rolloutEvent(env, opts, parent, plan.Rollout)
 	}
-	finalizerGoes := plan.Finalizing && plan.Response.Finalized && definition.HasFinalizer(parent, c.Def.Finalizer)
-	if finalizerGoes && applyErr != nil {
-		// Our order (the plan, then the finalizer) lets the finalize hook
-		// see its children go; Metacontroller removes the finalizer first
-		// and leaves them to the garbage collector. A delete that keeps
-		// failing (an admission webhook refusing it, say) must not keep
-		// the parent Terminating for good: past the grace, the finalizer
-		// goes and the garbage collector takes over, as in Metacontroller.
-		grace := c.FinalizeGrace
-		if grace <= 0 {
-			grace = DefaultFinalizeGrace
-		}
-		deleted := parent.GetDeletionTimestamp()
-		if deleted == nil || time.Since(deleted.Time) < grace {
-			if deleted != nil {
-				c.event(env, opts, parent, corev1.EventTypeWarning, "FinalizeIncomplete",
-					fmt.Sprintf("the finalize hook answered finalized but the plan failed (%v); retrying, and the finalizer %s is removed anyway at %s",
-						applyErr, c.Def.Finalizer, deleted.Add(grace).UTC().Format(time.RFC3339)))
-			}
-			finalizerGoes = false
-		} else {
-			c.event(env, opts, parent, corev1.EventTypeWarning, "FinalizerRemoved",
-				fmt.Sprintf("the finalize hook answered finalized %s ago and the plan still fails (%v): the finalizer %s is removed, and the garbage collector deletes what the parent owns",
-					time.Since(deleted.Time).Round(time.Second), applyErr, c.Def.Finalizer))
-		}
-	}
-	if finalizerGoes {
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
+	if c.finalizerGoes(env, opts, parent, plan, applyErr) {
+		updated, err := c.removeFinalizer(ctx, env, parent, res)
 		if err != nil {
-			return res, err
+			return err
 		}
-		res.FinalizerRemoved = true
 		if updated == nil {
 			// Gone with its last finalizer.
-			return res, applyErr
+			return applyErr
 		}
-		res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
 		parent = updated
 		res.Parent = parent
 	}
-	if opts.StatusAfterChildEchoes && applyErr == nil && !plan.Finalizing && plan.Decoration == nil && wroteChildren(done) {
+	if c.statusDeferred(opts, plan, done, applyErr) {
 		res.StatusDeferred = true
-		return res, nil
+		return nil
 	}
-	// As Metacontroller: the hook's status, finalize hook's included, is
-	// written whenever it differs; a parent gone or changed since it was
-	// read is synced again by its own event.
-	written, err := c.writeParent(ctx, env, parent, plan)
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		logger.V(4).Info("Parent changed or went away before its status was written", "err", err)
-	case err != nil:
+	if err := c.writeAnswer(ctx, env, parent, plan, res); err != nil {
 		applyErr = errors.Join(applyErr, err)
+	}
+	return applyErr
+}
+
+// statusDeferred tells whether the parent's status is left to the sync
+// the echoes of this sync's child writes bring
+// (Options.StatusAfterChildEchoes): only when every write succeeded, the
+// parent is not finalizing and nothing but its status is to be written.
+func (c *Controller) statusDeferred(opts Options, plan *engine.Plan, done []apply.Done, applyErr error) bool {
+	return opts.StatusAfterChildEchoes && applyErr == nil && !plan.Finalizing && plan.Decoration == nil && wroteChildren(done)
+}
+
+// writeAnswer writes what the hook answered for the parent and records the
+// writes in res. As Metacontroller: the hook's status, finalize hook's
+// included, is written whenever it differs; a parent gone or changed since
+// it was read is synced again by its own event, so that is no error.
+func (c *Controller) writeAnswer(ctx context.Context, env Env, parent *unstructured.Unstructured, plan *engine.Plan, res *Result) error {
+	written, err := c.writeParent(ctx, env, parent, plan)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		klog.FromContext(ctx).V(4).Info("Parent changed or went away before its status was written", "err", err)
+		err = nil
 	}
 	res.StatusWritten = len(written) > 0
 	for _, w := range written {
 		res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: w.GetResourceVersion(), Answer: true})
 	}
-	return res, applyErr
+	return err
 }
 
 // wroteChildren tells whether a child was created, changed or deleted.
@@ -324,55 +304,6 @@ func wroteChildren(done []apply.Done) bool {
 	return false
 }
 
-// doneGroup is what one Event says: children that had the same thing done
-// to them, for the same reason, in one sync.
-type doneGroup struct {
-	action v1alpha1.SyncAction
-	reason string
-	what   []string
-}
-
-// eventNames is how many children one Event names before "and N more".
-const eventNames = 5
-
-// message is one line: what was done to which children, and why.
-func (g doneGroup) message() string {
-	names := g.what
-	more := ""
-	if len(names) > eventNames {
-		more = fmt.Sprintf(" and %d more", len(names)-eventNames)
-		names = names[:eventNames]
-	}
-	msg := string(g.action) + " " + strings.Join(names, ", ") + more
-	if g.reason != "" {
-		msg += ": " + g.reason
-	}
-	return msg
-}
-
-// groupDone groups what was done to children by action and reason, in the
-// order it was done: a parent's 10 new children are one Event, not 10, so
-// that Events do not double the writes a sync makes to the cluster (client-
-// go's correlator would only start combining them after the tenth).
-func groupDone(done []apply.Done) []doneGroup {
-	var groups []doneGroup
-	index := map[[2]string]int{}
-	for _, d := range done {
-		if d.Err != nil {
-			continue
-		}
-		key := [2]string{string(d.Action), d.Reason}
-		i, ok := index[key]
-		if !ok {
-			i = len(groups)
-			index[key] = i
-			groups = append(groups, doneGroup{action: d.Action, reason: d.Reason})
-		}
-		groups[i].what = append(groups[i].what, d.Child())
-	}
-	return groups
-}
-
 // revisions are the ControllerRevisions a rolling update decides from: a
 // live parent's, when the controller has a rolling update strategy.
 func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructured.Unstructured, opts Options) ([]*v1alpha1.ControllerRevision, error) {
@@ -380,28 +311,6 @@ func (c *Controller) revisions(ctx context.Context, env Env, parent *unstructure
 		return nil, nil
 	}
 	return env.Revisions.Revisions(ctx, parent.GetNamespace(), c.Def.Parent.GVR)
-}
-
-// rolloutEvent records a step of a rolling update, or the start of a stall
-// or of the end, once: when the parent's Updated condition changes.
-func (c *Controller) rolloutEvent(env Env, opts Options, parent *unstructured.Unstructured, r *engine.Rollout) {
-	if r == nil {
-		return
-	}
-	prev := engine.StatusCondition(parent, engine.UpdatedCondition)
-	if prev != nil && prev["reason"] == r.Reason && prev["message"] == r.Message {
-		return
-	}
-	switch r.Reason {
-	case engine.ReasonRolloutProgressing:
-		c.event(env, opts, parent, corev1.EventTypeNormal, r.Reason, fmt.Sprintf("%s moves to ControllerRevision %s", r.Next, r.Latest))
-	case engine.ReasonRolloutWaiting:
-		c.event(env, opts, parent, corev1.EventTypeWarning, r.Reason, "rolling update halted: "+r.Message)
-	case engine.ReasonOnLatestRevision:
-		if prev != nil {
-			c.event(env, opts, parent, corev1.EventTypeNormal, "RolloutComplete", "every child is on ControllerRevision "+r.Latest)
-		}
-	}
 }
 
 // existing is the index for desired children's names when the children
@@ -417,38 +326,6 @@ func (c *Controller) existing(env Env, opts Options) engine.ChildIndex {
 // selector, or it carries the finalizer, which only the finalize hook may
 // take off.
 func (c *Controller) ours(parent *unstructured.Unstructured) bool { return c.Def.Handles(parent) }
-
-// syncFinalizer puts the finalizer on a live parent when the controller has
-// a finalize hook, and takes it off when the controller no longer has one,
-// even from a parent being deleted: otherwise that parent would hang in
-// Terminating. It returns nil when the parent is gone.
-func (c *Controller) syncFinalizer(ctx context.Context, env Env, parent *unstructured.Unstructured, res *Result) (*unstructured.Unstructured, error) {
-	has := definition.HasFinalizer(parent, c.Def.Finalizer)
-	want := c.Hooks.Finalize != nil
-	switch {
-	case want && !has && parent.GetDeletionTimestamp() == nil:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, true)
-		if err != nil {
-			return nil, err
-		}
-		res.FinalizerAdded = updated != nil
-		if updated != nil {
-			res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
-		}
-		return updated, nil
-	case !want && has:
-		updated, err := apply.SetFinalizer(ctx, env.Client, c.Def.Parent.GVR, parent, c.Def.Finalizer, false)
-		if err != nil {
-			return nil, err
-		}
-		res.FinalizerRemoved = true
-		if updated != nil {
-			res.ParentWrites = append(res.ParentWrites, ParentWrite{ResourceVersion: updated.GetResourceVersion()})
-		}
-		return updated, nil
-	}
-	return parent, nil
-}
 
 // claim finds the parent's children among the candidates and sorts them
 // the ControllerRef way. Before adopting orphans it reads the parent again
@@ -517,18 +394,4 @@ func (c *Controller) requeueAfter(plan *engine.Plan) time.Duration {
 		after = finalizingResync
 	}
 	return after
-}
-
-func (c *Controller) event(env Env, opts Options, parent *unstructured.Unstructured, eventType, reason, message string) {
-	if env.Recorder == nil || opts.DryRun {
-		return
-	}
-	env.Recorder.Event(parent, eventType, reason, message)
-}
-
-func describeController(obj metav1.Object) string {
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		return fmt.Sprintf("%s %s", ref.Kind, ref.Name)
-	}
-	return "another controller"
 }

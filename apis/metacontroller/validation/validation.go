@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -844,30 +845,14 @@ func validateAuthorization(authz *metacontroller.AuthorizationConfig, fldPath *f
 			// Metacontroller refuses it too: basicAuth builds the base64
 			// "user:password" credential itself.
 			allErrs = append(allErrs, field.Invalid(typePath, authz.Type, "may not be \"Basic\": use basicAuth instead"))
-		case !isHTTPToken(typ):
+		case !httpguts.ValidHeaderFieldName(typ):
+			// An authentication scheme is a token (RFC 9110), as a header name is.
 			// The scheme is written into the Authorization header as is.
 			allErrs = append(allErrs, field.Invalid(typePath, authz.Type, "must be an HTTP authentication scheme such as \"Bearer\": letters, digits and !#$%&'*+-.^_`|~ only"))
 		}
 	}
 	allErrs = append(allErrs, validateKeyReference(&authz.SecretRef, true, fldPath.Child("secretRef"))...)
 	return allErrs
-}
-
-// isHTTPToken reports whether s is a token as defined by RFC 9110, which
-// an authentication scheme must be.
-func isHTTPToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // validateKeyReference checks a reference to one key of a Secret or

@@ -85,8 +85,3 @@ func resolveHooks(path *field.Path, sync, finalize, customize *v1alpha1.Hook) (H
 	}
 	return out, nil
 }
-
-// CompileDecorator is Compile for a DecoratorController.
-func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
-	return Compile(dc, resolver)
-}

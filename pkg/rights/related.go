@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
@@ -42,7 +43,7 @@ func (l *RelatedLister) Namespaces(ctx context.Context, selector labels.Selector
 }
 
 // allowed answers nil when every subject may do r; else the first refusal.
-func (l *RelatedLister) allowed(ctx context.Context, r Right) error {
+func (l *RelatedLister) allowed(ctx context.Context, r definition.Right) error {
 	for _, s := range l.Subjects {
 		if err := l.Access.Check(ctx, s, r); err != nil {
 			return err

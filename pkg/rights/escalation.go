@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -118,8 +118,9 @@ func AuthorForbidden(gr schema.GroupResource, def *definition.Definition, missin
 }
 
 // Missing returns the rights the request's user lacks, asking authz about
-// all of them at once: each may be a SubjectAccessReview to kube-apiserver
-// (the delegating authorizer caches answers for a few seconds).
+// all of them at once (maxConcurrentReviews at a time): each may be a
+// SubjectAccessReview to kube-apiserver (the delegating authorizer caches
+// answers for a few seconds).
 func Missing(ctx context.Context, authz authorizer.Authorizer, needed []definition.Right) ([]definition.Right, error) {
 	user, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
@@ -127,11 +128,10 @@ func Missing(ctx context.Context, authz authorizer.Authorizer, needed []definiti
 	}
 	denied := make([]bool, len(needed))
 	errs := make([]error, len(needed))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentReviews)
 	for i, r := range needed {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			decision, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
 				Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
@@ -140,9 +140,12 @@ func Missing(ctx context.Context, authz authorizer.Authorizer, needed []definiti
 				errs[i] = fmt.Errorf("can't check whether you may %s: %w", r, err)
 			}
 			denied[i] = decision != authorizer.DecisionAllow
-		}()
+			// Every answer is wanted, so no error cancels the others:
+			// they are joined below.
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

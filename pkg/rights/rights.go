@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,14 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
+
+// maxConcurrentReviews bounds the access reviews one check has in flight.
+// A controller's rights are 10 to 40, each a SubjectAccessReview to
+// kube-apiserver unless an answer is cached: 8 at once answers a check in a
+// few round trips, where one goroutine each would let a burst of applies
+// put hundreds of reviews at once into the queue kube-apiserver's priority
+// and fairness keeps for this server, ahead of the loop's own requests.
+const maxConcurrentReviews = 8
 
 // Needed are the rights the loop uses for def: the one list, compiled with
 // the definition, from which AuthorRights and `kubectl composite rbac`
@@ -53,7 +62,7 @@ type cached struct {
 const cacheTTL = 10 * time.Second
 
 // Missing returns the rights def needs that the server lacks, asking about
-// the ones not known now all at once.
+// the ones not known now at once (maxConcurrentReviews at a time).
 func (c *Checker) Missing(ctx context.Context, def *definition.Definition) ([]definition.Right, error) {
 	return c.MissingOf(ctx, Needed(def))
 }
@@ -69,15 +78,17 @@ func (c *Checker) MissingOf(ctx context.Context, needed []definition.Right) ([]d
 	}
 	answers := make([]bool, len(unknown))
 	errs := make([]error, len(unknown))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentReviews)
 	for i, r := range unknown {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
+			// Every answer is wanted: errors are joined below, not
+			// returned to cancel the others.
 			answers[i], errs[i] = c.ask(ctx, r)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

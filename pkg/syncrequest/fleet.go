@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -256,26 +257,29 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	// cut[i]: parent i was not started, or the page's deadline cut it
 	// short.
 	cut := make([]bool, len(cands))
-	limit := make(chan struct{}, fleetWorkers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(fleetWorkers)
 	for i, c := range cands {
-		limit <- struct{}{}
 		if pageCtx.Err() != nil {
-			<-limit
 			for j := i; j < len(cands); j++ {
 				cut[j] = true
 			}
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-limit }()
+		// Go waits for a worker: the deadline may pass meanwhile, and a
+		// parent not started by then is the next page's.
+		g.Go(func() error {
+			if pageCtx.Err() != nil {
+				cut[i] = true
+				return nil
+			}
 			results[i] = f.previewParent(pageCtx, rec, env, c.parent)
 			cut[i] = results[i].Error != "" && pageCtx.Err() != nil
-		}()
+			// A parent's failure is its own result, not the page's.
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	// Parents are answered in order: the page ends before the first one
 	// cut short, which then heads the next page.
 	if k := slices.Index(cut, true); k >= 0 {

@@ -22,9 +22,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -728,22 +728,21 @@ func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, p
 	// not one per child.
 	out := make([]*unstructured.Unstructured, len(items))
 	errs := make([]error, len(items))
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, maxConcurrentDryRunApplies)
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentDryRunApplies)
 	for i, item := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			limit <- struct{}{}
-			defer func() { <-limit }()
+		g.Go(func() error {
 			child := item.Desired.DeepCopy()
 			if parent.GetUID() != "" {
 				child.SetOwnerReferences(engine.ChildOwnerReferences(parent, item.Desired))
 			}
+			// A refusal is this child's warning, not the preview's
+			// failure: no error stops the others.
 			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, def.Name, true)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	var warnings []string
 	for i, err := range errs {
 		if err != nil {

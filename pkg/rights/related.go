@@ -11,8 +11,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
-var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
 // RelatedLister lists the related objects a customize hook asks for only
 // where each of the controller's readers (ReadersOf) may list them: the
 // server reads them with its own rights, and they go to the author's hook.
@@ -36,7 +34,7 @@ func (l *RelatedLister) List(ctx context.Context, gvr schema.GroupVersionResourc
 }
 
 func (l *RelatedLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	if err := l.allowed(ctx, List(namespaces, "")); err != nil {
+	if err := l.allowed(ctx, List(definition.Namespaces, "")); err != nil {
 		return nil, err
 	}
 	return l.ObjectLister.Namespaces(ctx, selector)

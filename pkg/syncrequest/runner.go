@@ -159,15 +159,15 @@ func (r *Runner) Run(ctx context.Context, controller runtime.Object, req *v1alph
 	if err := r.checkReads(ctx, def, act, parent); err != nil {
 		return nil, err
 	}
-	done, err := r.sync(ctx, &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}, resolver, act, parent, req, dryRun)
+	result, err := r.sync(ctx, &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}, resolver, act, parent, req, dryRun)
 	if err != nil {
 		return nil, err
 	}
-	status, err := r.answer(ctx, def, req, dryRun, parent, done)
+	status, err := r.answer(ctx, def, req, dryRun, parent, result)
 	if err != nil {
 		return nil, err
 	}
-	if done.res.Skipped == "" {
+	if result.res.Skipped == "" {
 		status.Timings.TotalMillis = time.Since(start).Milliseconds()
 	}
 	return status, nil
@@ -272,9 +272,9 @@ func (r *Runner) sync(ctx context.Context, rec *reconcile.Controller, resolver d
 
 // answer is what a sync of parent says: the plan, what was done, and, for
 // a preview, each desired child as an apply would store it.
-func (r *Runner) answer(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest, dryRun bool, parent *unstructured.Unstructured, done *synced) (*v1alpha1.SyncRequestStatus, error) {
-	res := done.res
-	status := &v1alpha1.SyncRequestStatus{DryRun: dryRun, Warnings: done.warnings}
+func (r *Runner) answer(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest, dryRun bool, parent *unstructured.Unstructured, result *synced) (*v1alpha1.SyncRequestStatus, error) {
+	res := result.res
+	status := &v1alpha1.SyncRequestStatus{DryRun: dryRun, Warnings: result.warnings}
 	if res.Skipped != "" {
 		// The loop leaves such a parent alone, and so does a live sync; a
 		// preview says why its plan is empty.
@@ -284,10 +284,10 @@ func (r *Runner) answer(ctx context.Context, def *definition.Definition, req *v1
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
 	}
-	if done.failed != nil {
+	if result.failed != nil {
 		// Written children that failed are marked on their plan items;
 		// this says the rest (e.g. the parent's status).
-		status.Warnings = append(status.Warnings, done.failed.Error())
+		status.Warnings = append(status.Warnings, result.failed.Error())
 	}
 	if err := planStatus(status, res); err != nil {
 		return nil, err
@@ -296,7 +296,7 @@ func (r *Runner) answer(ctx context.Context, def *definition.Definition, req *v1
 	if dryRun {
 		var applyWarnings []string
 		var err error
-		if stored, applyWarnings, err = r.wouldApply(ctx, def, req, res, done.children); err != nil {
+		if stored, applyWarnings, err = r.wouldApply(ctx, def, req, res, result.children); err != nil {
 			return nil, err
 		}
 		status.Warnings = append(status.Warnings, applyWarnings...)

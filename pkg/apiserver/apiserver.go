@@ -190,11 +190,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	decoratorOpts := decoratorcontroller.Options{HookDestinations: c.ExtraConfig.HookDestinations, Syncer: runner, Previewer: runner, Identity: c.ExtraConfig.Identity, Self: opts.Self}
-	if opts.Rights != nil {
-		decoratorOpts.Rights, decoratorOpts.Authors = opts.Rights.(*rights.Checker), opts.Authors.(*rights.Escalation)
-	}
-	decorators, err := decoratorcontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, decoratorOpts)
+	decorators, err := decoratorcontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -21,9 +21,7 @@ import (
 )
 
 // Impersonator gives clients that act as a ServiceAccount.
-type Impersonator interface {
-	As(namespace, name string) (*target.Clients, error)
-}
+type Impersonator = rights.Impersonator
 
 // actor is whom one controller's loop acts as and is checked against: its
 // ServiceAccount, through impersonating clients, or the server with the

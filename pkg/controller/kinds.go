@@ -66,7 +66,7 @@ var (
 			return dc, nil
 		},
 		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
-			return definition.CompileDecorator(obj.(*v1alpha1.DecoratorController), resolver)
+			return definition.Compile(obj.(*v1alpha1.DecoratorController), resolver)
 		},
 		status: func(m *Manager) statusStore { return decoratorStatus{m} },
 		author: func(obj controllerObject) *v1alpha1.ControllerAuthor {

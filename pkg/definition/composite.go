@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -24,12 +23,9 @@ const KindComposite = "CompositeController"
 // hook puts on its parents, as Metacontroller does.
 const FinalizerPrefix = "metacontroller.io/compositecontroller-"
 
-// Compile compiles cc, resolving its resources with resolver (nil, or one
-// that can't map resources to kinds, leaves kinds and scopes unknown). A
-// controller that can't compile gives one error naming the field at fault;
-// validation rejects such controllers, so it is seen only for one stored
-// before a rule was added.
-func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definition, error) {
+// compileComposite compiles a CompositeController: one parent resource,
+// its children claimed by the parent's label selector.
+func compileComposite(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definition, error) {
 	spec := field.NewPath("spec")
 	d := &Definition{
 		Kind:                  KindComposite,
@@ -90,19 +86,6 @@ func Compile(cc *v1alpha1.CompositeController, resolver KindResolver) (*Definiti
 	return d, nil
 }
 
-// IsRolling tells whether m is a rolling update method.
-func IsRolling(m v1alpha1.ChildUpdateMethod) bool {
-	return m == v1alpha1.ChildUpdateRollingRecreate || m == v1alpha1.ChildUpdateRollingInPlace
-}
-
-func parseGVR(path *field.Path, rule v1alpha1.ResourceRule) (schema.GroupVersionResource, error) {
-	gv, err := schema.ParseGroupVersion(rule.APIVersion)
-	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("%s: %w", path.Child("apiVersion"), err)
-	}
-	return gv.WithResource(rule.Resource), nil
-}
-
 // revisionFieldPaths are spec.parentResource.revisionHistory.fieldPaths,
 // spec by default.
 func revisionFieldPaths(rh *v1alpha1.CompositeControllerRevisionHistory) []string {
@@ -135,31 +118,6 @@ func compositeHooks(path *field.Path, cc *v1alpha1.CompositeController) (Hooks, 
 			return out, fmt.Errorf("%s: %w", path.Child("patches").Index(i), err)
 		}
 		out.Patches = append(out.Patches, p)
-	}
-	return out, nil
-}
-
-// resolveHooks resolves the sync, finalize and customize hooks every kind
-// of controller has.
-func resolveHooks(path *field.Path, sync, finalize, customize *v1alpha1.Hook) (Hooks, error) {
-	var out Hooks
-	for _, h := range []struct {
-		name string
-		spec *v1alpha1.Hook
-		out  **Hook
-	}{
-		{HookSync, sync, &out.Sync},
-		{HookFinalize, finalize, &out.Finalize},
-		{HookCustomize, customize, &out.Customize},
-	} {
-		if h.spec == nil {
-			continue
-		}
-		hook, err := ResolveHook(h.name, h.spec.Version, h.spec.Webhook)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", path.Child(h.name), err)
-		}
-		*h.out = hook
 	}
 	return out, nil
 }

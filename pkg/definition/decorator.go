@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,12 +38,13 @@ type Decorated struct {
 	IgnoreStatusChanges bool
 }
 
-// CompileDecorator compiles dc into the same Definition a CompositeController
-// compiles into: its resources are the parents (Decorated, one view each in
-// Parents), its attachments the children, claimed by controller reference
-// and DecoratorAnnotation rather than by a label selector. A decorated
-// object has no revisions, so a Rolling* method acts as its plain one.
-func CompileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
+// compileDecorator compiles a DecoratorController into the same Definition a
+// CompositeController compiles into: its resources are the parents
+// (Decorated, one view each in Parents), its attachments the children,
+// claimed by controller reference and DecoratorAnnotation rather than by a
+// label selector. A decorated object has no revisions, so a Rolling* method
+// acts as its plain one.
+func compileDecorator(dc *v1alpha1.DecoratorController, resolver KindResolver) (*Definition, error) {
 	spec := field.NewPath("spec")
 	d := &Definition{
 		Kind:                  KindDecorator,
@@ -133,67 +133,6 @@ func plainMethod(m v1alpha1.ChildUpdateMethod) v1alpha1.ChildUpdateMethod {
 	return m
 }
 
-// Parents are the definitions the loop runs, one per parent resource: d
-// itself for a CompositeController; for a DecoratorController, one view
-// per resource, whose Parent, selectors and IgnoreStatusChanges are that
-// resource's. The engine, a sync and a parent loop each read one view.
-func (d *Definition) Parents() []*Definition {
-	if d.Kind != KindDecorator {
-		return []*Definition{d}
-	}
-	out := make([]*Definition, 0, len(d.Decorated))
-	for _, r := range d.Decorated {
-		view := *d
-		view.Parent = r.Resource
-		view.ParentLabels = r.Labels
-		view.ParentAnnotations = r.Annotations
-		view.IgnoreStatusChanges = r.IgnoreStatusChanges
-		view.Rights = viewRights(d, r.GVR)
-		out = append(out, &view)
-	}
-	return out
-}
-
-// parentResources are the resources whose objects d syncs.
-func (d *Definition) parentResources() []Resource {
-	if d.Kind != KindDecorator {
-		return []Resource{d.Parent}
-	}
-	out := make([]Resource, 0, len(d.Decorated))
-	for _, r := range d.Decorated {
-		out = append(out, r.Resource)
-	}
-	return out
-}
-
-// IsParent tells whether gvr's group and resource are one of d's parent
-// resources (whatever the version).
-func (d *Definition) IsParent(group, resource string) bool {
-	for _, r := range d.parentResources() {
-		if r.GVR.Group == group && r.GVR.Resource == resource {
-			return true
-		}
-	}
-	return false
-}
-
-// Selects tells whether the controller syncs obj for what it is rather
-// than for its finalizer: it matches the label selector and, for a
-// decorator, the annotation selector.
-func (d *Definition) Selects(obj *unstructured.Unstructured) bool {
-	if !d.ParentLabels.Matches(labels.Set(obj.GetLabels())) {
-		return false
-	}
-	return d.ParentAnnotations == nil || d.ParentAnnotations.Matches(labels.Set(obj.GetAnnotations()))
-}
-
-// OwnsChild tells whether obj, controlled by one of the controller's
-// parents, is the controller's child: for a decorator only when it carries
-// the decorator's annotation with its name.
-func (d *Definition) OwnsChild(obj metav1.Object) bool {
-	return d.ChildAnnotation == "" || obj.GetAnnotations()[d.ChildAnnotation] == d.Name
-}
-
 // AdoptsOrphans tells whether d's parents adopt the orphans their selector
 // matches. A CompositeController does, as kube-controller-manager's
 // controllers do. A DecoratorController never does, as in Metacontroller,
@@ -219,28 +158,4 @@ func (d *Definition) WithoutStatusRights() *Definition {
 		out.Rights = append(out.Rights, r)
 	}
 	return &out
-}
-
-// viewRights are the rights a decorator's loop on the resource parent uses:
-// d's without those on its other resources (unless they are attachments
-// too).
-func viewRights(d *Definition, parent schema.GroupVersionResource) []Right {
-	var out []Right
-	for _, r := range d.Rights {
-		other := d.IsParent(r.Group, r.Resource) && (r.Group != parent.Group || r.Resource != parent.Resource)
-		if other && !isChildResource(d, r.Group, r.Resource) {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func isChildResource(d *Definition, group, resource string) bool {
-	for _, c := range d.Children {
-		if c.GVR.Group == group && c.GVR.Resource == resource {
-			return true
-		}
-	}
-	return false
 }

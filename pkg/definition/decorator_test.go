@@ -34,8 +34,8 @@ func serviceDecorator() *v1alpha1.DecoratorController {
 // does: one parent view per resource with its own selectors, attachments as
 // children claimed by annotation, Metacontroller's finalizer, and the
 // rights of every resource.
-func TestCompileDecorator(t *testing.T) {
-	def, err := CompileDecorator(serviceDecorator(), nil)
+func TestCompile(t *testing.T) {
+	def, err := Compile(serviceDecorator(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCompileDecorator(t *testing.T) {
 	twice := serviceDecorator()
 	twice.Spec.Resources = append(twice.Spec.Resources, twice.Spec.Resources[0])
 	twice.Spec.Resources[2].APIVersion = "apps/v1beta2"
-	if _, err := CompileDecorator(twice, nil); err == nil || !strings.Contains(err.Error(), "spec.resources[2]: Duplicate value") {
+	if _, err := Compile(twice, nil); err == nil || !strings.Contains(err.Error(), "spec.resources[2]: Duplicate value") {
 		t.Errorf("statefulsets.apps listed twice compiled (error %v): its two views would share one queue key", err)
 	}
 	annotated := obj(nil, map[string]string{DecoratorAnnotation: "service-per-pod"})

@@ -12,12 +12,13 @@
 // finalizer, the field manager; and the rights its loop uses, from which
 // every other list of rights is derived.
 //
-// Every kind of controller compiles into a Definition: CompositeController
-// in composite.go, DecoratorController in decorator.go (one parent view per
-// decorated resource, see Parents), as Metacontroller keeps
-// pkg/controller/common apart from composite/ and decorator/: what differs
-// by kind is kept in those files, and nothing below this package reads a
-// controller's spec.
+// Every kind of controller compiles into a Definition through one Compile
+// (compile.go): CompositeController in composite.go, DecoratorController in
+// decorator.go (one parent view per decorated resource, see Parents), as
+// Metacontroller keeps pkg/controller/common apart from composite/ and
+// decorator/: what differs by kind is kept in those files, what every kind
+// shares in compile.go and parents.go, and nothing below this package reads
+// a controller's spec.
 package definition
 
 import (
@@ -47,9 +48,20 @@ const (
 // Metacontroller's default.
 const DefaultHookTimeout = 10 * time.Second
 
-// defaultHookVersion is the contract version of a hook that names none, as
+// DefaultHookVersion is the contract version of a hook that names none, as
 // in Metacontroller.
-const defaultHookVersion = v1alpha1.HookVersionV1
+const DefaultHookVersion = v1alpha1.HookVersionV1
+
+// DefaultMode is how a hook of version decodes its answer when its webhook
+// sets no responseUnMarshallMode: strictly for v2, loosely for v1. It is
+// worked out rather than stored, as Metacontroller does, so that switching
+// a hook's version switches its decoding too.
+func DefaultMode(version v1alpha1.HookVersion) v1alpha1.ResponseUnmarshallMode {
+	if version == v1alpha1.HookVersionV2 {
+		return v1alpha1.ResponseUnmarshallModeStrict
+	}
+	return v1alpha1.ResponseUnmarshallModeLoose
+}
 
 // ControllerRevisions is the resource of ControllerRevision, served by this
 // server in Metacontroller's group and version.
@@ -184,7 +196,7 @@ type Hook struct {
 // not declare, which only a Go caller can give the engine.
 func (h *Hook) ContractVersion() v1alpha1.HookVersion {
 	if h == nil {
-		return defaultHookVersion
+		return DefaultHookVersion
 	}
 	return h.Version
 }
@@ -211,7 +223,7 @@ func PatchHookName(patch string) string { return "patch:" + patch }
 // version switches its decoding too; an unset timeout is
 // DefaultHookTimeout.
 func ResolveHook(name string, version *v1alpha1.HookVersion, webhook *v1alpha1.Webhook) (*Hook, error) {
-	h := &Hook{Name: name, Version: defaultHookVersion, Timeout: DefaultHookTimeout, Webhook: webhook}
+	h := &Hook{Name: name, Version: DefaultHookVersion, Timeout: DefaultHookTimeout, Webhook: webhook}
 	if version != nil {
 		switch *version {
 		case "":
@@ -221,7 +233,7 @@ func ResolveHook(name string, version *v1alpha1.HookVersion, webhook *v1alpha1.W
 			return nil, fmt.Errorf("unsupported hook version %q: must be v1 or v2", *version)
 		}
 	}
-	h.Strict = h.Version == v1alpha1.HookVersionV2
+	h.Strict = DefaultMode(h.Version) == v1alpha1.ResponseUnmarshallModeStrict
 	if webhook == nil {
 		return h, nil
 	}

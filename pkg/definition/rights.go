@@ -31,6 +31,10 @@ func (r Right) String() string {
 // Events is the resource the loop records its Events in.
 var Events = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
+// Namespaces is the resource a related rule's namespaceSelector is matched
+// against: the loop, /sync and the rights checks list it.
+var Namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
 // neededRights are the rights the loop uses for d in the target cluster:
 // what the informers read, what apply, adoption, deletion, the finalizer
 // and the status write do, and the Events it records. In the order a person

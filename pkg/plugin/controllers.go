@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -48,19 +49,17 @@ func (c controllerArg) sync(ctx context.Context, client ccclient.MetacontrollerV
 // definition reads the controller and compiles it as written, without
 // discovery.
 func (c controllerArg) definition(ctx context.Context, client ccclient.MetacontrollerV1alpha1Interface) (*definition.Definition, error) {
-	var def *definition.Definition
+	var controller runtime.Object
 	var err error
 	if c.kind == definition.KindDecorator {
-		var dc *v1alpha1.DecoratorController
-		if dc, err = client.DecoratorControllers().Get(ctx, c.name, metav1.GetOptions{}); err == nil {
-			def, err = definition.CompileDecorator(dc, nil)
-		}
+		controller, err = client.DecoratorControllers().Get(ctx, c.name, metav1.GetOptions{})
 	} else {
-		var cc *v1alpha1.CompositeController
-		if cc, err = client.CompositeControllers().Get(ctx, c.name, metav1.GetOptions{}); err == nil {
-			def, err = definition.Compile(cc, nil)
-		}
+		controller, err = client.CompositeControllers().Get(ctx, c.name, metav1.GetOptions{})
 	}
+	if err != nil {
+		return nil, fmt.Errorf("can't read %s: %w", c, err)
+	}
+	def, err := definition.Compile(controller, nil)
 	if err != nil {
 		return nil, fmt.Errorf("can't read %s: %w", c, err)
 	}

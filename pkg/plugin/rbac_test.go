@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
@@ -118,7 +119,7 @@ func TestRBACIsWhatTheLoopChecks(t *testing.T) {
 				for _, group := range rule.APIGroups {
 					for _, res := range rule.Resources {
 						for _, verb := range rule.Verbs {
-							printed = append(printed, rights.Right{Verb: verb, Group: group, Resource: strings.Split(res, "/")[0],
+							printed = append(printed, definition.Right{Verb: verb, Group: group, Resource: strings.Split(res, "/")[0],
 								Subresource: strings.TrimPrefix(strings.TrimPrefix(res, strings.Split(res, "/")[0]), "/")}.String())
 						}
 					}
@@ -134,7 +135,7 @@ func TestRBACIsWhatTheLoopChecks(t *testing.T) {
 				attrs := review.Spec.ResourceAttributes
 				mu.Lock()
 				defer mu.Unlock()
-				checked = append(checked, rights.Right{Verb: attrs.Verb, Group: attrs.Group, Resource: attrs.Resource, Subresource: attrs.Subresource}.String())
+				checked = append(checked, definition.Right{Verb: attrs.Verb, Group: attrs.Group, Resource: attrs.Resource, Subresource: attrs.Subresource}.String())
 				return true, review, nil
 			})
 			missing, err := (&rights.Checker{Kube: kube}).Missing(context.Background(), def)

@@ -58,7 +58,7 @@ func TestSyncDecoratesTheObject(t *testing.T) {
 		Attachments: []v1alpha1.DecoratorControllerAttachmentRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
 		Hooks:       &v1alpha1.DecoratorControllerHooks{Sync: &v1alpha1.Hook{Version: ptr.To(v1alpha1.HookVersionV2)}},
 	}}
-	def, err := definition.CompileDecorator(dc, definition.GuessingResolver())
+	def, err := definition.Compile(dc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestDecoratorNeverAdoptsOrphans(t *testing.T) {
 		Attachments: []v1alpha1.DecoratorControllerAttachmentRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "configmaps"}}},
 		Hooks:       &v1alpha1.DecoratorControllerHooks{Sync: &v1alpha1.Hook{}},
 	}}
-	def, err := definition.CompileDecorator(dc, definition.GuessingResolver())
+	def, err := definition.Compile(dc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -38,24 +39,24 @@ import (
 // A controller with an identity (spec.serviceAccount) acts as it, and
 // kube-apiserver judges what it does: its author needs only what `kubectl
 // --as` needs, impersonate on that ServiceAccount.
-func AuthorRights(def *definition.Definition) []Right {
+func AuthorRights(def *definition.Definition) []definition.Right {
 	if sa := def.ServiceAccount; sa != nil {
-		return []Right{ImpersonateRight(*sa)}
+		return []definition.Right{ImpersonateRight(*sa)}
 	}
-	var out []Right
+	var out []definition.Right
 	for _, r := range Needed(def) {
 		switch {
 		case r.Subresource == "" && def.IsParent(r.Group, r.Resource):
 			out = append(out, r)
 		case r.Subresource == "status" && def.IsParent(r.Group, r.Resource):
 			if r.Verb == "update" {
-				out = append(out, Right{Verb: "get", Group: r.Group, Resource: r.Resource, Subresource: r.Subresource})
+				out = append(out, definition.Right{Verb: "get", Group: r.Group, Resource: r.Resource, Subresource: r.Subresource})
 			}
 			out = append(out, r)
-		case r.Subresource == "" && isChild(def, r):
+		case r.Subresource == "" && def.IsChild(r.Group, r.Resource):
 			out = append(out, r)
 			if r.Verb == "create" {
-				out = append(out, Right{Verb: "update", Group: r.Group, Resource: r.Resource})
+				out = append(out, definition.Right{Verb: "update", Group: r.Group, Resource: r.Resource})
 			}
 		}
 	}
@@ -67,17 +68,8 @@ func AuthorRights(def *definition.Definition) []Right {
 
 // ImpersonateRight is the right to act as sa, which writing a controller
 // that names it as its identity requires.
-func ImpersonateRight(sa v1alpha1.ServiceAccountReference) Right {
-	return Right{Verb: "impersonate", Resource: "serviceaccounts", Namespace: sa.Namespace, Name: sa.Name}
-}
-
-func isChild(def *definition.Definition, r Right) bool {
-	for _, c := range def.Children {
-		if c.GVR.Group == r.Group && c.GVR.Resource == r.Resource {
-			return true
-		}
-	}
-	return false
+func ImpersonateRight(sa v1alpha1.ServiceAccountReference) definition.Right {
+	return definition.Right{Verb: "impersonate", Resource: "serviceaccounts", Namespace: sa.Namespace, Name: sa.Name}
 }
 
 // Escalation checks a request's user against AuthorRights through the
@@ -87,28 +79,14 @@ type Escalation struct {
 }
 
 // CheckAuthor answers Forbidden, naming every right the user lacks, when
-// the user may not do what cc's loop would do.
-func (e *Escalation) CheckAuthor(ctx context.Context, cc *v1alpha1.CompositeController) error {
-	def, err := definition.Compile(cc, nil)
+// the user may not do what the loop of controller (a v1alpha1
+// CompositeController or DecoratorController) would do.
+func (e *Escalation) CheckAuthor(ctx context.Context, controller runtime.Object) error {
+	def, err := definition.Compile(controller, nil)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	return e.check(ctx, "compositecontrollers", def)
-}
-
-// CheckDecoratorAuthor is CheckAuthor for a DecoratorController.
-func (e *Escalation) CheckDecoratorAuthor(ctx context.Context, dc *v1alpha1.DecoratorController) error {
-	def, err := definition.CompileDecorator(dc, nil)
-	if err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	return e.check(ctx, "decoratorcontrollers", def)
-}
-
-// check answers Forbidden when the request's user lacks one of def's
-// AuthorRights; resource is the controller's, for the error.
-func (e *Escalation) check(ctx context.Context, resource string, def *definition.Definition) error {
-	gr := schema.GroupResource{Group: v1alpha1.GroupName, Resource: resource}
+	gr := def.ControllerResource()
 	missing, err := Missing(ctx, e.Authorizer, AuthorRights(def))
 	if err != nil {
 		return apierrors.NewForbidden(gr, def.Name, err)
@@ -120,7 +98,7 @@ func (e *Escalation) check(ctx context.Context, resource string, def *definition
 // resource gr, who lacks the rights missing (in namespace, or in all
 // namespaces when it is empty, unless a right names its object); nil when
 // none are.
-func AuthorForbidden(gr schema.GroupResource, def *definition.Definition, missing []Right, namespace string) error {
+func AuthorForbidden(gr schema.GroupResource, def *definition.Definition, missing []definition.Right, namespace string) error {
 	if len(missing) == 0 {
 		return nil
 	}
@@ -140,20 +118,20 @@ func AuthorForbidden(gr schema.GroupResource, def *definition.Definition, missin
 }
 
 // Missing returns the rights the request's user lacks, asking authz about
-// all of them at once: each may be a SubjectAccessReview to kube-apiserver
-// (the delegating authorizer caches answers for a few seconds).
-func Missing(ctx context.Context, authz authorizer.Authorizer, needed []Right) ([]Right, error) {
+// all of them at once (maxConcurrentReviews at a time): each may be a
+// SubjectAccessReview to kube-apiserver (the delegating authorizer caches
+// answers for a few seconds).
+func Missing(ctx context.Context, authz authorizer.Authorizer, needed []definition.Right) ([]definition.Right, error) {
 	user, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return nil, errors.New("no user in the request")
 	}
 	denied := make([]bool, len(needed))
 	errs := make([]error, len(needed))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentReviews)
 	for i, r := range needed {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			decision, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{
 				User: user, Verb: r.Verb, APIGroup: r.Group, Resource: r.Resource, Subresource: r.Subresource,
 				Namespace: r.Namespace, Name: r.Name, ResourceRequest: true,
@@ -162,13 +140,16 @@ func Missing(ctx context.Context, authz authorizer.Authorizer, needed []Right) (
 				errs[i] = fmt.Errorf("can't check whether you may %s: %w", r, err)
 			}
 			denied[i] = decision != authorizer.DecisionAllow
-		}()
+			// Every answer is wanted, so no error cancels the others:
+			// they are joined below.
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	var missing []Right
+	var missing []definition.Right
 	for i, r := range needed {
 		if denied[i] {
 			missing = append(missing, r)
@@ -183,7 +164,7 @@ func Missing(ctx context.Context, authz authorizer.Authorizer, needed []Right) (
 // namespace previewed (InNamespace); the rest (named Secrets and
 // ConfigMaps, cluster-scoped resources, and resources discovery could not
 // place) as a create of the controller asks them.
-func AuthorRightsByScope(def *definition.Definition) (cluster, namespaced []Right) {
+func AuthorRightsByScope(def *definition.Definition) (cluster, namespaced []definition.Right) {
 	scoped := map[schema.GroupResource]bool{}
 	for _, r := range append([]definition.Resource{def.Parent}, childResources(def)...) {
 		if r.Err == nil && r.Namespaced {
@@ -201,8 +182,8 @@ func AuthorRightsByScope(def *definition.Definition) (cluster, namespaced []Righ
 }
 
 // InNamespace is rights, each asked in namespace.
-func InNamespace(rights []Right, namespace string) []Right {
-	out := make([]Right, len(rights))
+func InNamespace(rights []definition.Right, namespace string) []definition.Right {
+	out := make([]definition.Right, len(rights))
 	for i, r := range rights {
 		r.Namespace = namespace
 		out[i] = r

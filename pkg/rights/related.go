@@ -7,10 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
-
-var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // RelatedLister lists the related objects a customize hook asks for only
 // where each of the controller's readers (ReadersOf) may list them: the
@@ -35,14 +34,14 @@ func (l *RelatedLister) List(ctx context.Context, gvr schema.GroupVersionResourc
 }
 
 func (l *RelatedLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	if err := l.allowed(ctx, List(namespaces, "")); err != nil {
+	if err := l.allowed(ctx, List(definition.Namespaces, "")); err != nil {
 		return nil, err
 	}
 	return l.ObjectLister.Namespaces(ctx, selector)
 }
 
 // allowed answers nil when every subject may do r; else the first refusal.
-func (l *RelatedLister) allowed(ctx context.Context, r Right) error {
+func (l *RelatedLister) allowed(ctx context.Context, r definition.Right) error {
 	for _, s := range l.Subjects {
 		if err := l.Access.Check(ctx, s, r); err != nil {
 			return err

@@ -17,22 +17,27 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
-// Right is one verb on one resource, cluster-wide: the loop watches and
-// writes in every namespace.
-type Right = definition.Right
+// maxConcurrentReviews bounds the access reviews one check has in flight.
+// A controller's rights are 10 to 40, each a SubjectAccessReview to
+// kube-apiserver unless an answer is cached: 8 at once answers a check in a
+// few round trips, where one goroutine each would let a burst of applies
+// put hundreds of reviews at once into the queue kube-apiserver's priority
+// and fairness keeps for this server, ahead of the loop's own requests.
+const maxConcurrentReviews = 8
 
 // Needed are the rights the loop uses for def: the one list, compiled with
 // the definition, from which AuthorRights and `kubectl composite rbac`
 // are derived.
-func Needed(def *definition.Definition) []Right { return def.Rights }
+func Needed(def *definition.Definition) []definition.Right { return def.Rights }
 
 // Checker asks the target cluster about the server's own rights. Answers
 // are kept for cacheTTL, as kube-apiserver's delegating authorizer keeps
@@ -45,7 +50,7 @@ type Checker struct {
 	Identity IdentityPolicy
 
 	mu    sync.Mutex
-	cache map[Right]cached
+	cache map[definition.Right]cached
 	now   func() time.Time
 }
 
@@ -57,15 +62,15 @@ type cached struct {
 const cacheTTL = 10 * time.Second
 
 // Missing returns the rights def needs that the server lacks, asking about
-// the ones not known now all at once.
-func (c *Checker) Missing(ctx context.Context, def *definition.Definition) ([]Right, error) {
+// the ones not known now at once (maxConcurrentReviews at a time).
+func (c *Checker) Missing(ctx context.Context, def *definition.Definition) ([]definition.Right, error) {
 	return c.MissingOf(ctx, Needed(def))
 }
 
 // MissingOf returns the rights of needed that the server lacks.
-func (c *Checker) MissingOf(ctx context.Context, needed []Right) ([]Right, error) {
+func (c *Checker) MissingOf(ctx context.Context, needed []definition.Right) ([]definition.Right, error) {
 	allowed := c.lookup(needed)
-	var unknown []Right
+	var unknown []definition.Right
 	for _, r := range needed {
 		if _, ok := allowed[r]; !ok {
 			unknown = append(unknown, r)
@@ -73,15 +78,17 @@ func (c *Checker) MissingOf(ctx context.Context, needed []Right) ([]Right, error
 	}
 	answers := make([]bool, len(unknown))
 	errs := make([]error, len(unknown))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentReviews)
 	for i, r := range unknown {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
+			// Every answer is wanted: errors are joined below, not
+			// returned to cancel the others.
 			answers[i], errs[i] = c.ask(ctx, r)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -91,8 +98,8 @@ func (c *Checker) MissingOf(ctx context.Context, needed []Right) ([]Right, error
 	}
 	// In Needed's order: resources as the spec names them, verbs as a
 	// person reads them (get, list, watch, ...).
-	var missing []Right
-	seen := map[Right]bool{}
+	var missing []definition.Right
+	seen := map[definition.Right]bool{}
 	for _, r := range needed {
 		if !allowed[r] && !seen[r] {
 			seen[r] = true
@@ -102,7 +109,7 @@ func (c *Checker) MissingOf(ctx context.Context, needed []Right) ([]Right, error
 	return missing, nil
 }
 
-func (c *Checker) ask(ctx context.Context, r Right) (bool, error) {
+func (c *Checker) ask(ctx context.Context, r definition.Right) (bool, error) {
 	review, err := c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource,
@@ -122,10 +129,10 @@ func (c *Checker) clock() time.Time {
 }
 
 // lookup returns the fresh answers the cache has for rights.
-func (c *Checker) lookup(rights []Right) map[Right]bool {
+func (c *Checker) lookup(rights []definition.Right) map[definition.Right]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[Right]bool{}
+	out := map[definition.Right]bool{}
 	now := c.clock()
 	for _, r := range rights {
 		if e, ok := c.cache[r]; ok && now.Before(e.expires) {
@@ -135,11 +142,11 @@ func (c *Checker) lookup(rights []Right) map[Right]bool {
 	return out
 }
 
-func (c *Checker) store(rights []Right, allowed []bool) {
+func (c *Checker) store(rights []definition.Right, allowed []bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cache == nil {
-		c.cache = map[Right]cached{}
+		c.cache = map[definition.Right]cached{}
 	}
 	expires := c.clock().Add(cacheTTL)
 	for i, r := range rights {
@@ -151,11 +158,11 @@ func (c *Checker) store(rights []Right, allowed []bool) {
 // when the controller acts with the server's identity; with an identity of
 // its own, only the reads of the server's shared informers and its Events,
 // every write being the identity's.
-func ServerRights(def *definition.Definition, identity bool) []Right {
+func ServerRights(def *definition.Definition, identity bool) []definition.Right {
 	if !identity {
 		return Needed(def)
 	}
-	var out []Right
+	var out []definition.Right
 	for _, r := range Needed(def) {
 		events := r.Group == definition.Events.Group && r.Resource == definition.Events.Resource
 		revisions := r.Group == definition.ControllerRevisions.Group && r.Resource == definition.ControllerRevisions.Resource
@@ -166,27 +173,15 @@ func ServerRights(def *definition.Definition, identity bool) []Right {
 	return out
 }
 
-// MissingRights says what cc needs and the server lacks, with the fix; ""
-// when nothing is missing. It is asked when cc is applied, before the loop
-// compiled it.
-func (c *Checker) MissingRights(ctx context.Context, cc *v1alpha1.CompositeController) (string, error) {
-	def, err := definition.Compile(cc, nil)
+// MissingRights says what controller (a v1alpha1 CompositeController or
+// DecoratorController) needs and the server lacks, with the fix; "" when
+// nothing is missing. It is asked when the controller is applied, before
+// the loop compiled it.
+func (c *Checker) MissingRights(ctx context.Context, controller runtime.Object) (string, error) {
+	def, err := definition.Compile(controller, nil)
 	if err != nil {
 		return "", err
 	}
-	return c.missingRights(ctx, def)
-}
-
-// MissingDecoratorRights is MissingRights for a DecoratorController.
-func (c *Checker) MissingDecoratorRights(ctx context.Context, dc *v1alpha1.DecoratorController) (string, error) {
-	def, err := definition.CompileDecorator(dc, nil)
-	if err != nil {
-		return "", err
-	}
-	return c.missingRights(ctx, def)
-}
-
-func (c *Checker) missingRights(ctx context.Context, def *definition.Definition) (string, error) {
 	missing, err := c.MissingOf(ctx, ServerRights(def, c.Identity.Identity(def) != nil))
 	if err != nil || len(missing) == 0 {
 		return "", err
@@ -196,11 +191,11 @@ func (c *Checker) missingRights(ctx context.Context, def *definition.Definition)
 
 // Describe says in one line what the controller named controller lacks,
 // per resource, and the fix.
-func Describe(controller string, missing []Right) string {
+func Describe(controller string, missing []definition.Right) string {
 	byResource := map[string][]string{}
 	var order []string
 	for _, r := range missing {
-		key := Right{Group: r.Group, Resource: r.Resource, Subresource: r.Subresource}.String()
+		key := definition.Right{Group: r.Group, Resource: r.Resource, Subresource: r.Subresource}.String()
 		key = strings.TrimSpace(key)
 		if _, ok := byResource[key]; !ok {
 			order = append(order, key)

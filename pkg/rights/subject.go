@@ -152,7 +152,7 @@ type Access struct {
 // ForbiddenError is a right a controller's subject lacks.
 type ForbiddenError struct {
 	Subject Subject
-	Right   Right
+	Right   definition.Right
 	Reason  string
 }
 
@@ -172,7 +172,7 @@ func (e *ForbiddenError) Error() string {
 }
 
 // Check answers nil when subject may do r, a *ForbiddenError when not.
-func (a Access) Check(ctx context.Context, subject Subject, r Right) error {
+func (a Access) Check(ctx context.Context, subject Subject, r definition.Right) error {
 	if a.Authorizer == nil {
 		return nil
 	}
@@ -190,8 +190,8 @@ func (a Access) Check(ctx context.Context, subject Subject, r Right) error {
 }
 
 // List is the right to list gvr in namespace ("" for all namespaces).
-func List(gvr schema.GroupVersionResource, namespace string) Right {
-	return Right{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace}
+func List(gvr schema.GroupVersionResource, namespace string) definition.Right {
+	return definition.Right{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace}
 }
 
 // CheckReads refuses what subject may not list of what a sync reads for a

@@ -2,15 +2,14 @@ package syncrequest
 
 import (
 	"context"
-
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
@@ -20,7 +19,7 @@ import (
 // controllers (which /sync is never told about, on any replica) go.
 const controllerIdle = 10 * time.Minute
 
-// controllers keeps each CompositeController /sync is asked about compiled,
+// controllers keeps each controller /sync is asked about compiled,
 // with its hooks built, while its spec is unchanged: compiling and
 // resolving credentials and TLS for every request would cost Secret reads
 // and new connections each time. It is keyed by generation, not
@@ -53,35 +52,36 @@ func newControllers(secrets hooks.SecretSource, dest hooks.Destinations) *contro
 	return &controllers{secrets: secrets, dest: dest, now: time.Now, byUID: map[types.UID]*compiled{}}
 }
 
-// get returns cc compiled with resolver and its hooks, building them when
-// cc is new or its spec changed. A controller without a uid (not stored)
-// is built each time and not kept: the caller closes nothing either way,
-// the cache does when it drops an entry.
+// get returns controller (a v1alpha1 CompositeController or
+// DecoratorController) compiled with resolver and its hooks, building them
+// when the controller is new or its spec changed. A controller without a
+// uid (not stored) is built each time and not kept: the caller closes
+// nothing either way, the cache does when it drops an entry.
 //
 // secretsFor, when set, is asked on every call, before any credential is
 // read: it refuses a controller whose subject may not read them, and says
 // where they are read from (as the controller's identity, when it has one).
-func (c *controllers) get(ctx context.Context, cc *v1alpha1.CompositeController, resolver definition.KindResolver, secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
-	return c.getCompiled(ctx, cc, cc.Status.Author, func() (*definition.Definition, error) { return definition.Compile(cc, resolver) }, secretsFor)
-}
-
-// getDecorator is get for a DecoratorController.
-func (c *controllers) getDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, resolver definition.KindResolver, secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
-	return c.getCompiled(ctx, dc, dc.Status.Author, func() (*definition.Definition, error) { return definition.CompileDecorator(dc, resolver) }, secretsFor)
+func (c *controllers) get(ctx context.Context, controller runtime.Object, resolver definition.KindResolver, secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+	return c.getCompiled(ctx, controller, func() (*definition.Definition, error) { return definition.Compile(controller, resolver) }, secretsFor)
 }
 
 // secretsFunc refuses a compiled controller or says where its hooks'
 // credentials are read.
 type secretsFunc func(*definition.Definition) (hooks.SecretSource, error)
 
-// getCompiled returns the controller cc compiled by compile, and its hooks.
-// A kept one serves while the generation and the author (which the server
-// records without a new generation) are the same.
-func (c *controllers) getCompiled(ctx context.Context, cc metav1.Object, author *v1alpha1.ControllerAuthor, compile func() (*definition.Definition, error), secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
+// getCompiled is get with the controller compiled by compile, called only
+// when no kept one serves: a caller that compiled it already passes what
+// it has. A kept one serves while the generation and the author (which the
+// server records without a new generation) are the same.
+func (c *controllers) getCompiled(ctx context.Context, controller runtime.Object, compile func() (*definition.Definition, error), secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
 	if secretsFor == nil {
 		secretsFor = func(*definition.Definition) (hooks.SecretSource, error) { return c.secrets, nil }
 	}
-	uid, generation := cc.GetUID(), cc.GetGeneration()
+	obj, err := meta.Accessor(controller)
+	if err != nil {
+		return nil, nil, compileError{err}
+	}
+	uid, generation, author := obj.GetUID(), obj.GetGeneration(), definition.AuthorOf(controller)
 	now := c.now()
 	c.mu.Lock()
 	c.sweepLocked(now)

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -39,47 +39,33 @@ const (
 	fleetAnswerMargin = 3 * time.Second
 )
 
-// Preview previews cc against its live parents, those spec.selector picks,
-// one page at a time: what a dry-run sync of each would do, with cc's
-// hooks. cc is the stored controller, or, when proposed, the stored one
-// with the spec the caller proposes, which is compiled and built for this
+// Preview previews controller (a v1alpha1 CompositeController or
+// DecoratorController) against its live parents, those spec.selector
+// picks, one page at a time: what a dry-run sync of each would do, with the
+// controller's hooks. A DecoratorController's parents are the objects it
+// decorates, resource by resource (a page holds the objects of one
+// resource). controller is the stored one, or, when proposed, the stored
+// one with the spec the caller proposes, whose hooks are built for this
 // request only. Nothing is written.
 //
-// The caller is checked as the author of cc (rights.AuthorRights): a
-// preview sends the caller's hooks the live parents and children, and the
-// Secrets cc's hooks name are read for them. The rights on namespaced
-// parents and children are asked in each namespace previewed, and a
-// namespace where the caller may not list the parents is skipped
-// without a word.
-func (r *Runner) Preview(ctx context.Context, cc *v1alpha1.CompositeController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+// The caller is checked as the author of the controller
+// (rights.AuthorRights): a preview sends the caller's hooks the live
+// parents and children, and the Secrets the hooks name are read for them.
+// The rights on namespaced parents and children are asked in each
+// namespace previewed, and a namespace where the caller may not list the
+// parents is skipped without a word.
+func (r *Runner) Preview(ctx context.Context, controller runtime.Object, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
 	if r.cluster == nil {
 		return nil, noFleetWithoutCluster
 	}
-	resolver := definition.RESTMapperResolver(r.cluster.Discovery)
-	def, err := definition.Compile(cc, resolver)
+	def, err := definition.Compile(controller, definition.RESTMapperResolver(r.cluster.Discovery))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	return r.previewDefinition(ctx, def, proposed, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
-		_, built, err := r.controllers.get(ctx, cc, resolver, secretsFor)
-		return built, err
-	})
-}
-
-// PreviewDecorator is Preview for a DecoratorController: its parents are
-// the objects it decorates, resource by resource (a page holds the objects
-// of one resource).
-func (r *Runner) PreviewDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
-	if r.cluster == nil {
-		return nil, noFleetWithoutCluster
-	}
-	resolver := definition.RESTMapperResolver(r.cluster.Discovery)
-	def, err := definition.CompileDecorator(dc, resolver)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	return r.previewDefinition(ctx, def, proposed, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
-		_, built, err := r.controllers.getDecorator(ctx, dc, resolver, secretsFor)
+		// Compiled once per request: the stored controller's hooks are
+		// kept compiled as def, or built from it.
+		_, built, err := r.controllers.getCompiled(ctx, controller, func() (*definition.Definition, error) { return def, nil }, secretsFor)
 		return built, err
 	})
 }
@@ -109,15 +95,16 @@ func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definiti
 	if f.act, err = r.fleetActor(ctx, def); err != nil {
 		return nil, err
 	}
+	secrets := f.act.Secrets(r.controllers.secrets)
 	// Built after the author checks, which cover the Secrets the hooks'
 	// credentials come from (or read as the identity).
 	var built *hooks.ControllerHooks
 	if proposed {
-		if built, err = hooks.Build(ctx, def, f.act.secrets, r.controllers.dest); err != nil {
+		if built, err = hooks.Build(ctx, def, secrets, r.controllers.dest); err != nil {
 			return nil, hookFailed(err)
 		}
 		defer built.Close()
-	} else if built, err = stored(func(*definition.Definition) (hooks.SecretSource, error) { return f.act.secrets, nil }); err != nil {
+	} else if built, err = stored(func(*definition.Definition) (hooks.SecretSource, error) { return secrets, nil }); err != nil {
 		return nil, hookFailed(err)
 	}
 	return f.run(ctx, built.Hooks)
@@ -133,12 +120,12 @@ type fleet struct {
 	def         *definition.Definition
 	view, views int
 	// act is whom the preview's reads for the hooks are checked against.
-	act *actor
+	act *rights.Actor
 	// authz answers each question of this request once.
 	authz authorizer.Authorizer
 	// namespaced are the author's rights asked in each namespace
 	// previewed; allowed keeps the answer per namespace.
-	namespaced []rights.Right
+	namespaced []definition.Right
 	mu         sync.Mutex
 	allowed    map[string]error
 
@@ -195,17 +182,12 @@ func (f *fleet) authorizeCaller(ctx context.Context) error {
 	return nil
 }
 
-func (f *fleet) checkAuthor(ctx context.Context, needed []rights.Right, namespace string) error {
+func (f *fleet) checkAuthor(ctx context.Context, needed []definition.Right, namespace string) error {
 	missing, err := rights.Missing(ctx, f.authz, needed)
 	if err != nil {
-		return apierrors.NewForbidden(f.resource(), f.def.Name, err)
+		return apierrors.NewForbidden(f.def.ControllerResource(), f.def.Name, err)
 	}
-	return rights.AuthorForbidden(f.resource(), f.def, missing, namespace)
-}
-
-// resource is the controller's resource, as errors name it.
-func (f *fleet) resource() schema.GroupResource {
-	return v1alpha1.Resource(strings.ToLower(f.def.Kind) + "s")
+	return rights.AuthorForbidden(f.def.ControllerResource(), f.def, missing, namespace)
 }
 
 // namespaceAllowed says whether the caller holds, in namespace, the
@@ -275,26 +257,29 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	// cut[i]: parent i was not started, or the page's deadline cut it
 	// short.
 	cut := make([]bool, len(cands))
-	limit := make(chan struct{}, fleetWorkers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(fleetWorkers)
 	for i, c := range cands {
-		limit <- struct{}{}
 		if pageCtx.Err() != nil {
-			<-limit
 			for j := i; j < len(cands); j++ {
 				cut[j] = true
 			}
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-limit }()
+		// Go waits for a worker: the deadline may pass meanwhile, and a
+		// parent not started by then is the next page's.
+		g.Go(func() error {
+			if pageCtx.Err() != nil {
+				cut[i] = true
+				return nil
+			}
 			results[i] = f.previewParent(pageCtx, rec, env, c.parent)
 			cut[i] = results[i].Error != "" && pageCtx.Err() != nil
-		}()
+			// A parent's failure is its own result, not the page's.
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	// Parents are answered in order: the page ends before the first one
 	// cut short, which then heads the next page.
 	if k := slices.Index(cut, true); k >= 0 {
@@ -328,11 +313,11 @@ func (f *fleet) previewParent(ctx context.Context, rec *reconcile.Controller, en
 		out.Error = err.Error()
 		return out
 	}
-	if f.act.subject.ServiceAccount != nil {
+	if f.act.Subject.ServiceAccount != nil {
 		// The hook gets what the controller's identity could list, as in
 		// the loop and a /sync, whoever previews: the caller may read
 		// parents the identity may not.
-		if err := (rights.Access{Authorizer: f.authz}).CheckReads(ctx, f.act.subject, f.def, parent.GetNamespace()); err != nil {
+		if err := (rights.Access{Authorizer: f.authz}).CheckReads(ctx, f.act.Subject, f.def, parent.GetNamespace()); err != nil {
 			out.Error = err.Error()
 			return out
 		}

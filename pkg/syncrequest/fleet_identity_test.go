@@ -58,7 +58,7 @@ func TestFleetPreviewChecksWhatTheIdentityMayRead(t *testing.T) {
 	hook := &countingHook{}
 	rec := &reconcile.Controller{Def: def, Hooks: engine.Hooks{Sync: engine.InProcess(hook)}}
 	env := reconcile.Env{Resolver: definition.GuessingResolver(), Children: noObjects{}, Related: noObjects{}}
-	f := &fleet{def: def, act: &actor{subject: subject, readers: []rights.Subject{subject}}, authz: newRequestAuthorizer(authz), allowed: map[string]error{}}
+	f := &fleet{def: def, act: &rights.Actor{Subject: subject, Readers: []rights.Subject{subject}}, authz: newRequestAuthorizer(authz), allowed: map[string]error{}}
 
 	for _, tc := range []struct {
 		namespace string

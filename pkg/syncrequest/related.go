@@ -14,11 +14,10 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
-
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // callerLister lists children and related objects straight from the target
 // cluster, and only what the caller may list: the server's own identity
@@ -75,7 +74,7 @@ func (l *callerLister) find(desired *unstructured.Unstructured) *unstructured.Un
 }
 
 func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	objs, err := l.List(ctx, namespacesGVR, "", selector)
+	objs, err := l.List(ctx, definition.Namespaces, "", selector)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,18 @@
-// Package syncrequest answers the /sync subresource: it finds the parent
-// (live or inline), runs the reconcile step the controller loop runs, with
-// the controller's real hooks and the caller's rights for what it reads,
-// and, on a dry run, shows what an apply would store for each desired
-// child, without storing anything: computed here with structured-merge-diff
-// and the cluster's schemas (one preview costs about one hook call), or,
-// when the request asks for it, by the target cluster's dry-run applies.
+// Package syncrequest serves the two questions a user asks of one
+// controller, of either kind, with its real hooks: /sync, one parent's
+// sync, and /preview, the fleet preview of every live parent.
+//
+// /sync (runner.go) finds the parent (live or inline), runs the reconcile
+// step the controller loop runs, with the caller's rights for what it
+// reads, and, on a dry run, shows what an apply would store for each
+// desired child, without storing anything: computed here with
+// structured-merge-diff and the cluster's schemas (one preview costs about
+// one hook call), or, when the request asks for it, by the target
+// cluster's dry-run applies.
+//
+// The fleet preview (fleet*.go) runs that dry-run sync for each live
+// parent the controller selects, a page at a time, with the caller checked
+// as the controller's author.
 package syncrequest
 
 import (
@@ -14,9 +22,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,60 +123,25 @@ func NewRunner(ctx context.Context, cluster *target.Cluster, authz authorizer.Au
 	return r
 }
 
-// Run syncs the parent that req names with cc's hooks through the same
-// reconcile step as the controller loop. A dry run persists nothing;
-// otherwise the sync happens now (finalizer, adoption, children, status,
-// Events) and the answer says what was done.
-func (r *Runner) Run(ctx context.Context, cc *v1alpha1.CompositeController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
-	resolver := r.resolver()
-	return r.run(ctx, req, dryRun, resolver, func(secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
-		return r.controllers.get(ctx, cc, resolver, secretsFor)
-	})
-}
-
-// RunDecorator is Run for a DecoratorController: the parent is the object
-// it decorates, of the resource its apiVersion and kind name.
-func (r *Runner) RunDecorator(ctx context.Context, dc *v1alpha1.DecoratorController, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
-	resolver := r.resolver()
-	return r.run(ctx, req, dryRun, resolver, func(secretsFor secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error) {
-		return r.controllers.getDecorator(ctx, dc, resolver, secretsFor)
-	})
-}
-
-func (r *Runner) resolver() definition.KindResolver {
-	if r.cluster != nil {
-		return definition.RESTMapperResolver(r.cluster.Discovery)
-	}
-	return definition.GuessingResolver()
-}
-
-func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool, resolver definition.KindResolver, get func(secretsFunc) (*definition.Definition, *hooks.ControllerHooks, error)) (*v1alpha1.SyncRequestStatus, error) {
+// Run syncs the parent that req names with the hooks of controller (a
+// v1alpha1 CompositeController or DecoratorController, whose parent is the
+// object it decorates, of the resource its apiVersion and kind name)
+// through the same reconcile step as the controller loop. A dry run
+// persists nothing; otherwise the sync happens now (finalizer, adoption,
+// children, status, Events) and the answer says what was done.
+func (r *Runner) Run(ctx context.Context, controller runtime.Object, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error) {
 	start := time.Now()
 	if err := r.checkRequest(req, dryRun); err != nil {
 		return nil, err
 	}
-	var act *actor
-	def, controllerHooks, err := get(func(def *definition.Definition) (hooks.SecretSource, error) {
-		var err error
-		if act, err = r.actorFor(ctx, def); err != nil {
-			return nil, err
-		}
-		return act.secrets, nil
-	})
-	var invalid compileError
-	var apiErr apierrors.APIStatus
-	switch {
-	case errors.As(err, &invalid):
-		return nil, apierrors.NewBadRequest(invalid.Error())
-	case errors.As(err, &apiErr):
+	resolver := r.resolver()
+	def, controllerHooks, act, err := r.compiled(ctx, controller, resolver)
+	if err != nil {
 		return nil, err
-	case err != nil:
-		return nil, hookFailed(err)
 	}
 	if def, err = parentView(def, req, resolver); err != nil {
 		return nil, err
 	}
-	rec := &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}
 	if !dryRun && r.gate != nil && req.Spec.ParentRef != nil {
 		// Before the parent is read: what the loop's sync of it wrote
 		// meanwhile is then read too.
@@ -183,14 +156,86 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 	if err != nil {
 		return nil, err
 	}
-	if act.subject.ServiceAccount != nil {
-		// What the hook gets must be what the controller's identity
-		// could list, whoever the caller is.
-		if err := (rights.Access{Authorizer: r.authorizer}).CheckReads(ctx, act.subject, def, parent.GetNamespace()); err != nil {
-			return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name, err)
-		}
+	if err := r.checkReads(ctx, def, act, parent); err != nil {
+		return nil, err
 	}
+	result, err := r.sync(ctx, &reconcile.Controller{Def: def, Hooks: controllerHooks.Hooks}, resolver, act, parent, req, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	status, err := r.answer(ctx, def, req, dryRun, parent, result)
+	if err != nil {
+		return nil, err
+	}
+	if result.res.Skipped == "" {
+		status.Timings.TotalMillis = time.Since(start).Milliseconds()
+	}
+	return status, nil
+}
+
+func (r *Runner) resolver() definition.KindResolver {
+	if r.cluster != nil {
+		return definition.RESTMapperResolver(r.cluster.Discovery)
+	}
+	return definition.GuessingResolver()
+}
+
+// compiled is controller compiled, with its hooks built, and whom the sync
+// acts as: a controller that does not compile is the request's fault (a
+// 400), a hook that can't be built the hook's (a 502).
+func (r *Runner) compiled(ctx context.Context, controller runtime.Object, resolver definition.KindResolver) (*definition.Definition, *hooks.ControllerHooks, *rights.Actor, error) {
+	var act *rights.Actor
+	def, controllerHooks, err := r.controllers.get(ctx, controller, resolver, func(def *definition.Definition) (hooks.SecretSource, error) {
+		var err error
+		if act, err = r.actorFor(ctx, def); err != nil {
+			return nil, err
+		}
+		return act.Secrets(r.controllers.secrets), nil
+	})
+	var invalid compileError
+	var apiErr apierrors.APIStatus
+	switch {
+	case errors.As(err, &invalid):
+		return nil, nil, nil, apierrors.NewBadRequest(invalid.Error())
+	case errors.As(err, &apiErr):
+		return nil, nil, nil, err
+	case err != nil:
+		return nil, nil, nil, hookFailed(err)
+	}
+	return def, controllerHooks, act, nil
+}
+
+// checkReads refuses a sync whose hook would get what the controller's
+// identity could not list, whoever the caller is.
+func (r *Runner) checkReads(ctx context.Context, def *definition.Definition, act *rights.Actor, parent *unstructured.Unstructured) error {
+	if act.Subject.ServiceAccount == nil {
+		return nil
+	}
+	if err := (rights.Access{Authorizer: r.authorizer}).CheckReads(ctx, act.Subject, def, parent.GetNamespace()); err != nil {
+		return apierrors.NewForbidden(def.ControllerResource(), def.Name, err)
+	}
+	return nil
+}
+
+// synced is what a sync of the request did.
+type synced struct {
+	res *reconcile.Result
+	// children keeps what the sync listed of the child resources (see
+	// env).
+	children *callerLister
+	warnings []string
+	// failed is why carrying out the plan failed in part; nil when it
+	// did not.
+	failed error
+}
+
+// sync runs the reconcile step for parent, with the caller's rights
+// checked on what a live sync would write. An error answers the request:
+// the sync did nothing worth showing.
+func (r *Runner) sync(ctx context.Context, rec *reconcile.Controller, resolver definition.KindResolver, act *rights.Actor, parent *unstructured.Unstructured, req *v1alpha1.SyncRequest, dryRun bool) (*synced, error) {
+	def := rec.Def
 	opts := reconcile.Options{DryRun: dryRun}
+	var err error
 	if opts.Claimed, err = r.inlineChildren(parent, req); err != nil {
 		return nil, err
 	}
@@ -209,7 +254,7 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 		// A related list the controller's readers may not make: the sync
 		// stopped before its hook, as the loop's does, rather than show
 		// (or do) what the hook answers to a world without them.
-		return nil, apierrors.NewForbidden(v1alpha1.Resource(strings.ToLower(def.Kind)+"s"), def.Name,
+		return nil, apierrors.NewForbidden(def.ControllerResource(), def.Name,
 			fmt.Errorf("the sync hook was not called, nothing was changed: %w", refused))
 	}
 	if apierrors.IsForbidden(err) && len(res.Done) == 0 {
@@ -222,7 +267,14 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 		}
 		return nil, hookFailed(err)
 	}
-	status := &v1alpha1.SyncRequestStatus{DryRun: dryRun, Warnings: warnings}
+	return &synced{res: res, children: children, warnings: warnings, failed: err}, nil
+}
+
+// answer is what a sync of parent says: the plan, what was done, and, for
+// a preview, each desired child as an apply would store it.
+func (r *Runner) answer(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest, dryRun bool, parent *unstructured.Unstructured, result *synced) (*v1alpha1.SyncRequestStatus, error) {
+	res := result.res
+	status := &v1alpha1.SyncRequestStatus{DryRun: dryRun, Warnings: result.warnings}
 	if res.Skipped != "" {
 		// The loop leaves such a parent alone, and so does a live sync; a
 		// preview says why its plan is empty.
@@ -232,10 +284,10 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 		status.Warnings = append(status.Warnings, "not synced: "+res.Skipped)
 		return status, nil
 	}
-	if err != nil {
+	if result.failed != nil {
 		// Written children that failed are marked on their plan items;
 		// this says the rest (e.g. the parent's status).
-		status.Warnings = append(status.Warnings, err.Error())
+		status.Warnings = append(status.Warnings, result.failed.Error())
 	}
 	if err := planStatus(status, res); err != nil {
 		return nil, err
@@ -243,28 +295,38 @@ func (r *Runner) run(ctx context.Context, req *v1alpha1.SyncRequest, dryRun bool
 	stored := res.Plan.Desired
 	if dryRun {
 		var applyWarnings []string
-		if req.Spec.ServerDryRun {
-			// A dry-run apply answers the object as the cluster would
-			// store it, merged with what is stored now, read with the
-			// server's rights: the caller must be allowed to read each
-			// one, or the preview would show them what they may not
-			// read (a Secret's data, say).
-			for _, item := range previewed(res.Plan) {
-				if err := authorize(ctx, r.authorizer, "get", item.GVR, item.Desired.GetNamespace(), item.Desired.GetName()); err != nil {
-					return nil, err
-				}
-			}
-			stored, applyWarnings = r.serverDryRun(ctx, def, res.Parent, res.Plan)
-		} else {
-			stored, applyWarnings = r.wouldStore(def, res.Parent, res.Plan, children)
+		var err error
+		if stored, applyWarnings, err = r.wouldApply(ctx, def, req, res, result.children); err != nil {
+			return nil, err
 		}
 		status.Warnings = append(status.Warnings, applyWarnings...)
 	}
+	var err error
 	if status.Children, err = encodeChildren(stored); err != nil {
 		return nil, err
 	}
-	status.Timings.TotalMillis = time.Since(start).Milliseconds()
 	return status, nil
+}
+
+// wouldApply is each desired child of a preview as an apply would store
+// it: asked of the target cluster by dry-run applies (spec.serverDryRun),
+// or computed here.
+func (r *Runner) wouldApply(ctx context.Context, def *definition.Definition, req *v1alpha1.SyncRequest, res *reconcile.Result, children *callerLister) ([]*unstructured.Unstructured, []string, error) {
+	if !req.Spec.ServerDryRun {
+		stored, warnings := r.wouldStore(def, res.Parent, res.Plan, children)
+		return stored, warnings, nil
+	}
+	// A dry-run apply answers the object as the cluster would store it,
+	// merged with what is stored now, read with the server's rights: the
+	// caller must be allowed to read each one, or the preview would show
+	// them what they may not read (a Secret's data, say).
+	for _, item := range previewed(res.Plan) {
+		if err := authorize(ctx, r.authorizer, "get", item.GVR, item.Desired.GetNamespace(), item.Desired.GetName()); err != nil {
+			return nil, nil, err
+		}
+	}
+	stored, warnings := r.serverDryRun(ctx, def, res.Parent, res.Plan)
+	return stored, warnings, nil
 }
 
 // parentKey is the controller loop's queue key of the parent ref names.
@@ -298,14 +360,14 @@ func (r *Runner) checkRequest(req *v1alpha1.SyncRequest, dryRun bool) error {
 // keeps what the sync lists of the child resources, where a preview finds
 // the live child of a desired one the plan holds no observed object for
 // (released, or someone else's); nil without a cluster.
-func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authorizer, dryRun bool, act *actor) (env reconcile.Env, children *callerLister, warnings []string) {
+func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authorizer, dryRun bool, act *rights.Actor) (env reconcile.Env, children *callerLister, warnings []string) {
 	if r.cluster == nil {
 		return reconcile.Env{Resolver: resolver}, nil, []string{"no target cluster: child kinds are mapped to resources by name, nothing is read from or applied to a cluster, and children are merged with schemas deduced from the objects (lists whole)"}
 	}
 	children = &callerLister{cluster: r.cluster, authorizer: authz, keep: dryRun}
 	client, meta := r.cluster.Dynamic, r.cluster.Metadata
-	if act.clients != nil {
-		client, meta = act.clients.Dynamic, act.clients.Metadata
+	if act.Clients != nil {
+		client, meta = act.Clients.Dynamic, act.Clients.Metadata
 	}
 	return reconcile.Env{
 		Client:   client,
@@ -317,7 +379,7 @@ func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authoriz
 		Related: &rights.RelatedLister{
 			ObjectLister: &callerLister{cluster: r.cluster, authorizer: authz},
 			Access:       rights.Access{Authorizer: authz},
-			Subjects:     act.readers,
+			Subjects:     act.Readers,
 		},
 		Recorder:  r.recorder,
 		Ownership: r.cluster.Schemas,
@@ -666,22 +728,21 @@ func (r *Runner) serverDryRun(ctx context.Context, def *definition.Definition, p
 	// not one per child.
 	out := make([]*unstructured.Unstructured, len(items))
 	errs := make([]error, len(items))
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, maxConcurrentDryRunApplies)
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentDryRunApplies)
 	for i, item := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			limit <- struct{}{}
-			defer func() { <-limit }()
+		g.Go(func() error {
 			child := item.Desired.DeepCopy()
 			if parent.GetUID() != "" {
 				child.SetOwnerReferences(engine.ChildOwnerReferences(parent, item.Desired))
 			}
+			// A refusal is this child's warning, not the preview's
+			// failure: no error stops the others.
 			out[i], errs[i] = apply.Child(ctx, r.cluster.Dynamic, item.GVR, child, def.Name, true)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	var warnings []string
 	for i, err := range errs {
 		if err != nil {

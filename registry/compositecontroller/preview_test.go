@@ -14,6 +14,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 // previewed records what it was asked to preview.
@@ -23,13 +24,13 @@ type previewed struct {
 	calls    int
 }
 
-func (p *previewed) Preview(_ context.Context, cc *v1alpha1.CompositeController, proposed bool, _ *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
-	p.cc, p.proposed = cc, proposed
+func (p *previewed) Preview(_ context.Context, controller runtime.Object, proposed bool, _ *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+	p.cc, p.proposed = controller.(*v1alpha1.CompositeController), proposed
 	p.calls++
 	return &v1alpha1.FleetPreviewStatus{Totals: v1alpha1.FleetPreviewTotals{Parents: 1}}, nil
 }
 
-func newPreviewREST(t *testing.T, stored *metacontroller.CompositeController) (*PreviewREST, *previewed) {
+func newPreviewREST(t *testing.T, stored *metacontroller.CompositeController) (*controllerregistry.PreviewREST, *previewed) {
 	t.Helper()
 	stored.ResourceVersion = "7"
 	scheme := runtime.NewScheme()
@@ -40,7 +41,7 @@ func newPreviewREST(t *testing.T, stored *metacontroller.CompositeController) (*
 		t.Fatal(err)
 	}
 	p := &previewed{}
-	return NewPreviewREST(&laggingCache{obj: stored}, scheme, s, p), p
+	return controllerregistry.NewPreviewREST(&laggingCache{obj: stored}, scheme, s, kind(scheme), p), p
 }
 
 // A proposal is validated as an update of the stored controller would be,

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
@@ -119,18 +121,17 @@ func dropDefaultedModes(newCC, oldCC *metacontroller.CompositeController) {
 	}
 }
 
+// hookVersion is h's version, defaulted as the loop defaults it.
 func hookVersion(h *metacontroller.Hook) metacontroller.HookVersion {
 	if h.Version == nil || *h.Version == "" {
-		return metacontroller.HookVersionV1
+		return metacontroller.HookVersion(definition.DefaultHookVersion)
 	}
 	return *h.Version
 }
 
+// defaultMode is the decoding mode of a hook of version v that sets none.
 func defaultMode(v metacontroller.HookVersion) metacontroller.ResponseUnmarshallMode {
-	if v == metacontroller.HookVersionV2 {
-		return metacontroller.ResponseUnmarshallModeStrict
-	}
-	return metacontroller.ResponseUnmarshallModeLoose
+	return metacontroller.ResponseUnmarshallMode(definition.DefaultMode(v1alpha1.HookVersion(v)))
 }
 
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {

@@ -12,6 +12,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
 // laggingCache answers reads from the watch cache (resourceVersion "0")
@@ -32,8 +33,8 @@ func (c *laggingCache) Get(_ context.Context, name string, opts *metav1.GetOptio
 
 type syncedController struct{ name string }
 
-func (s *syncedController) Run(_ context.Context, cc *v1alpha1.CompositeController, _ *v1alpha1.SyncRequest, _ bool) (*v1alpha1.SyncRequestStatus, error) {
-	s.name = cc.Name
+func (s *syncedController) Run(_ context.Context, controller runtime.Object, _ *v1alpha1.SyncRequest, _ bool) (*v1alpha1.SyncRequestStatus, error) {
+	s.name = controller.(*v1alpha1.CompositeController).Name
 	return &v1alpha1.SyncRequestStatus{}, nil
 }
 
@@ -46,7 +47,7 @@ func TestSyncOfAControllerJustCreatedFindsIt(t *testing.T) {
 	cache := &laggingCache{obj: validCompositeController("just-created")}
 	syncer := &syncedController{}
 	req := &metacontroller.SyncRequest{Spec: metacontroller.SyncRequestSpec{ParentRef: &metacontroller.ParentReference{Namespace: "ns", Name: "p"}}}
-	_, err := NewSyncREST(cache, scheme, syncer).Create(context.Background(), "just-created", req, nil, &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := controllerregistry.NewSyncREST(cache, scheme, kind(scheme), syncer).Create(context.Background(), "just-created", req, nil, &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatalf("/sync of a controller the watch cache has not seen yet: %v", err)
 	}

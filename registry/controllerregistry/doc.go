@@ -1,7 +1,8 @@
-// Package controllerregistry holds what the registries of the two kinds
-// of controller (CompositeController, DecoratorController) share: the
-// status subresource, the checks of a controller's author and of the
-// server's rights as apply-time warnings, the reset fields, and the
-// table cells of hooks and conditions. Each kind's registry keeps only
-// what differs.
+// Package controllerregistry holds what the registries of every kind of
+// controller (CompositeController, DecoratorController) share: the
+// status, /sync and /preview subresources, the checks of a controller's
+// author and of the server's rights as apply-time warnings, the reset
+// fields, and the table cells of hooks and conditions. A kind's registry
+// declares itself with one Kind and takes the same Options; it keeps only
+// its strategy, its table and its names.
 package controllerregistry

@@ -17,23 +17,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 )
 
-// Proposal is what a kind of controller gives a fleet preview: how a
-// request's proposed spec replaces the stored one's, and how a proposed
-// controller is previewed.
-type Proposal struct {
-	// Kind is the controller's kind; Field the FleetPreview spec field
-	// that proposes its spec.
-	Kind, Field string
-	// Propose returns a copy of stored with the request's proposed spec,
-	// and whether the request proposed one.
-	Propose func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool)
-	// Warnings are the proposed controller's validation warnings.
-	Warnings func(proposed runtime.Object) []string
-	// Preview previews proposed (internal; the stored controller when
-	// nothing is proposed) against its live parents, one page.
-	Preview func(ctx context.Context, proposed runtime.Object, isProposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error)
-}
-
 // PreviewREST is <controllers>/{name}/preview: POST a FleetPreview with a
 // proposed spec of the controller, get it back with what that spec would
 // do to each live parent. As a SubjectAccessReview, it is a question:
@@ -42,10 +25,11 @@ type Proposal struct {
 // here by the kind's strategy, its author's rights by the previewer — for
 // a preview calls the caller's hooks with live parents.
 type PreviewREST struct {
-	store    rest.Getter
-	scheme   *runtime.Scheme
-	strategy rest.RESTUpdateStrategy
-	proposal Proposal
+	store     rest.Getter
+	scheme    *runtime.Scheme
+	strategy  rest.RESTUpdateStrategy
+	kind      Kind
+	previewer Previewer
 }
 
 var (
@@ -54,9 +38,9 @@ var (
 )
 
 // NewPreviewREST returns the preview subresource of the store's
-// controllers, whose updates strategy validates.
-func NewPreviewREST(store rest.Getter, scheme *runtime.Scheme, strategy rest.RESTUpdateStrategy, proposal Proposal) *PreviewREST {
-	return &PreviewREST{store: store, scheme: scheme, strategy: strategy, proposal: proposal}
+// controllers, of kind, whose updates strategy validates.
+func NewPreviewREST(store rest.Getter, scheme *runtime.Scheme, strategy rest.RESTUpdateStrategy, kind Kind, previewer Previewer) *PreviewREST {
+	return &PreviewREST{store: store, scheme: scheme, strategy: strategy, kind: kind, previewer: previewer}
 }
 
 // New returns an empty FleetPreview.
@@ -77,16 +61,16 @@ func (r *PreviewREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a FleetPreview: %T", obj))
 	}
-	errs := validation.ValidateFleetPreview(name, r.proposal.Kind, req)
+	errs := validation.ValidateFleetPreview(name, r.kind.Name, req)
 	stored, err := GetController(ctx, r.store, name)
 	if err != nil {
 		return nil, err
 	}
-	proposed, isProposed := r.proposal.Propose(stored, req)
+	proposed, isProposed := r.kind.Propose(stored, req)
 	if isProposed {
 		r.strategy.PrepareForUpdate(ctx, proposed, stored)
 	}
-	errs = append(errs, proposedPath(r.strategy.ValidateUpdate(ctx, proposed, stored), r.proposal.Field)...)
+	errs = append(errs, proposedPath(r.strategy.ValidateUpdate(ctx, proposed, stored), r.kind.PreviewField)...)
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(metacontroller.Kind("FleetPreview"), name, errs)
 	}
@@ -99,11 +83,15 @@ func (r *PreviewREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err := r.scheme.Convert(req, versioned, nil); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	status, err := r.proposal.Preview(ctx, proposed, isProposed, &versioned.Spec)
+	controller, err := r.kind.Versioned(proposed)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	status, err := r.previewer.Preview(ctx, controller, isProposed, &versioned.Spec)
 	if err != nil {
 		return nil, err
 	}
-	status.Warnings = append(r.proposal.Warnings(proposed), status.Warnings...)
+	status.Warnings = append(r.kind.Warnings(proposed), status.Warnings...)
 	versioned.Status = *status
 	// Nothing of a FleetPreview is stored: nobody manages its fields.
 	versioned.ManagedFields = nil

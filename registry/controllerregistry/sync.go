@@ -16,17 +16,14 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 )
 
-// RunSync runs one sync of the controller stored as stored (its internal
-// form) for req.
-type RunSync func(ctx context.Context, stored runtime.Object, req *v1alpha1.SyncRequest, dryRun bool) (*v1alpha1.SyncRequestStatus, error)
-
 // SyncREST is the /sync subresource of a controller kind: POST a SyncRequest naming a parent,
 // get it back with the hook's answer and the plan in its status. Like
 // TokenRequest, nothing of the request is stored.
 type SyncREST struct {
 	store  rest.Getter
 	scheme *runtime.Scheme
-	run    RunSync
+	kind   Kind
+	syncer Syncer
 }
 
 var (
@@ -34,9 +31,10 @@ var (
 	_ rest.GroupVersionKindProvider = &SyncREST{}
 )
 
-// NewSyncREST returns the /sync subresource of the store's objects.
-func NewSyncREST(store rest.Getter, scheme *runtime.Scheme, run RunSync) *SyncREST {
-	return &SyncREST{store: store, scheme: scheme, run: run}
+// NewSyncREST returns the /sync subresource of the store's controllers, of
+// kind.
+func NewSyncREST(store rest.Getter, scheme *runtime.Scheme, kind Kind, syncer Syncer) *SyncREST {
+	return &SyncREST{store: store, scheme: scheme, kind: kind, syncer: syncer}
 }
 
 // New returns an empty SyncRequest.
@@ -74,7 +72,11 @@ func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, 
 	if err := r.scheme.Convert(req, versioned, nil); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	status, err := r.run(ctx, stored, versioned, dryrun.IsDryRun(options.DryRun))
+	controller, err := r.kind.Versioned(stored)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	status, err := r.syncer.Run(ctx, controller, versioned, dryrun.IsDryRun(options.DryRun))
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,8 @@ func TestStatusIsTheServers(t *testing.T) {
 
 type refusingAuthor struct{ checked []string }
 
-func (a *refusingAuthor) CheckDecoratorAuthor(ctx context.Context, dc *v1alpha1.DecoratorController) error {
+func (a *refusingAuthor) CheckAuthor(ctx context.Context, controller runtime.Object) error {
+	dc := controller.(*v1alpha1.DecoratorController)
 	a.checked = append(a.checked, dc.Spec.Attachments[0].Resource)
 	return apierrors.NewForbidden(v1alpha1.Resource("decoratorcontrollers"), dc.Name, errors.New("you may not create secrets"))
 }

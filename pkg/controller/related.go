@@ -18,6 +18,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
 // customizeTTL is how long a customize answer is kept, Metacontroller's
@@ -25,7 +26,6 @@ import (
 // part of the key, so the expiry only bounds memory.
 const customizeTTL = 20 * time.Minute
 
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // informerLister serves children and related objects from shared informers,
 // starting a related resource's informer the first time a rule names it.
@@ -134,7 +134,7 @@ func (l *informerLister) informerOf(ctx context.Context, gvr schema.GroupVersion
 }
 
 func (l *informerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	inf, err := l.pc.relatedInformer(ctx, namespacesGVR)
+	inf, err := l.pc.relatedInformer(ctx, rights.NamespacesGVR)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 	if !ok {
 		inf = pc.acquire(gvr)
 		pc.related[gvr] = inf
-		if gvr != namespacesGVR {
+		if gvr != rights.NamespacesGVR {
 			changed := func(obj interface{}) { pc.relatedChanged(gvr, obj) }
 			pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
 				AddFunc:    changed,
@@ -261,7 +261,7 @@ func (pc *parentController) releaseUnusedRelated(context.Context) {
 	pc.relatedMu.Unlock()
 	var unused []schema.GroupVersionResource
 	for _, gvr := range named {
-		if gvr != namespacesGVR && len(pc.customize.naming(gvr)) == 0 {
+		if gvr != rights.NamespacesGVR && len(pc.customize.naming(gvr)) == 0 {
 			unused = append(unused, gvr)
 		}
 	}
@@ -306,7 +306,7 @@ func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj 
 	namespaced := u.GetNamespace() != ""
 	nsLabels := func(name string) (labels.Set, bool) {
 		pc.relatedMu.Lock()
-		inf, ok := pc.related[namespacesGVR]
+		inf, ok := pc.related[rights.NamespacesGVR]
 		pc.relatedMu.Unlock()
 		if !ok {
 			return nil, false

@@ -10,7 +10,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
-var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+// NamespacesGVR is the resource of Namespaces, which namespaceSelectors of
+// related rules read.
+var NamespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // RelatedLister lists the related objects a customize hook asks for only
 // where each of the controller's readers (ReadersOf) may list them: the
@@ -35,7 +37,7 @@ func (l *RelatedLister) List(ctx context.Context, gvr schema.GroupVersionResourc
 }
 
 func (l *RelatedLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	if err := l.allowed(ctx, List(namespaces, "")); err != nil {
+	if err := l.allowed(ctx, List(NamespacesGVR, "")); err != nil {
 		return nil, err
 	}
 	return l.ObjectLister.Namespaces(ctx, selector)

@@ -15,10 +15,9 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
-
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // callerLister lists children and related objects straight from the target
 // cluster, and only what the caller may list: the server's own identity
@@ -75,7 +74,7 @@ func (l *callerLister) find(desired *unstructured.Unstructured) *unstructured.Un
 }
 
 func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	objs, err := l.List(ctx, namespacesGVR, "", selector)
+	objs, err := l.List(ctx, rights.NamespacesGVR, "", selector)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
@@ -69,9 +72,10 @@ type parentController struct {
 	// synced is closed once this loop's handlers have had the initial
 	// list: the controller's workers wait for all its loops'.
 	synced chan struct{}
-	// echoes tells the watch events of the loop's own writes from others'.
-	echoes *ownWrites
-	status *statusTracker
+	// expectations tell the watch events of the loop's own writes (their
+	// echoes) from others'.
+	expectations *expectations.Expectations
+	status       *statusTracker
 	// writesStatus: this loop runs the status tracker it shares with its
 	// controller's other parent loops.
 	writesStatus bool
@@ -95,18 +99,18 @@ var errNotServed = errors.New("not served by the target cluster")
 func newParentController(ctx context.Context, m *Manager, key string, owner controllerObject, def *definition.Definition, status *statusTracker) (*parentController, error) {
 	mapper := m.cfg.Discovery
 	pc := &parentController{
-		m:          m,
-		owner:      owner,
-		key:        key,
-		status:     status,
-		parentGVK:  def.Parent.Kind,
-		namespaced: def.Parent.Namespaced,
-		children:   map[schema.GroupVersionResource]informers.GenericInformer{},
-		related:    map[schema.GroupVersionResource]informers.GenericInformer{},
-		unlisted:   map[schema.GroupVersionResource]bool{},
-		workers:    m.cfg.Workers,
-		synced:     make(chan struct{}),
-		echoes:     newOwnWrites(cmp.Or(m.cfg.EchoTimeout, DefaultEchoTimeout), !def.IgnoreOwnChildWrites, !def.IgnoreOwnStatusWrites),
+		m:            m,
+		owner:        owner,
+		key:          key,
+		status:       status,
+		parentGVK:    def.Parent.Kind,
+		namespaced:   def.Parent.Namespaced,
+		children:     map[schema.GroupVersionResource]informers.GenericInformer{},
+		related:      map[schema.GroupVersionResource]informers.GenericInformer{},
+		unlisted:     map[schema.GroupVersionResource]bool{},
+		workers:      m.cfg.Workers,
+		synced:       make(chan struct{}),
+		expectations: expectations.New(cmp.Or(m.cfg.EchoTimeout, DefaultEchoTimeout), !def.IgnoreOwnChildWrites, !def.IgnoreOwnStatusWrites),
 	}
 	if def.Workers != 0 {
 		pc.workers = def.Workers
@@ -331,7 +335,7 @@ func (pc *parentController) updateParent(old, cur interface{}) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if pc.echoes.parentEvent(key, c.GetResourceVersion(), wanted) {
+	if pc.expectations.ParentObserved(key, c.GetResourceVersion(), wanted) {
 		pc.enqueueParent(cur)
 	}
 }
@@ -344,7 +348,7 @@ func (pc *parentController) deleteParent(obj interface{}) {
 		pc.customize.forget(u.GetUID())
 	}
 	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		pc.echoes.forget(key)
+		pc.expectations.Forget(key)
 	}
 	pc.enqueueParent(obj)
 }
@@ -367,7 +371,7 @@ func (pc *parentController) enqueueWhere(in func(key string) bool) {
 }
 
 // childChanged queues the parent a child belongs to, unless the event is
-// the echo of the loop's own write (ownWrites); an orphan may match any
+// the echo of the loop's own write (the expectations); an orphan may match any
 // parent in its namespace, so it queues them all. old is the child before
 // an update, nil for an addition or a deletion (gone).
 func (pc *parentController) childChanged(old, obj interface{}, gone bool) {
@@ -395,8 +399,8 @@ func (pc *parentController) childChanged(old, obj interface{}, gone bool) {
 			return
 		}
 		gv, _ := schema.ParseGroupVersion(child.GetAPIVersion())
-		id := childID{group: gv.Group, kind: child.GetKind(), namespace: child.GetNamespace(), name: child.GetName()}
-		if pc.echoes.childEvent(key, id, child.GetResourceVersion(), gone, child.GetDeletionTimestamp() != nil) {
+		id := expectations.Child{Group: gv.Group, Kind: child.GetKind(), Namespace: child.GetNamespace(), Name: child.GetName()}
+		if pc.expectations.ChildObserved(key, id, child.GetResourceVersion(), gone, child.GetDeletionTimestamp() != nil) {
 			pc.enqueue(key)
 		}
 		return
@@ -456,15 +460,15 @@ func (pc *parentController) process(ctx context.Context, qkey, key string) {
 	ctx = klog.NewContext(ctx, logger)
 
 	start := time.Now()
-	deferredLast := pc.echoes.begin(key)
+	deferredLast := pc.expectations.Begin(key)
 	requeueAfter, writes, err := pc.sync(ctx, key, !deferredLast)
 	if err != nil {
 		writes = nil
 	}
-	if again, waiting := pc.echoes.finish(key, writes); again {
+	if again, waiting := pc.expectations.Finish(key, writes); again {
 		pc.enqueue(key)
 	} else if waiting {
-		pc.checkEchoes(key)
+		pc.checkExpectations(key)
 	}
 	syncLatency.WithLabelValues(pc.key).Observe(time.Since(start).Seconds())
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
@@ -497,11 +501,11 @@ func (pc *parentController) process(ctx context.Context, qkey, key string) {
 	}
 }
 
-// checkEchoes queues the parent of key if the echoes of its sync's writes
+// checkExpectations queues the parent of key if the echoes of its sync's writes
 // have not all arrived within the echo timeout.
-func (pc *parentController) checkEchoes(key string) {
-	time.AfterFunc(pc.echoes.ttl, func() {
-		if pc.ctx.Err() == nil && pc.echoes.expire(key) {
+func (pc *parentController) checkExpectations(key string) {
+	time.AfterFunc(pc.expectations.Timeout(), func() {
+		if pc.ctx.Err() == nil && pc.expectations.Expire(key) {
 			pc.enqueue(key)
 		}
 	})
@@ -515,9 +519,9 @@ const DefaultEchoTimeout = time.Minute
 
 // sync runs the shared reconcile step for the parent of key, read from the
 // informer: level-based, it reads everything again on every sync. It
-// returns the writes it made (ownWrites). mayDefer lets it leave the
+// returns the writes it made (for the expectations). mayDefer lets it leave the
 // status to the sync that follows the echoes of its child writes.
-func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool) (time.Duration, *syncWrites, error) {
+func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool) (time.Duration, *expectations.Writes, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, nil, nil
@@ -530,7 +534,7 @@ func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool)
 	}
 	if apierrors.IsNotFound(err) {
 		// Gone: its children go with it through their ownerReferences.
-		pc.echoes.forget(key)
+		pc.expectations.Forget(key)
 		return 0, nil, nil
 	}
 	if err != nil {
@@ -590,7 +594,7 @@ func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool)
 		}
 	}
 	writes := writesOf(res.Done, res.ParentWrites)
-	writes.statusDeferred = res.StatusDeferred
+	writes.StatusDeferred = res.StatusDeferred
 	if err != nil {
 		return 0, writes, err
 	}
@@ -624,4 +628,28 @@ func onlyStatusChanged(old, cur *unstructured.Unstructured) bool {
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(old), strip(cur))
+}
+
+// writesOf are the writes, for the expectations, of a sync's done children whose echoes the loop
+// can tell (apply.Done.Wrote: creates and updates by the resourceVersion
+// stored, deletions by the child's name), and its parent writes.
+func writesOf(done []apply.Done, parent []reconcile.ParentWrite) *expectations.Writes {
+	w := &expectations.Writes{}
+	for _, p := range parent {
+		if p.ResourceVersion != "" {
+			w.Parent = append(w.Parent, expectations.ParentWrite{ResourceVersion: p.ResourceVersion, Answer: p.Answer})
+		}
+	}
+	for _, d := range done {
+		if !d.Wrote() {
+			continue
+		}
+		child := expectations.Child{Group: d.GVR.Group, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}
+		if d.Action == v1alpha1.SyncActionCreate || d.Action == v1alpha1.SyncActionUpdate {
+			w.Children = append(w.Children, expectations.ChildWrite{Child: child, ResourceVersion: d.Stored.ResourceVersion})
+		} else {
+			w.Children = append(w.Children, expectations.ChildWrite{Child: child})
+		}
+	}
+	return w
 }

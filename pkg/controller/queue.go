@@ -34,7 +34,7 @@ func newParentQueue(name string, urgent, finishing func(key string) bool, shards
 // no spec changes.
 //
 // Before both go the parents the loop is finishing: those whose last sync
-// wrote children that have all been observed since (ownWrites), so that
+// wrote children that have all been observed since (the expectations), so that
 // their hook now sees them and their status is written. Served after the
 // new parents, each would wait for the whole burst: a burst of 500 parents
 // with a hook that reports its children reached its first status after

@@ -102,7 +102,7 @@ func (r *controllerRun) unsynced(qkey string) bool {
 
 func (r *controllerRun) finishing(qkey string) bool {
 	pc, key := r.route(qkey)
-	return pc != nil && pc.echoes.isFinishing(key)
+	return pc != nil && pc.expectations.Finishing(key)
 }
 
 // start runs the parent loops and, once all of them have had their

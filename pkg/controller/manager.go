@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/dynamic"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
@@ -93,7 +93,7 @@ type Config struct {
 	// Identity is the operator's policy on controller identities.
 	Identity rights.IdentityPolicy
 	// Caches, when set, lends the loop's informer caches while it runs.
-	Caches *Caches
+	Caches *sharedinformers.Caches
 	// Shards, when set, is this replica's share of the parents: the loop
 	// syncs only those (see ParentShards).
 	Shards ParentShards
@@ -126,19 +126,13 @@ type Manager struct {
 	// controller is never started twice.
 	queue workqueue.TypedRateLimitingInterface[string]
 
-	// stopCh stops the shared informers when the manager stops.
-	stopCh <-chan struct{}
+	// pool holds the shared informers of every running controller, until
+	// Run returns.
+	pool *sharedinformers.Pool
 
 	mu sync.Mutex
 	// running are the controllers' loops, by their key in queue.
 	running map[string]*controllerRun
-
-	informersMu sync.Mutex
-	// informers are the running shared informers, by resource
-	// (informers.go).
-	informers map[schema.GroupVersionResource]*sharedInformer
-	// listErrors holds each shared informer's last list or watch error.
-	listErrors sync.Map
 
 	// waiting are controllers that could not start, retried whenever
 	// discovery is refreshed. It has a lock of its own: a refresh happens
@@ -182,7 +176,6 @@ func NewManager(cfg Config) *Manager {
 		started:   map[string]bool{},
 		recheck:   map[string]bool{},
 		unchanged: newUnchanged(cfg.Schemas),
-		informers: map[schema.GroupVersionResource]*sharedInformer{},
 		access:    rights.Access{Authorizer: cfg.Authorizer},
 	}
 	m.serviceAccounts = newServiceAccounts(m)
@@ -202,7 +195,7 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("controller")
 	ctx = klog.NewContext(ctx, logger)
-	m.stopCh = ctx.Done()
+	m.pool = sharedinformers.NewPool(m.cfg.Dynamic, ctx.Done())
 	defer utilruntime.HandleCrash()
 	defer m.queue.ShutDown()
 
@@ -253,7 +246,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
 	go m.noticeLeftovers(ctx)
 	go m.recheckAuthors(ctx, m.cfg.AuthorRecheck)
-	m.cfg.Caches.lend(ctx, m)
+	m.cfg.Caches.Lend(ctx, m.pool, m.ownership())
 	go func() {
 		for m.processNext(ctx) {
 		}

@@ -5,9 +5,12 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
 	// Registers client-go's workqueue metrics (depth, adds, latency, work
 	// duration, retries) per queue, named after the controller.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 )
 
 var (
@@ -23,18 +26,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"controller"})
 
-	informersRunning = metrics.NewGauge(&metrics.GaugeOpts{
-		Name:           "composite_controller_informers",
-		Help:           "Shared informers the loop runs, one watch each: one per resource some running controller uses as parent, child or related resource.",
-		StabilityLevel: metrics.ALPHA,
-	})
-
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the loop's metrics with the server's /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncsTotal, syncLatency, informersRunning)
+		legacyregistry.MustRegister(append([]metrics.Registerable{syncsTotal, syncLatency}, sharedinformers.Metrics()...)...)
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
@@ -283,19 +284,19 @@ func (pc *parentController) stop() {
 	}
 	pc.handlers = nil
 	for _, gvr := range pc.acquired {
-		pc.m.release(gvr)
+		pc.m.pool.Release(gvr)
 	}
 	pc.acquired = nil
 	pc.relatedMu.Unlock()
 	pc.hooks.Close()
 }
 
-// acquire takes a use of the manager's shared informer of gvr, given back
+// acquire takes a use of the shared informer of gvr, given back
 // when the controller stops (or, for a related resource, when no parent's
 // rules name it any more).
 func (pc *parentController) acquire(gvr schema.GroupVersionResource) informers.GenericInformer {
 	pc.acquired = append(pc.acquired, gvr)
-	return pc.m.acquire(gvr)
+	return pc.m.pool.Acquire(gvr)
 }
 
 func (pc *parentController) addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
@@ -552,7 +553,7 @@ func (pc *parentController) sync(ctx context.Context, key string, mayDefer bool)
 		pc.m.recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
 		return 0, nil, err
 	}
-	lister := &informerLister{pc: pc, ctx: ctx}
+	lister := sharedinformers.NewLister(pc.children, pc.relatedInformer)
 	related := &rights.RelatedLister{ObjectLister: lister, Access: pc.m.access, Subjects: pc.actor.readers}
 	client, meta := pc.m.cfg.Dynamic, pc.m.cfg.Metadata
 	if c := pc.actor.clients; c != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
@@ -187,7 +188,7 @@ func (pc *parentController) counts() (parents, children, rolling int) {
 	for _, inf := range pc.children {
 		indexer := inf.Informer().GetIndexer()
 		for uid := range uids {
-			objs, err := indexer.ByIndex(indexController, uid)
+			objs, err := sharedinformers.ControlledBy(indexer, uid)
 			if err != nil {
 				continue
 			}

@@ -1,15 +1,15 @@
 package controller
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
 	"reflect"
 
-	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 )
 
 // ignoredChange tells whether, with ignoreStatusChanges, a parent's update

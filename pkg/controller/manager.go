@@ -34,6 +34,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
@@ -95,14 +96,14 @@ type Config struct {
 	// Caches, when set, lends the loop's informer caches while it runs.
 	Caches *sharedinformers.Caches
 	// Shards, when set, is this replica's share of the parents: the loop
-	// syncs only those (see ParentShards).
-	Shards ParentShards
+	// syncs only those (see syncgate.ParentShards).
+	Shards syncgate.ParentShards
 	// AuthorRecheck is how often the recorded author of every running
 	// controller is checked again; zero means DefaultAuthorRecheck.
 	AuthorRecheck time.Duration
 	// Gate is where the workers take turns on a parent with a live /sync
 	// of this replica; nil for none.
-	Gate *Gate
+	Gate *syncgate.Gate
 }
 
 // Manager runs one parent controller per CompositeController and restarts

@@ -25,6 +25,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
@@ -69,7 +70,7 @@ type parentController struct {
 	// shards admits them.
 	queue  workqueue.TypedRateLimitingInterface[string]
 	view   string
-	shards ParentShards
+	shards syncgate.ParentShards
 	// synced is closed once this loop's handlers have had the initial
 	// list: the controller's workers wait for all its loops'.
 	synced chan struct{}
@@ -442,12 +443,12 @@ func parentKey(namespace, name string, namespaced bool) string {
 // process syncs the parent of key, taken from the controller's queue as
 // qkey (controllerRun.processNext), and queues it again as the sync says.
 func (pc *parentController) process(ctx context.Context, qkey, key string) {
-	ctx, done, ok := admit(ctx, pc.shards, pc.queue, qkey)
+	ctx, done, ok := syncgate.Admit(ctx, pc.shards, pc.queue, qkey)
 	if !ok {
 		return
 	}
 	defer done()
-	give, err := pc.m.cfg.Gate.turn(ctx, pc.rec.Def.Parent.GVR.GroupResource(), key)
+	give, err := pc.m.cfg.Gate.Turn(ctx, pc.rec.Def.Parent.GVR.GroupResource(), key)
 	if err != nil {
 		// The loop stops, or the shard was lost, while a live /sync of
 		// the parent ran.

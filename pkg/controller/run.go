@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
@@ -170,7 +171,7 @@ func (r *controllerRun) processNext(ctx context.Context) bool {
 // routedShards is shards asked about the parent of a queue's key: a
 // parent's shard is that of its namespace/name whatever the controller's
 // kind or the resource's view.
-func routedShards(shards ParentShards, route func(qkey string) (*parentController, string)) ParentShards {
+func routedShards(shards syncgate.ParentShards, route func(qkey string) (*parentController, string)) syncgate.ParentShards {
 	if shards == nil {
 		return nil
 	}
@@ -178,7 +179,7 @@ func routedShards(shards ParentShards, route func(qkey string) (*parentControlle
 }
 
 type parentKeyShards struct {
-	ParentShards
+	syncgate.ParentShards
 	route func(qkey string) (*parentController, string)
 }
 

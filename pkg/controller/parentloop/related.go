@@ -1,4 +1,4 @@
-package controller
+package parentloop
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const customizeTTL = 20 * time.Minute
 // relatedInformer returns the shared informer of a related resource,
 // registering this controller's handler the first time, and waits for its
 // first sync.
-func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+func (pc *parentLoop) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
 	pc.relatedMu.Lock()
 	inf, ok := pc.related[gvr]
 	if !ok {
@@ -55,7 +55,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 		if inf.Informer().HasSynced() {
 			return true, nil
 		}
-		return false, pc.m.pool.LastListError(gvr)
+		return false, pc.cfg.Informers.LastListError(gvr)
 	})
 	switch {
 	case err == nil:
@@ -76,7 +76,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 // the parents whose rules name gvr: their syncs failed waiting for it, and
 // by then their backoff may be long (a right granted to the server, say,
 // shows at once). One goroutine per resource waits, until ctx ends.
-func (pc *parentController) requeueWhenListed(ctx context.Context, gvr schema.GroupVersionResource, inf informers.GenericInformer) {
+func (pc *parentLoop) requeueWhenListed(ctx context.Context, gvr schema.GroupVersionResource, inf informers.GenericInformer) {
 	pc.relatedMu.Lock()
 	defer pc.relatedMu.Unlock()
 	if pc.unlisted[gvr] || pc.customize == nil {
@@ -106,7 +106,7 @@ const relatedSweepPeriod = time.Minute
 // so that a one-off rule does not keep a cluster-wide watch for as long as
 // the controller runs. A rule that names the resource again acquires it
 // again. The namespaces informer, which namespaceSelectors read, stays.
-func (pc *parentController) releaseUnusedRelated(context.Context) {
+func (pc *parentLoop) releaseUnusedRelated(context.Context) {
 	if pc.customize == nil {
 		return
 	}
@@ -144,7 +144,7 @@ func (pc *parentController) releaseUnusedRelated(context.Context) {
 		if i := slices.Index(pc.acquired, gvr); i >= 0 {
 			pc.acquired = slices.Delete(pc.acquired, i, i+1)
 		}
-		pc.m.pool.Release(gvr)
+		pc.cfg.Informers.Release(gvr)
 	}
 }
 
@@ -154,7 +154,7 @@ const relatedSyncTimeout = 10 * time.Second
 
 // relatedChanged queues exactly the parents whose customize rules select
 // the related object that changed.
-func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj interface{}) {
+func (pc *parentLoop) relatedChanged(gvr schema.GroupVersionResource, obj interface{}) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}

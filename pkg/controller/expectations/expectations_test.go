@@ -87,7 +87,7 @@ func TestAChangeThatIsNoEchoQueuesTheParent(t *testing.T) {
 	if !w.ChildObserved("ns/p", cm("other"), "52", false, false) {
 		t.Fatal("a change of a child the loop did not write did not queue the parent")
 	}
-	// A parent nobody awaits anything of behaves as without ownWrites.
+	// A parent nobody awaits anything of behaves as without expectations.
 	if !w.ChildObserved("ns/q", cm("c0"), "10", false, false) || !w.ParentObserved("ns/q", "1", true) || w.ParentObserved("ns/q", "1", false) {
 		t.Fatal("events of a parent without writes are not queued as they were")
 	}

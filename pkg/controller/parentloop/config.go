@@ -27,13 +27,23 @@ import (
 )
 
 // Config is what every controller's loop shares: the manager's clients,
-// informers and settings.
+// informers and settings. The fields named as in the manager's Config
+// (pkg/controller) are those settings, defaulted.
 type Config struct {
-	// Dynamic, Metadata, Kube and Discovery reach the target cluster.
-	Dynamic   dynamic.Interface
-	Metadata  metadata.Interface
-	Kube      kubernetes.Interface
-	Discovery *target.Discovery
+	Dynamic          dynamic.Interface
+	Metadata         metadata.Interface
+	Kube             kubernetes.Interface
+	Discovery        *target.Discovery
+	HookDestinations hooks.Destinations
+	Workers          int
+	ResyncPeriod     time.Duration
+	FinalizeGrace    time.Duration
+	// EchoTimeout bounds the expectations' wait for an echo; zero means
+	// DefaultEchoTimeout.
+	EchoTimeout time.Duration
+	Gate        *syncgate.Gate
+	Shards      syncgate.ParentShards
+
 	// Informers are the shared informers every loop takes its own from.
 	Informers *sharedinformers.Pool
 	// Recorder records the Events of parents and controllers.
@@ -41,8 +51,6 @@ type Config struct {
 	// Secrets is where the hooks' credentials are read for controllers
 	// without an identity.
 	Secrets hooks.SecretSource
-	// HookDestinations are the address ranges hooks may not be called at.
-	HookDestinations hooks.Destinations
 	// Access checks the controllers' subjects' rights.
 	Access rights.Access
 	// Identity works out whom each controller's loop acts as.
@@ -50,25 +58,6 @@ type Config struct {
 	// Unchanged remembers the children found or applied converged, for
 	// every controller (fieldowner.Unchanged); nil compares every child.
 	Unchanged *fieldowner.Unchanged
-	// Workers is each controller's number of workers unless its spec
-	// says otherwise.
-	Workers int
-	// ResyncPeriod is how often every parent is synced even when nothing
-	// changed; 0 turns that off.
-	ResyncPeriod time.Duration
-	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
-	// while its children's deletes fail; zero means the default.
-	FinalizeGrace time.Duration
-	// EchoTimeout is how long the expectations wait for the echo of one
-	// of the loop's own writes before the parent is synced anyway; zero
-	// means DefaultEchoTimeout.
-	EchoTimeout time.Duration
-	// Gate is where the workers take turns on a parent with a live /sync
-	// of this replica; nil for none.
-	Gate *syncgate.Gate
-	// Shards, when set, is this replica's share of the parents: the loop
-	// syncs only those.
-	Shards syncgate.ParentShards
 }
 
 // Ownership is the field-ownership comparison the loop's syncs share,

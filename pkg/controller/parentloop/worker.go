@@ -227,8 +227,9 @@ func (pc *parentLoop) checkActor(ctx context.Context, parent *unstructured.Unstr
 }
 
 // writesOf are the writes, for the expectations, of a sync's done
-// children whose echoes the loop can tell (apply.Done.Wrote: creates and updates by the resourceVersion
-// stored, deletions by the child's name), and its parent writes.
+// children whose echoes the loop can tell (apply.Done.Wrote: creates and
+// updates by the resourceVersion stored, deletions by the child's name),
+// and its parent writes.
 func writesOf(done []apply.Done, parent []reconcile.ParentWrite) *expectations.Writes {
 	w := &expectations.Writes{}
 	for _, p := range parent {

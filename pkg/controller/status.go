@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
 
@@ -38,6 +39,8 @@ type statusTracker struct {
 	lastSyncError string
 	written       *trackedStatus
 }
+
+var _ parentloop.Status = &statusTracker{}
 
 func newStatusTracker(owner controllerObject, store statusStore, interval time.Duration, loops int) *statusTracker {
 	return &statusTracker{owner: owner, store: store, interval: interval, starting: loops, ready: metav1.Condition{

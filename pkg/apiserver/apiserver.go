@@ -22,6 +22,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
@@ -169,11 +171,11 @@ func (c completedConfig) New() (*Server, error) {
 	runner.Identity = c.ExtraConfig.Identity
 	// Fleet previews on the replica that runs the loop read the children
 	// from the loop's caches.
-	caches := &controller.Caches{}
+	caches := &sharedinformers.Caches{}
 	runner.ReadChildrenFrom(caches)
 	// A live /sync takes turns on a parent with the loop's workers, and
 	// runs only where the loop syncs the parent.
-	gate := controller.NewGate()
+	gate := syncgate.NewGate()
 	if loop := c.ExtraConfig.Loop; loop != nil && c.ExtraConfig.Target != nil {
 		switch {
 		case loop.Shards != nil:
@@ -248,14 +250,14 @@ func (c completedConfig) refreshDiscovery(hookCtx genericapiserver.PostStartHook
 // startLoop runs the controller loop in the background for as long as the
 // server runs: on the leader only when leader election is on, on every
 // replica for its share of the parents when shards are.
-func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *controller.Caches, gate *controller.Gate) error {
+func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext, caches *sharedinformers.Caches, gate *syncgate.Gate) error {
 	client, err := clientset.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("can't create the loopback client of the controller loop: %w", err)
 	}
 	controller.RegisterMetrics()
 	cluster, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
-	newManager := func(shards controller.ParentShards) *controller.Manager {
+	newManager := func(shards syncgate.ParentShards) *controller.Manager {
 		return controller.NewManager(controller.Config{
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,

@@ -11,83 +11,73 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // Impersonator gives clients that act as a ServiceAccount.
 type Impersonator = rights.Impersonator
-
-// actor is whom one controller's loop acts as and is checked against: its
-// ServiceAccount, through impersonating clients, or the server with the
-// rights of the controller's recorded author.
-type actor struct {
-	subject rights.Subject
-	// readers must all be allowed the related objects its hooks are sent
-	// (rights.ReadersOf).
-	readers []rights.Subject
-	// clients write (and read credentials) as the identity; nil when the
-	// controller has none and the server's own clients serve.
-	clients *target.Clients
-}
 
 // authorUnknownError is a controller that can't run until someone writes it.
 type authorUnknownError struct{ err error }
 
 func (e *authorUnknownError) Error() string { return e.err.Error() }
 
-// actorFor works out whom the loop of def's controller acts as, and refuses to start one whose
-// identity is missing or whose subject may not read the Secrets and
-// ConfigMaps its hooks' credentials come from: the loop never reads one
-// for a controller whose checks it did not pass.
-func (m *Manager) actorFor(ctx context.Context, def *definition.Definition) (*actor, error) {
-	subject, err := m.cfg.Identity.SubjectOf(def)
-	if err != nil {
-		return nil, &authorUnknownError{err: err}
-	}
-	a := &actor{subject: subject}
-	if a.readers, err = m.cfg.Identity.ReadersOf(def); err != nil {
-		return nil, &authorUnknownError{err: err}
-	}
-	if sa := subject.ServiceAccount; sa != nil {
-		if m.cfg.Impersonator == nil {
-			return nil, fmt.Errorf("can't act as %s: the server has no way to impersonate", subject)
-		}
-		if err := m.serviceAccounts.exists(ctx, *sa); err != nil {
-			return nil, err
-		}
-		if a.clients, err = m.cfg.Impersonator.As(sa.Namespace, sa.Name); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.access.CheckReferences(ctx, def, a.readers); err != nil {
-		return nil, forbidden(err)
-	}
-	return a, nil
+// identities work out whom each controller's loop acts as
+// (parentloop.Identity): its ServiceAccount, through impersonating
+// clients, or the server with the rights of its recorded author.
+type identities struct {
+	policy       rights.IdentityPolicy
+	impersonator Impersonator
+	// access checks controllers' subjects; serviceAccounts, that their
+	// identities exist.
+	access          rights.Access
+	serviceAccounts *serviceAccounts
 }
 
-// forbidden makes a refusal a forbiddenError, which the manager retries
-// soon: rights are granted at any moment.
-func forbidden(err error) error {
-	var f *rights.ForbiddenError
-	if errors.As(err, &f) {
-		return &forbiddenError{message: err.Error()}
+var _ parentloop.Identity = &identities{}
+
+func newIdentities(cfg Config) *identities {
+	return &identities{
+		policy:          cfg.Identity,
+		impersonator:    cfg.Impersonator,
+		access:          rights.Access{Authorizer: cfg.Authorizer},
+		serviceAccounts: newServiceAccounts(cfg.Kube),
 	}
-	return err
 }
 
-// secrets is where the hooks' credentials are read: as the identity when
-// there is one.
-func (a *actor) secrets(server hooks.SecretSource) hooks.SecretSource {
-	if a.clients == nil {
-		return server
+// ActorFor works out whom the loop of def's controller acts as
+// (rights.Actors, the decision /sync and the fleet preview make too), and
+// refuses to start one whose identity is missing or whose subject may not
+// read the Secrets and ConfigMaps its hooks' credentials come from: the
+// loop never reads one for a controller whose checks it did not pass.
+func (i *identities) ActorFor(ctx context.Context, def *definition.Definition) (*rights.Actor, error) {
+	actors := rights.Actors{
+		Policy:               i.policy,
+		Impersonator:         i.impersonator,
+		Access:               i.access,
+		ServiceAccountExists: i.serviceAccounts.exists,
 	}
-	return hooks.NewClusterSecretSource(a.clients.Kube)
+	a, err := actors.For(ctx, def)
+	var unknown *rights.UnknownSubjectError
+	var refused *rights.ReferencesError
+	switch {
+	case errors.As(err, &unknown):
+		return nil, &authorUnknownError{err: unknown.Err}
+	case errors.As(err, &refused):
+		return nil, parentloop.Forbidden(refused.Err)
+	}
+	return a, err
+}
+
+// ServiceAccountExists tells whether the identity sa exists.
+func (i *identities) ServiceAccountExists(ctx context.Context, sa v1alpha1.ServiceAccountReference) error {
+	return i.serviceAccounts.exists(ctx, sa)
 }
 
 // serviceAccounts tells whether identities exist, remembering the answer
@@ -107,10 +97,10 @@ type saAnswer struct {
 
 const serviceAccountTTL = 5 * time.Second
 
-func newServiceAccounts(m *Manager) *serviceAccounts {
+func newServiceAccounts(kube kubernetes.Interface) *serviceAccounts {
 	return &serviceAccounts{
 		get: func(ctx context.Context, namespace, name string) error {
-			_, err := m.cfg.Kube.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+			_, err := kube.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 			return err
 		},
 		checked: map[v1alpha1.ServiceAccountReference]saAnswer{},
@@ -127,7 +117,7 @@ func (s *serviceAccounts) exists(ctx context.Context, sa v1alpha1.ServiceAccount
 	err := s.get(ctx, sa.Namespace, sa.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		err = &forbiddenError{message: fmt.Sprintf("ServiceAccount %s/%s, the controller's identity (spec.serviceAccount), does not exist: nothing is done for the controller until it does", sa.Namespace, sa.Name)}
+		err = &parentloop.ForbiddenError{Message: fmt.Sprintf("ServiceAccount %s/%s, the controller's identity (spec.serviceAccount), does not exist: nothing is done for the controller until it does", sa.Namespace, sa.Name)}
 	case err != nil:
 		return fmt.Errorf("can't tell whether ServiceAccount %s/%s exists: %w", sa.Namespace, sa.Name, err)
 	}
@@ -164,7 +154,7 @@ func (m *Manager) checkAuthor(ctx context.Context, def *definition.Definition) e
 	for _, r := range missing {
 		denied = append(denied, (&rights.ForbiddenError{Subject: author, Right: r}).Error())
 	}
-	return &forbiddenError{message: strings.Join(denied, "; ") +
+	return &parentloop.ForbiddenError{Message: strings.Join(denied, "; ") +
 		": nothing is done for the controller until they may again, or until someone who may writes it"}
 }
 
@@ -191,7 +181,7 @@ func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {
 // authorRevoked checks the author of the running controller of key when it
 // is due, and tells whether the controller must stop: its author may no
 // longer do what it does. A check that could not be made leaves it
-// running, due again when reconcile retries with err.
+// running, due again when updateRun retries with err.
 func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition.Definition) (stop bool, err error) {
 	m.waitingMu.Lock()
 	due := m.recheck[key]
@@ -201,7 +191,7 @@ func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition
 		return false, nil
 	}
 	err = m.checkAuthor(ctx, def)
-	var refused *forbiddenError
+	var refused *parentloop.ForbiddenError
 	switch {
 	case errors.As(err, &refused):
 		klog.FromContext(ctx).Info("The controller's author may no longer do what its loop does: stopping it", "author", def.Author.Username, "missing", err.Error())

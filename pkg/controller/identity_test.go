@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
@@ -53,7 +54,7 @@ func TestAControllerWhoseAuthorLostARightIsForbidden(t *testing.T) {
 			d := *def
 			d.Author = c.author
 			err := m.checkAuthor(context.Background(), &d)
-			var refused *forbiddenError
+			var refused *parentloop.ForbiddenError
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

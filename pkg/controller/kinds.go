@@ -4,13 +4,16 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 )
 
 // controllerObject is a controller as written: a CompositeController or a
@@ -23,65 +26,135 @@ type controllerObject interface {
 // kind is what the loop does differently for each kind of controller:
 // where it reads one, how it compiles it and where its status goes.
 // Everything else (informers, queues, workers, the sync) reads only the
-// compiled definition.
+// compiled definition. Each kind is one entry of kinds, made by
+// kindEntry.kind.
 type kind struct {
 	// name is the Kind, as in Events and logs.
 	name string
 	// keyPrefix tells the kind's keys in the manager's queue from the
 	// others'; CompositeControllers have none (a name has no '/').
 	keyPrefix string
-	get       func(m *Manager, name string) (controllerObject, error)
-	compile   func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
-	status    func(m *Manager) statusStore
+	// watch starts following the kind's controllers in factory and
+	// returns their informer.
+	watch   func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
+	get     func(m *Manager, name string) (controllerObject, error)
+	compile func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
+	status  func(m *Manager) statusStore
 	// author is the controller's recorded author (status.author).
 	author func(obj controllerObject) *v1alpha1.ControllerAuthor
 }
 
+// kindEntry is one kind of controller, of Go type T, in the terms of its
+// own API type; kind makes it the loop's.
+type kindEntry[T controllerObject] struct {
+	name, keyPrefix string
+	// informer is the kind's informer in factory, and sets the lister the
+	// manager reads the kind through.
+	informer func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
+	lister   func(m *Manager) getter[T]
+	compile  func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
+	author   func(obj T) *v1alpha1.ControllerAuthor
+	// readStatus and writeStatus convert the kind's status to and from
+	// the loop's trackedStatus; updateStatus writes it.
+	readStatus   func(obj T) trackedStatus
+	writeStatus  func(obj T, status trackedStatus)
+	updateStatus func(ctx context.Context, m *Manager, obj T) error
+}
+
+type getter[T any] interface {
+	Get(name string) (T, error)
+}
+
 var (
-	compositeKind = kind{
+	compositeKind = kindEntry[*v1alpha1.CompositeController]{
 		name: definition.KindComposite,
-		get: func(m *Manager, name string) (controllerObject, error) {
-			cc, err := m.ccLister.Get(name)
-			if err != nil {
-				return nil, err
-			}
-			return cc, nil
+		informer: func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer {
+			inf := factory.Metacontroller().V1alpha1().CompositeControllers()
+			m.ccLister = inf.Lister()
+			return inf.Informer()
 		},
+		lister: func(m *Manager) getter[*v1alpha1.CompositeController] { return m.ccLister },
 		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
 			return definition.Compile(obj.(*v1alpha1.CompositeController), resolver)
 		},
-		status: func(m *Manager) statusStore { return compositeStatus{m} },
-		author: func(obj controllerObject) *v1alpha1.ControllerAuthor {
-			return obj.(*v1alpha1.CompositeController).Status.Author
+		author: func(cc *v1alpha1.CompositeController) *v1alpha1.ControllerAuthor { return cc.Status.Author },
+		readStatus: func(cc *v1alpha1.CompositeController) trackedStatus {
+			st := &cc.Status
+			return trackedStatus{st.ObservedGeneration, st.Conditions, st.Parents, st.Children, st.RollingParents, st.LastSyncTime, st.LastSyncError}
 		},
-	}
-	decoratorKind = kind{
+		writeStatus: func(cc *v1alpha1.CompositeController, t trackedStatus) {
+			cc.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
+				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
+		},
+		updateStatus: func(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) error {
+			_, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, cc, metav1.UpdateOptions{})
+			return err
+		},
+	}.kind()
+	decoratorKind = kindEntry[*v1alpha1.DecoratorController]{
 		name:      definition.KindDecorator,
 		keyPrefix: "decoratorcontroller/",
-		get: func(m *Manager, name string) (controllerObject, error) {
-			dc, err := m.dcLister.Get(name)
-			if err != nil {
-				return nil, err
-			}
-			return dc, nil
+		informer: func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer {
+			inf := factory.Metacontroller().V1alpha1().DecoratorControllers()
+			m.dcLister = inf.Lister()
+			return inf.Informer()
 		},
+		lister: func(m *Manager) getter[*v1alpha1.DecoratorController] { return m.dcLister },
 		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
 			return definition.Compile(obj.(*v1alpha1.DecoratorController), resolver)
 		},
-		status: func(m *Manager) statusStore { return decoratorStatus{m} },
-		author: func(obj controllerObject) *v1alpha1.ControllerAuthor {
-			return obj.(*v1alpha1.DecoratorController).Status.Author
+		author: func(dc *v1alpha1.DecoratorController) *v1alpha1.ControllerAuthor { return dc.Status.Author },
+		readStatus: func(dc *v1alpha1.DecoratorController) trackedStatus {
+			st := &dc.Status
+			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
+				LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError}
 		},
-	}
+		writeStatus: func(dc *v1alpha1.DecoratorController, t trackedStatus) {
+			dc.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
+				Objects: t.Parents, Attachments: t.Children, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
+		},
+		updateStatus: func(ctx context.Context, m *Manager, dc *v1alpha1.DecoratorController) error {
+			_, err := m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, dc, metav1.UpdateOptions{})
+			return err
+		},
+	}.kind()
+
+	// kinds are every kind the loop runs.
+	kinds = []kind{compositeKind, decoratorKind}
 )
+
+// kind is the entry as the loop uses it.
+func (e kindEntry[T]) kind() kind {
+	k := kind{name: e.name, keyPrefix: e.keyPrefix, watch: e.informer, compile: e.compile}
+	k.get = func(m *Manager, name string) (controllerObject, error) {
+		obj, err := e.lister(m).Get(name)
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	k.author = func(obj controllerObject) *v1alpha1.ControllerAuthor { return e.author(obj.(T)) }
+	k.status = func(m *Manager) statusStore { return kindStatus[T]{entry: e, m: m} }
+	return k
+}
 
 // kindOf splits a key of the manager's queue into the controller's kind
 // and name.
 func kindOf(key string) (kind, string) {
-	if name, ok := strings.CutPrefix(key, decoratorKind.keyPrefix); ok {
-		return decoratorKind, name
+	for _, k := range kinds {
+		if name, ok := strings.CutPrefix(key, k.keyPrefix); ok && k.keyPrefix != "" {
+			return k, name
+		}
 	}
 	return compositeKind, key
+}
+
+// restartsOn tells whether an update of a controller of kind k from old to
+// cur restarts its loop. Our own status writes do not change the
+// generation: only spec changes restart a controller, and a new author
+// (whose rights its checks are made against).
+func (k kind) restartsOn(old, cur controllerObject) bool {
+	return old.GetGeneration() != cur.GetGeneration() || !equality.Semantic.DeepEqual(k.author(old), k.author(cur))
 }
 
 // trackedStatus is the status of a controller of either kind, as the loop
@@ -105,41 +178,22 @@ type statusStore interface {
 	mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error
 }
 
-type compositeStatus struct{ m *Manager }
-
-func (s compositeStatus) mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current, err := s.m.ccLister.Get(name)
-		if err != nil || current.UID != uid {
-			return err
-		}
-		updated := current.DeepCopy()
-		st := &updated.Status
-		t := trackedStatus{st.ObservedGeneration, st.Conditions, st.Parents, st.Children, st.RollingParents, st.LastSyncTime, st.LastSyncError}
-		change(&t)
-		updated.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-			Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
-		_, err = s.m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		return err
-	})
+// kindStatus is the statusStore of every kind, through its entry.
+type kindStatus[T controllerObject] struct {
+	entry kindEntry[T]
+	m     *Manager
 }
 
-type decoratorStatus struct{ m *Manager }
-
-func (s decoratorStatus) mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error {
+func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current, err := s.m.dcLister.Get(name)
-		if err != nil || current.UID != uid {
+		current, err := s.entry.lister(s.m).Get(name)
+		if err != nil || current.GetUID() != uid {
 			return err
 		}
-		updated := current.DeepCopy()
-		st := &updated.Status
-		t := trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
-			LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError}
+		updated := current.DeepCopyObject().(T)
+		t := s.entry.readStatus(updated)
 		change(&t)
-		updated.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-			Objects: t.Parents, Attachments: t.Children, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
-		_, err = s.m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		return err
+		s.entry.writeStatus(updated, t)
+		return s.entry.updateStatus(ctx, s.m, updated)
 	})
 }

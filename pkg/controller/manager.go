@@ -1,9 +1,11 @@
-// Package controller is the loop that makes every CompositeController real:
-// for each one, compiled once per generation (pkg/definition, compiled again
-// when discovery resolves one of its resources otherwise), informers on its
-// parent and child resources, a rate-limited workqueue of parents, and
-// workers that run the one reconcile step (pkg/reconcile) for each (the
-// sample-controller pattern).
+// Package controller is the lifecycle of every CompositeController's and
+// DecoratorController's loop: it follows both kinds, compiles each once per
+// generation (pkg/definition, compiled again when discovery resolves one of
+// its resources otherwise), checks its identity and author, starts,
+// restarts and stops its loop (pkg/controller/parentloop), and keeps its
+// status; with leader election, it runs on one replica at a time. The
+// loop's pieces have packages of their own: sharedinformers, expectations,
+// syncgate and parentloop.
 package controller
 
 import (
@@ -21,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/dynamic"
@@ -34,8 +35,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
@@ -53,7 +56,8 @@ type Config struct {
 	Metadata  metadata.Interface
 	Kube      kubernetes.Interface
 	Discovery *target.Discovery
-	// Client reaches this server's own API, for CompositeControllers.
+	// Client reaches this server's own API, for CompositeControllers and
+	// DecoratorControllers.
 	Client clientset.Interface
 	// Workers is each controller's number of workers unless its spec
 	// says otherwise.
@@ -67,7 +71,7 @@ type Config struct {
 	// Schemas compare desired children with what a controller applied.
 	Schemas *fieldowner.Schemas
 	// ControllerSelector, when set, restricts the loop to the
-	// CompositeControllers it selects (Metacontroller's
+	// controllers of either kind it selects (Metacontroller's
 	// --target-label-selector): the others are served by the API and run
 	// by another installation.
 	ControllerSelector labels.Selector
@@ -78,9 +82,9 @@ type Config struct {
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail; zero means the default.
 	FinalizeGrace time.Duration
-	// EchoTimeout is how long a parent waits for the watch event of one
-	// of the loop's own writes before it is synced anyway; zero means
-	// DefaultEchoTimeout.
+	// EchoTimeout is how long the expectations wait for the watch event
+	// (echo) of one of the loop's own writes before the parent is synced
+	// anyway; zero means parentloop.DefaultEchoTimeout.
 	EchoTimeout time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
@@ -93,56 +97,46 @@ type Config struct {
 	// Identity is the operator's policy on controller identities.
 	Identity rights.IdentityPolicy
 	// Caches, when set, lends the loop's informer caches while it runs.
-	Caches *Caches
+	Caches *sharedinformers.Caches
 	// Shards, when set, is this replica's share of the parents: the loop
-	// syncs only those (see ParentShards).
-	Shards ParentShards
+	// syncs only those (see syncgate.ParentShards).
+	Shards syncgate.ParentShards
 	// AuthorRecheck is how often the recorded author of every running
 	// controller is checked again; zero means DefaultAuthorRecheck.
 	AuthorRecheck time.Duration
 	// Gate is where the workers take turns on a parent with a live /sync
 	// of this replica; nil for none.
-	Gate *Gate
+	Gate *syncgate.Gate
 }
 
-// Manager runs one parent controller per CompositeController and restarts
-// it when the definition's spec changes.
+// Manager runs one loop per CompositeController and DecoratorController,
+// and starts it again when the controller's spec changes.
 type Manager struct {
 	cfg      Config
-	secrets  hooks.SecretSource
 	recorder record.EventRecorder
 	// unchanged remembers the children found or applied converged, for
 	// every controller: see fieldowner.Unchanged.
 	unchanged *fieldowner.Unchanged
-	ccLister  interface {
-		Get(name string) (*v1alpha1.CompositeController, error)
-	}
-	dcLister interface {
-		Get(name string) (*v1alpha1.DecoratorController, error)
-	}
+	ccLister  getter[*v1alpha1.CompositeController]
+	dcLister  getter[*v1alpha1.DecoratorController]
+	// identities work out whom each controller's loop acts as.
+	identities *identities
+	// loops is what every controller's loop shares, once Run has made
+	// the recorder and the shared informers.
+	loops parentloop.Config
 
-	// queue holds names of CompositeControllers whose controller must be
-	// started, restarted or stopped; one worker does it, so a definition's
-	// controller is never started twice.
+	// queue holds the keys (kindOf) of controllers whose loop must be
+	// started, restarted or stopped; one worker does it, so a
+	// controller's loop is never started twice.
 	queue workqueue.TypedRateLimitingInterface[string]
-
-	// stopCh stops the shared informers when the manager stops.
-	stopCh <-chan struct{}
 
 	mu sync.Mutex
 	// running are the controllers' loops, by their key in queue.
-	running map[string]*controllerRun
-
-	informersMu sync.Mutex
-	// informers are the running shared informers, by resource
-	// (informers.go).
-	informers map[schema.GroupVersionResource]*sharedInformer
-	// listErrors holds each shared informer's last list or watch error.
-	listErrors sync.Map
+	running map[string]*running
 
 	// waiting are controllers that could not start, retried whenever
 	// discovery is refreshed. It has a lock of its own: a refresh happens
-	// inside reconcile (a lookup that missed), under mu.
+	// inside updateRun (a lookup that missed), under mu.
 	waitingMu sync.Mutex
 	waiting   map[string]bool
 	// started are the names of the running controllers, for retryWaiting.
@@ -150,11 +144,14 @@ type Manager struct {
 	// recheck are running controllers whose author is to be checked
 	// again (recheckAuthors).
 	recheck map[string]bool
+}
 
-	// access checks controllers' subjects; serviceAccounts, that their
-	// identities exist.
-	access          rights.Access
-	serviceAccounts *serviceAccounts
+// running is a controller whose loop runs: as written, as compiled, and
+// its loop.
+type running struct {
+	owner controllerObject
+	def   *definition.Definition
+	loop  *parentloop.Run
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -169,23 +166,20 @@ func NewManager(cfg Config) *Manager {
 		cfg.AuthorRecheck = DefaultAuthorRecheck
 	}
 	m := &Manager{
-		cfg:     cfg,
-		secrets: hooks.NewClusterSecretSource(cfg.Kube),
+		cfg: cfg,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			// A controller that can't start yet (its CRD is being
 			// installed) is retried within seconds, never minutes: the
 			// discovery refresh requeues it too.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "compositecontrollers"}),
-		running:   map[string]*controllerRun{},
-		waiting:   map[string]bool{},
-		started:   map[string]bool{},
-		recheck:   map[string]bool{},
-		unchanged: newUnchanged(cfg.Schemas),
-		informers: map[schema.GroupVersionResource]*sharedInformer{},
-		access:    rights.Access{Authorizer: cfg.Authorizer},
+		running:    map[string]*running{},
+		waiting:    map[string]bool{},
+		started:    map[string]bool{},
+		recheck:    map[string]bool{},
+		unchanged:  newUnchanged(cfg.Schemas),
+		identities: newIdentities(cfg),
 	}
-	m.serviceAccounts = newServiceAccounts(m)
 	if cfg.Shards != nil {
 		// Before the replica acquires any shard: a gain unheard of would
 		// leave parents listed before it unsynced until the next resync.
@@ -202,7 +196,6 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("controller")
 	ctx = klog.NewContext(ctx, logger)
-	m.stopCh = ctx.Done()
 	defer utilruntime.HandleCrash()
 	defer m.queue.ShutDown()
 
@@ -213,47 +206,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	// Our scheme, so that Events about CompositeControllers name them;
 	// parents are unstructured and name themselves.
 	m.recorder = broadcaster.NewRecorder(versionedscheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
+	m.loops = m.loopConfig(sharedinformers.NewPool(m.cfg.Dynamic, ctx.Done()))
 
-	var ccOptions []informers.SharedInformerOption
-	if sel := m.cfg.ControllerSelector; sel != nil && !sel.Empty() {
-		ccOptions = append(ccOptions, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
-	}
-	ccInformers := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, ccOptions...)
-	ccInformer := ccInformers.Metacontroller().V1alpha1().CompositeControllers()
-	m.ccLister = ccInformer.Lister()
-	enqueue := func(obj interface{}) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			m.queue.Add(key)
-		}
-	}
-	if _, err := ccInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
-		UpdateFunc: func(old, cur interface{}) {
-			// Our own status writes do not change the generation: only
-			// spec changes restart a controller, and a new author (whose
-			// rights its checks are made against).
-			o, c := old.(*v1alpha1.CompositeController), cur.(*v1alpha1.CompositeController)
-			if o.Generation != c.Generation || !equality.Semantic.DeepEqual(o.Status.Author, c.Status.Author) {
-				enqueue(cur)
-			}
-		},
-		DeleteFunc: enqueue,
-	}); err != nil {
-		return err
-	}
-	dcInformer, err := m.watchDecorators(ccInformers)
+	synced, err := m.watchControllers(ctx)
 	if err != nil {
 		return err
 	}
-	ccInformers.Start(ctx.Done())
 	logger.Info("Starting the CompositeController loop", "workersPerController", m.cfg.Workers)
-	if !cache.WaitForCacheSync(ctx.Done(), ccInformer.Informer().HasSynced, dcInformer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("can't sync the CompositeController and DecoratorController informers")
 	}
 	m.cfg.Discovery.OnRefresh(m.retryWaiting)
 	go m.noticeLeftovers(ctx)
 	go m.recheckAuthors(ctx, m.cfg.AuthorRecheck)
-	m.cfg.Caches.lend(ctx, m)
+	m.cfg.Caches.Lend(ctx, m.loops.Informers, m.loops.Ownership())
 	go func() {
 		for m.processNext(ctx) {
 		}
@@ -262,12 +228,58 @@ func (m *Manager) Run(ctx context.Context) error {
 	logger.Info("Stopping the CompositeController loop")
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, run := range m.running {
-		run.stop()
-		delete(m.running, name)
-		m.setStarted(name, false)
+	for key, r := range m.running {
+		r.loop.Stop()
+		delete(m.running, key)
+		m.setStarted(key, false)
 	}
 	return nil
+}
+
+// loopConfig is what every controller's loop shares, with the shared
+// informers of pool.
+func (m *Manager) loopConfig(pool *sharedinformers.Pool) parentloop.Config {
+	return parentloop.Config{
+		Dynamic: m.cfg.Dynamic, Metadata: m.cfg.Metadata, Kube: m.cfg.Kube, Discovery: m.cfg.Discovery,
+		Informers: pool, Recorder: m.recorder, Secrets: hooks.NewClusterSecretSource(m.cfg.Kube),
+		HookDestinations: m.cfg.HookDestinations, Access: m.identities.access, Identity: m.identities,
+		Unchanged: m.unchanged, Workers: m.cfg.Workers, ResyncPeriod: m.cfg.ResyncPeriod,
+		FinalizeGrace: m.cfg.FinalizeGrace, EchoTimeout: m.cfg.EchoTimeout, Gate: m.cfg.Gate, Shards: m.cfg.Shards,
+	}
+}
+
+// watchControllers has the manager's queue follow the controllers of
+// every kind, under their kind's keys, and returns what tells when their
+// informers have synced.
+func (m *Manager) watchControllers(ctx context.Context) ([]cache.InformerSynced, error) {
+	var options []informers.SharedInformerOption
+	if sel := m.cfg.ControllerSelector; sel != nil && !sel.Empty() {
+		options = append(options, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, options...)
+	var synced []cache.InformerSynced
+	for _, k := range kinds {
+		enqueue := func(obj interface{}) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				m.queue.Add(k.keyPrefix + key)
+			}
+		}
+		inf := k.watch(m, factory)
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue,
+			UpdateFunc: func(old, cur interface{}) {
+				if k.restartsOn(old.(controllerObject), cur.(controllerObject)) {
+					enqueue(cur)
+				}
+			},
+			DeleteFunc: enqueue,
+		}); err != nil {
+			return nil, err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	factory.Start(ctx.Done())
+	return synced, nil
 }
 
 // enqueueGained queues, in every running controller, the parents of shards
@@ -276,10 +288,8 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) enqueueGained(gained func(key string) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, run := range m.running {
-		for _, pc := range run.pcs {
-			pc.enqueueWhere(gained)
-		}
+	for _, r := range m.running {
+		r.loop.EnqueueWhere(gained)
 	}
 }
 
@@ -289,10 +299,10 @@ const forbiddenRetry = 5 * time.Second
 
 // retryWaiting requeues every controller that could not start: discovery
 // changed, and its resources may be served now. It requeues the running
-// ones too, which reconcile restarts only when discovery now resolves their
-// resources otherwise (definition.Stale). It runs inside reconcile (a lookup
-// that missed refreshes discovery), under mu: running is read through the
-// names kept in started, under waitingMu, not under mu.
+// ones too, which updateRun restarts only when discovery now resolves their
+// resources otherwise (definition.Stale). It runs inside updateRun (a
+// lookup that missed refreshes discovery), under mu: running is read
+// through the names kept in started, under waitingMu, not under mu.
 func (m *Manager) retryWaiting() {
 	m.waitingMu.Lock()
 	defer m.waitingMu.Unlock()
@@ -330,7 +340,7 @@ func (m *Manager) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer m.queue.Done(name)
-	if err := m.reconcile(ctx, name); err != nil {
+	if err := m.updateRun(ctx, name); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Can't start a controller's loop", "controller", name)
 		m.queue.AddRateLimited(name)
 		return true
@@ -339,9 +349,10 @@ func (m *Manager) processNext(ctx context.Context) bool {
 	return true
 }
 
-// reconcile makes the running loop of the controller of key (its kind and
-// name, see kindOf) match its definition.
-func (m *Manager) reconcile(ctx context.Context, key string) error {
+// updateRun starts, restarts or stops the loop of the controller of key
+// (its kind and name, see kindOf) so that it runs the controller's
+// current definition, or none when the controller is gone.
+func (m *Manager) updateRun(ctx context.Context, key string) error {
 	k, name := kindOf(key)
 	logger := klog.FromContext(ctx).WithValues(strings.ToLower(k.name), name)
 	obj, err := k.get(m, name)
@@ -355,16 +366,11 @@ func (m *Manager) reconcile(ctx context.Context, key string) error {
 		m.setWaiting(key, false)
 		if current != nil {
 			logger.Info(k.name + " is gone: stopping its loop")
-			current.stop()
-			delete(m.running, key)
-			m.setStarted(key, false)
-			m.event(current.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
+			m.stopRun(key, current)
 		}
 		return nil
 	}
-	if current != nil && current.owner.GetUID() == obj.GetUID() && current.owner.GetGeneration() == obj.GetGeneration() &&
-		equality.Semantic.DeepEqual(current.def.Author, k.author(obj)) &&
-		!current.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known())) {
+	if current != nil && m.unchangedRun(k, current, obj) {
 		// Unchanged: it runs on unless its author may no longer do what
 		// it does, which starting it again refuses below.
 		if stop, err := m.authorRevoked(ctx, key, current.def); !stop {
@@ -373,14 +379,61 @@ func (m *Manager) reconcile(ctx context.Context, key string) error {
 	}
 	if current != nil {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
-		current.stop()
-		delete(m.running, key)
-		m.setStarted(key, false)
-		m.event(current.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+name)
+		m.stopRun(key, current)
 	}
-	run, err := newControllerRun(ctx, m, k, key, obj.DeepCopyObject().(controllerObject))
-	var noStatus *noStatusError
-	var forbidden *forbiddenError
+	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject))
+	if err != nil {
+		return m.notStarted(ctx, logger, k, key, obj, err)
+	}
+	m.setWaiting(key, false)
+	m.running[key] = run
+	m.setStarted(key, true)
+	run.loop.Start(ctx)
+	m.event(obj, corev1.EventTypeNormal, "Started", "Started controller: "+name)
+	return nil
+}
+
+// unchangedRun tells whether the running loop r runs obj as it is now,
+// with its resources as discovery resolves them now.
+func (m *Manager) unchangedRun(k kind, r *running, obj controllerObject) bool {
+	return r.owner.GetUID() == obj.GetUID() && r.owner.GetGeneration() == obj.GetGeneration() &&
+		equality.Semantic.DeepEqual(r.def.Author, k.author(obj)) &&
+		!r.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known()))
+}
+
+// stopRun stops the running loop r of the controller of key; under mu.
+func (m *Manager) stopRun(key string, r *running) {
+	r.loop.Stop()
+	delete(m.running, key)
+	m.setStarted(key, false)
+	m.event(r.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+r.def.Name)
+}
+
+// newRun compiles owner, a controller of kind k, checks its author, and
+// makes its loop, reporting to a new status tracker.
+func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject) (*running, error) {
+	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkAuthor(ctx, def); err != nil {
+		return nil, err
+	}
+	status := newStatusTracker(owner, k.status(m), m.cfg.StatusInterval, len(def.Parents()))
+	loop, err := parentloop.NewRun(ctx, &m.loops, key, owner, def, status)
+	if err != nil {
+		return nil, err
+	}
+	status.counts = loop.Counts
+	return &running{owner: owner, def: def, loop: loop}, nil
+}
+
+// notStarted says, in the controller's status and an Event, why its loop
+// could not start (err), and has it retried as the reason wants.
+func (m *Manager) notStarted(ctx context.Context, logger klog.Logger, k kind, key string, obj controllerObject, err error) error {
+	name := obj.GetName()
+	var noStatus *parentloop.NoStatusError
+	var forbidden *parentloop.ForbiddenError
 	var noAuthor *authorUnknownError
 	switch {
 	case errors.As(err, &noAuthor):
@@ -414,29 +467,15 @@ func (m *Manager) reconcile(ctx context.Context, key string) error {
 		}
 		m.queue.AddAfter(key, forbiddenRetry)
 		return nil
-	case err != nil:
-		m.setWaiting(key, true)
-		reason := "ConfigurationError"
-		if errors.Is(err, errNotServed) {
-			reason = "ResourceNotServed"
-		}
-		m.setNotReady(ctx, k, obj, reason, err)
-		m.event(obj, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
-		return err
 	}
-	m.setWaiting(key, false)
-	m.running[key] = run
-	m.setStarted(key, true)
-	run.start(ctx)
-	m.event(obj, corev1.EventTypeNormal, "Started", "Started controller: "+name)
-	return nil
-}
-
-func (m *Manager) ownership() engine.FieldOwnership {
-	if m.unchanged == nil {
-		return nil
+	m.setWaiting(key, true)
+	reason := "ConfigurationError"
+	if errors.Is(err, parentloop.ErrNotServed) {
+		reason = "ResourceNotServed"
 	}
-	return m.unchanged
+	m.setNotReady(ctx, k, obj, reason, err)
+	m.event(obj, corev1.EventTypeWarning, "CreateError", "Cannot create new controller: "+err.Error())
+	return err
 }
 
 // unchangedChildren is how many children the loop remembers as converged:

@@ -9,12 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
 
@@ -23,11 +22,12 @@ import (
 // controller writes its status a few times a minute, not once per parent
 // sync. A DecoratorController's parent loops (one per resource) share one.
 type statusTracker struct {
-	m     *Manager
-	owner controllerObject
-	store statusStore
-	// pcs are the parent loops whose parents and children are counted.
-	pcs []*parentController
+	owner    controllerObject
+	store    statusStore
+	interval time.Duration
+	// counts are the controller's parents, children and parents
+	// mid-rollout (parentloop.Run.Counts), set once its loop is made.
+	counts func() (parents, children, rolling int)
 
 	mu sync.Mutex
 	// starting counts the parent loops whose informers have not synced.
@@ -40,15 +40,17 @@ type statusTracker struct {
 	written       *trackedStatus
 }
 
-func newStatusTracker(m *Manager, owner controllerObject, store statusStore, loops int) *statusTracker {
-	return &statusTracker{m: m, owner: owner, store: store, starting: loops, ready: metav1.Condition{
+var _ parentloop.Status = &statusTracker{}
+
+func newStatusTracker(owner controllerObject, store statusStore, interval time.Duration, loops int) *statusTracker {
+	return &statusTracker{owner: owner, store: store, interval: interval, starting: loops, ready: metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Starting", Message: "waiting for informers to sync",
 	}}
 }
 
-// started records that one parent loop's informers synced; the controller
+// Started records that one parent loop's informers synced; the controller
 // is Ready once all of them did.
-func (s *statusTracker) started(message string) {
+func (s *statusTracker) Started(message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.starting--; s.starting <= 0 {
@@ -56,9 +58,9 @@ func (s *statusTracker) started(message string) {
 	}
 }
 
-// hookCalled records whether the hooks answered; an invalid answer is a
+// HookCalled records whether the hooks answered; an invalid answer is a
 // reachable hook with a wrong answer.
-func (s *statusTracker) hookCalled(err error) {
+func (s *statusTracker) HookCalled(err error) {
 	var call *hooks.CallError
 	c := metav1.Condition{Type: v1alpha1.ConditionHookReachable, Status: metav1.ConditionTrue, Reason: "HookAnswered", Message: "the last hook call was answered"}
 	if err != nil && errors.As(err, &call) {
@@ -69,10 +71,10 @@ func (s *statusTracker) hookCalled(err error) {
 	s.hook = &c
 }
 
-// authorized records whether the last sync could read and write all it
+// Authorized records whether the last sync could read and write all it
 // needed as the controller's subject: a refusal names the subject and the
 // right.
-func (s *statusTracker) authorized(err error) {
+func (s *statusTracker) Authorized(err error) {
 	c := metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionTrue, Reason: "Allowed", Message: "the last sync was allowed everything it did"}
 	if err != nil {
 		c = metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionFalse, Reason: "Forbidden", Message: truncate(err.Error(), 1024)}
@@ -82,7 +84,8 @@ func (s *statusTracker) authorized(err error) {
 	s.access = &c
 }
 
-func (s *statusTracker) synced(err error) {
+// Synced records how the last sync ended.
+func (s *statusTracker) Synced(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastSync = time.Now()
@@ -92,17 +95,13 @@ func (s *statusTracker) synced(err error) {
 	}
 }
 
-// run writes the status every interval until ctx is done.
-func (s *statusTracker) run(ctx context.Context) {
-	wait.UntilWithContext(ctx, s.write, s.m.cfg.StatusInterval)
+// Run writes the status every interval until ctx is done.
+func (s *statusTracker) Run(ctx context.Context) {
+	wait.UntilWithContext(ctx, s.write, s.interval)
 }
 
 func (s *statusTracker) desired() trackedStatus {
-	var parents, children, rolling int
-	for _, pc := range s.pcs {
-		p, c, r := pc.counts()
-		parents, children, rolling = parents+p, children+c, rolling+r
-	}
+	parents, children, rolling := s.counts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	generation := s.owner.GetGeneration()
@@ -164,41 +163,6 @@ func sameStatus(a, b trackedStatus) bool {
 		return false
 	}
 	return at == nil || bt.Sub(at.Time) < time.Minute
-}
-
-// counts are the parents, their children, and the parents mid-rollout:
-// those whose Updated condition (written by a rolling update) is not True,
-// from the informers' caches.
-func (pc *parentController) counts() (parents, children, rolling int) {
-	uids := map[string]bool{}
-	for _, obj := range pc.parents.Informer().GetStore().List() {
-		u := obj.(*unstructured.Unstructured)
-		if pc.rec.Def.Selects(u) {
-			uids[string(u.GetUID())] = true
-			if c := engine.StatusCondition(u, engine.UpdatedCondition); c != nil && c["status"] != "True" {
-				rolling++
-			}
-		}
-	}
-	// By the controller index, parent by parent: the cost grows with this
-	// controller's parents and children, not with every object of the
-	// child resources in the cluster (a scan of all ConfigMaps every few
-	// seconds was 8% of the server's CPU among 2,000 parents' children).
-	for _, inf := range pc.children {
-		indexer := inf.Informer().GetIndexer()
-		for uid := range uids {
-			objs, err := indexer.ByIndex(indexController, uid)
-			if err != nil {
-				continue
-			}
-			for _, obj := range objs {
-				if pc.rec.Def.OwnsChild(obj.(*unstructured.Unstructured)) {
-					children++
-				}
-			}
-		}
-	}
-	return len(uids), children, rolling
 }
 
 func truncate(s string, n int) string {

@@ -36,7 +36,7 @@ func TestBuildPutsTheHooksOfEachKindWhereTheEngineTakesThem(t *testing.T) {
 		Resources: []v1alpha1.DecoratorControllerResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "things"}}},
 		Hooks:     &v1alpha1.DecoratorControllerHooks{Sync: &v1alpha1.Hook{Webhook: urlHook("http://hook.example/decorate")}},
 	}}
-	def, err := definition.CompileDecorator(dc, definition.GuessingResolver())
+	def, err := definition.Compile(dc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}

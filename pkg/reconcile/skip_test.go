@@ -18,7 +18,7 @@ func TestASkippedParentNamesTheSelectorOfItsKind(t *testing.T) {
 		Resources: []v1alpha1.DecoratorControllerResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "things"}, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}},
 		Hooks:     &v1alpha1.DecoratorControllerHooks{Sync: &v1alpha1.Hook{Version: ptr.To(v1alpha1.HookVersionV2)}},
 	}}
-	def, err := definition.CompileDecorator(dc, definition.GuessingResolver())
+	def, err := definition.Compile(dc, definition.GuessingResolver())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ type Runner struct {
 }
 
 // LoopGate is where a live sync takes its turn on a parent with the
-// controller loop (controller.Gate): it waits for the loop's sync of the
+// controller loop (syncgate.Gate): it waits for the loop's sync of the
 // parent on this replica to end, or refuses when another replica's loop
 // syncs the parent. The sync runs in the context it returns, and calls
 // done when it ends.
@@ -93,7 +93,7 @@ type LoopGate interface {
 func (r *Runner) SyncBesideLoop(gate LoopGate) { r.gate = gate }
 
 // ChildCaches are caches of child resources the server holds anyway: the
-// controller loop's informers (controller.Caches).
+// controller loop's informers (sharedinformers.Caches).
 type ChildCaches interface {
 	// Children indexes gvr's objects by controller, when cached and
 	// synced.

@@ -31,6 +31,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
@@ -144,7 +145,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		ResyncPeriod:      30 * time.Minute,
 		DiscoveryInterval: target.DefaultDiscoveryRefresh,
 		FinalizeGrace:     reconcile.DefaultFinalizeGrace,
-		EchoTimeout:       controller.DefaultEchoTimeout,
+		EchoTimeout:       parentloop.DefaultEchoTimeout,
 		HookDeniedCIDRs:   hooks.DefaultDeniedDestinations,
 		LeaderElection: controller.LeaderElection{
 			Namespace: "composite-system", Name: "composite-apiserver",

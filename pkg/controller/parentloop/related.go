@@ -1,4 +1,4 @@
-package controller
+package parentloop
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
@@ -25,158 +26,16 @@ import (
 // part of the key, so the expiry only bounds memory.
 const customizeTTL = 20 * time.Minute
 
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
-// informerLister serves children and related objects from shared informers,
-// starting a related resource's informer the first time a rule names it.
-type informerLister struct {
-	pc *parentController
-	// ctx bounds the wait for a new informer's first sync.
-	ctx context.Context
-}
-
-var (
-	_ engine.ObjectLister = &informerLister{}
-	_ engine.ChildIndex   = &informerLister{}
-)
-
-func (l *informerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	inf, err := l.informerOf(ctx, gvr)
-	if err != nil {
-		return nil, err
-	}
-	var objs []interface{}
-	lister := inf.Lister()
-	if namespace == "" {
-		objs, err = listAll(lister, selector)
-	} else {
-		objs, err = listNamespace(lister, namespace, selector)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.(*unstructured.Unstructured))
-	}
-	return out, nil
-}
-
-// Candidates lists the objects of gvr that owner controls and the orphans,
-// from the informer's indexes: what a sync reads grows with the parent's
-// own children, not with its namespace. A namespace of "" (a cluster-scoped
-// parent) reads the orphans of every namespace, which such a parent may
-// adopt, as the /sync preview, which lists everything, says it would.
-func (l *informerLister) Candidates(ctx context.Context, gvr schema.GroupVersionResource, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
-	inf, err := l.informerOf(ctx, gvr)
-	if err != nil {
-		return nil, err
-	}
-	return candidates(inf.Informer().GetIndexer(), namespace, owner)
-}
-
-// candidates are the objects of indexer that owner controls and the
-// orphans, from its indexes (childIndexers).
-func candidates(indexer cache.Indexer, namespace string, owner types.UID) ([]*unstructured.Unstructured, error) {
-	owned, err := indexer.ByIndex(indexController, string(owner))
-	if err != nil {
-		return nil, err
-	}
-	orphansOf := namespace
-	if namespace == "" {
-		orphansOf = allNamespaces
-	}
-	orphans, err := indexer.ByIndex(indexOrphans, orphansOf)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, 0, len(owned)+len(orphans))
-	for _, list := range [][]interface{}{owned, orphans} {
-		for _, o := range list {
-			u := o.(*unstructured.Unstructured)
-			// A controller UID is unique; its namespace is checked all the
-			// same, as the ControllerRef rules want.
-			if namespace == "" || u.GetNamespace() == namespace {
-				out = append(out, u)
-			}
-		}
-	}
-	return out, nil
-}
-
-// Get returns the cached object gvr namespace/name, or nil.
-func (l *informerLister) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	inf, err := l.informerOf(ctx, gvr)
-	if err != nil {
-		return nil, err
-	}
-	return cached(inf.Informer().GetIndexer(), namespace, name)
-}
-
-// cached is indexer's object namespace/name, or nil.
-func cached(indexer cache.Indexer, namespace, name string) (*unstructured.Unstructured, error) {
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, ok, err := indexer.GetByKey(key)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return obj.(*unstructured.Unstructured), nil
-}
-
-func (l *informerLister) informerOf(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
-	if inf, ok := l.pc.children[gvr]; ok {
-		return inf, nil
-	}
-	return l.pc.relatedInformer(ctx, gvr)
-}
-
-func (l *informerLister) Namespaces(ctx context.Context, selector labels.Selector) ([]string, error) {
-	inf, err := l.pc.relatedInformer(ctx, namespacesGVR)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := listAll(inf.Lister(), selector)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(objs))
-	for _, o := range objs {
-		names = append(names, o.(*unstructured.Unstructured).GetName())
-	}
-	return names, nil
-}
-
-func listAll(lister cache.GenericLister, selector labels.Selector) ([]interface{}, error) {
-	objs, err := lister.List(selector)
-	out := make([]interface{}, len(objs))
-	for i := range objs {
-		out[i] = objs[i]
-	}
-	return out, err
-}
-
-func listNamespace(lister cache.GenericLister, namespace string, selector labels.Selector) ([]interface{}, error) {
-	objs, err := lister.ByNamespace(namespace).List(selector)
-	out := make([]interface{}, len(objs))
-	for i := range objs {
-		out[i] = objs[i]
-	}
-	return out, err
-}
-
 // relatedInformer returns the shared informer of a related resource,
 // registering this controller's handler the first time, and waits for its
 // first sync.
-func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+func (pc *parentLoop) relatedInformer(ctx context.Context, gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
 	pc.relatedMu.Lock()
 	inf, ok := pc.related[gvr]
 	if !ok {
 		inf = pc.acquire(gvr)
 		pc.related[gvr] = inf
-		if gvr != namespacesGVR {
+		if gvr != definition.Namespaces {
 			changed := func(obj interface{}) { pc.relatedChanged(gvr, obj) }
 			pc.addHandler(inf.Informer(), cache.ResourceEventHandlerFuncs{
 				AddFunc:    changed,
@@ -196,7 +55,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 		if inf.Informer().HasSynced() {
 			return true, nil
 		}
-		return false, pc.m.lastListError(gvr)
+		return false, pc.cfg.Informers.LastListError(gvr)
 	})
 	switch {
 	case err == nil:
@@ -217,7 +76,7 @@ func (pc *parentController) relatedInformer(ctx context.Context, gvr schema.Grou
 // the parents whose rules name gvr: their syncs failed waiting for it, and
 // by then their backoff may be long (a right granted to the server, say,
 // shows at once). One goroutine per resource waits, until ctx ends.
-func (pc *parentController) requeueWhenListed(ctx context.Context, gvr schema.GroupVersionResource, inf informers.GenericInformer) {
+func (pc *parentLoop) requeueWhenListed(ctx context.Context, gvr schema.GroupVersionResource, inf informers.GenericInformer) {
 	pc.relatedMu.Lock()
 	defer pc.relatedMu.Unlock()
 	if pc.unlisted[gvr] || pc.customize == nil {
@@ -247,7 +106,7 @@ const relatedSweepPeriod = time.Minute
 // so that a one-off rule does not keep a cluster-wide watch for as long as
 // the controller runs. A rule that names the resource again acquires it
 // again. The namespaces informer, which namespaceSelectors read, stays.
-func (pc *parentController) releaseUnusedRelated(context.Context) {
+func (pc *parentLoop) releaseUnusedRelated(context.Context) {
 	if pc.customize == nil {
 		return
 	}
@@ -261,7 +120,7 @@ func (pc *parentController) releaseUnusedRelated(context.Context) {
 	pc.relatedMu.Unlock()
 	var unused []schema.GroupVersionResource
 	for _, gvr := range named {
-		if gvr != namespacesGVR && len(pc.customize.naming(gvr)) == 0 {
+		if gvr != definition.Namespaces && len(pc.customize.naming(gvr)) == 0 {
 			unused = append(unused, gvr)
 		}
 	}
@@ -285,7 +144,7 @@ func (pc *parentController) releaseUnusedRelated(context.Context) {
 		if i := slices.Index(pc.acquired, gvr); i >= 0 {
 			pc.acquired = slices.Delete(pc.acquired, i, i+1)
 		}
-		pc.m.release(gvr)
+		pc.cfg.Informers.Release(gvr)
 	}
 }
 
@@ -295,7 +154,7 @@ const relatedSyncTimeout = 10 * time.Second
 
 // relatedChanged queues exactly the parents whose customize rules select
 // the related object that changed.
-func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj interface{}) {
+func (pc *parentLoop) relatedChanged(gvr schema.GroupVersionResource, obj interface{}) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -306,7 +165,7 @@ func (pc *parentController) relatedChanged(gvr schema.GroupVersionResource, obj 
 	namespaced := u.GetNamespace() != ""
 	nsLabels := func(name string) (labels.Set, bool) {
 		pc.relatedMu.Lock()
-		inf, ok := pc.related[namespacesGVR]
+		inf, ok := pc.related[definition.Namespaces]
 		pc.relatedMu.Unlock()
 		if !ok {
 			return nil, false

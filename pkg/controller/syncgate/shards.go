@@ -1,4 +1,4 @@
-package controller
+package syncgate
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 // ParentShards is this replica's share of every controller's parents when
 // replicas divide them (pkg/shard's Member); nil syncs them all. It is the
 // one seam every kind of controller goes through: its parent queue drops
-// the parents of other replicas' shards (newParentQueue), and its worker
-// syncs a parent only inside Begin and done (admit), so that a shard given
+// the parents of other replicas' shards (ShardQueue), and its worker
+// syncs a parent only inside Begin and done (Admit), so that a shard given
 // up is released once its syncs in flight end.
 type ParentShards interface {
 	// Owns tells whether this replica syncs the parent of key now.
@@ -23,6 +23,15 @@ type ParentShards interface {
 	// OnGained calls f when this replica gains shards, with what tells
 	// whether a key is in one of them.
 	OnGained(f func(gained func(key string) bool))
+}
+
+// ShardQueue is q taking only the parents of this replica's shards; q
+// itself when shards is nil (every parent is this replica's).
+func ShardQueue(q workqueue.TypedRateLimitingInterface[string], shards ParentShards) workqueue.TypedRateLimitingInterface[string] {
+	if shards == nil {
+		return q
+	}
+	return shardQueue{TypedRateLimitingInterface: q, shards: shards}
 }
 
 // shardQueue is a parent queue that takes only this replica's parents.
@@ -53,10 +62,10 @@ func (q shardQueue) AddRateLimited(key string) {
 	}
 }
 
-// admit is where a worker asks whether it may sync the parent of key:
+// Admit is where a worker asks whether it may sync the parent of key:
 // a parent queued before its shard was lost is dropped here (forgotten,
 // so that its backoff does not carry over should the shard come back).
-func admit(ctx context.Context, shards ParentShards, queue workqueue.TypedRateLimitingInterface[string], key string) (syncCtx context.Context, done func(), ok bool) {
+func Admit(ctx context.Context, shards ParentShards, queue workqueue.TypedRateLimitingInterface[string], key string) (syncCtx context.Context, done func(), ok bool) {
 	if shards == nil {
 		return ctx, func() {}, true
 	}

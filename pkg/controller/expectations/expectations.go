@@ -1,15 +1,16 @@
-package controller
+// Package expectations is the loop's expectations: per parent, the watch
+// events ("echoes") a sync's own writes will cause, told from every other
+// change so that the loop syncs a parent once after its own writes rather
+// than once per echo (kube-controller-manager's ControllerExpectations,
+// matched per object by resourceVersion rather than counted).
+package expectations
 
 import (
 	"sync"
 	"time"
-
-	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 )
 
-// ownWrites tells the watch events that echo a sync's own writes from
+// Expectations tell the watch events that echo a sync's own writes from
 // every other change, per parent, the way kube-controller-manager's
 // ControllerExpectations tell a ReplicaSet's own pod creations from the
 // rest. A sync that creates ten children and writes the parent's status
@@ -38,7 +39,7 @@ import (
 // is given up after ttl, and the parent synced then to be safe. A write the
 // API server stored nothing of is no write (apply.ParentStatus): it has no
 // echo to wait for.
-type ownWrites struct {
+type Expectations struct {
 	ttl time.Duration
 	now func() time.Time
 	// syncOnChildEchoes: the echoes of a sync's child writes sync the
@@ -61,15 +62,15 @@ type ownWrites struct {
 	finishing map[string]bool
 }
 
-// childID names a child across its creation, updates and deletion.
-type childID struct{ group, kind, namespace, name string }
+// Child names a child across its creation, updates and deletion.
+type Child struct{ Group, Kind, Namespace, Name string }
 
 // expected is what one parent waits for.
 type expected struct {
 	syncing bool
 	// children are the child writes whose echo has not arrived: the
 	// resourceVersion stored, or "" for a deletion.
-	children map[childID]pending
+	children map[Child]pending
 	// parent are the parent's own writes whose echo has not arrived, by
 	// the resourceVersion they stored.
 	parent map[string]parentPending
@@ -95,7 +96,7 @@ type pending struct {
 // sighting is an event that arrived during a sync: of a child when child
 // is set, else of the parent.
 type sighting struct {
-	child           *childID
+	child           *Child
 	resourceVersion string
 	gone            bool
 	// wanted: the event queues the parent if it is no echo (the parent's
@@ -103,19 +104,22 @@ type sighting struct {
 	wanted bool
 }
 
-func newOwnWrites(ttl time.Duration, syncOnChildEchoes, syncOnStatusEchoes bool) *ownWrites {
-	return &ownWrites{
+// New returns the expectations of one parent loop: an echo that has not
+// arrived after ttl is given up. syncOnChildEchoes and syncOnStatusEchoes
+// are spec.ownChildWrites and spec.ownStatusWrites: Sync.
+func New(ttl time.Duration, syncOnChildEchoes, syncOnStatusEchoes bool) *Expectations {
+	return &Expectations{
 		ttl: ttl, now: time.Now, syncOnChildEchoes: syncOnChildEchoes, syncOnStatusEchoes: syncOnStatusEchoes,
 		parents: map[string]*expected{}, deferred: map[string]bool{}, finishing: map[string]bool{},
 	}
 }
 
-// begin says the parent of key is being synced: the sync reads the
+// Begin says the parent of key is being synced: the sync reads the
 // children as they are now, so echoes that arrived so far are seen by
 // it. It tells whether the last sync left the status to this one: then
 // this one writes it, whatever it does to children (a hook that changes a
 // child on every call must not keep its status from being written).
-func (w *ownWrites) begin(key string) (deferredLast bool) {
+func (w *Expectations) Begin(key string) (deferredLast bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	deferredLast = w.deferred[key]
@@ -123,17 +127,17 @@ func (w *ownWrites) begin(key string) (deferredLast bool) {
 	delete(w.finishing, key)
 	e := w.parents[key]
 	if e == nil {
-		e = &expected{children: map[childID]pending{}, parent: map[string]parentPending{}}
+		e = &expected{children: map[Child]pending{}, parent: map[string]parentPending{}}
 		w.parents[key] = e
 	}
 	e.syncing, e.echoed, e.seen = true, false, nil
 	return deferredLast
 }
 
-// childEvent is a watch event of a child of the parent of key, at
+// ChildObserved is a watch event of a child of the parent of key, at
 // resourceVersion; gone for a deletion, deleting for an object whose
 // deletion has begun. It says whether to queue the parent.
-func (w *ownWrites) childEvent(key string, id childID, resourceVersion string, gone, deleting bool) bool {
+func (w *Expectations) ChildObserved(key string, id Child, resourceVersion string, gone, deleting bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.parents[key]
@@ -150,10 +154,10 @@ func (w *ownWrites) childEvent(key string, id childID, resourceVersion string, g
 	return w.settle(key, e)
 }
 
-// parentEvent is a watch event of the parent of key at resourceVersion;
+// ParentObserved is a watch event of the parent of key at resourceVersion;
 // wanted says whether it queues the parent when it is no echo. It says
 // whether to queue the parent.
-func (w *ownWrites) parentEvent(key, resourceVersion string, wanted bool) bool {
+func (w *Expectations) ParentObserved(key, resourceVersion string, wanted bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.parents[key]
@@ -170,12 +174,12 @@ func (w *ownWrites) parentEvent(key, resourceVersion string, wanted bool) bool {
 	return w.settle(key, e)
 }
 
-// finish ends the sync of key, which stored writes (nil when it failed:
+// Finish ends the sync of key, which stored writes (nil when it failed:
 // its retry reads everything again). It says whether to queue the parent
 // again: for an event that was no echo, or because the echoes of its
 // writes that the hook is to see have all arrived. waiting says that some
-// have not: the caller checks again after ttl (expire).
-func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting bool) {
+// have not: the caller checks again after ttl (Expire).
+func (w *Expectations) Finish(key string, writes *Writes) (enqueue, waiting bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.parents[key]
@@ -187,15 +191,15 @@ func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting boo
 		delete(w.parents, key)
 		return false, false
 	}
-	if writes.statusDeferred {
+	if writes.StatusDeferred {
 		w.deferred[key] = true
 	}
 	deadline := w.now().Add(w.ttl)
-	for _, c := range writes.children {
-		e.children[c.id] = pending{resourceVersion: c.resourceVersion, deadline: deadline}
+	for _, c := range writes.Children {
+		e.children[c.Child] = pending{resourceVersion: c.ResourceVersion, deadline: deadline}
 	}
-	for _, pw := range writes.parent {
-		e.parent[pw.resourceVersion] = parentPending{deadline: deadline, answer: pw.answer}
+	for _, pw := range writes.Parent {
+		e.parent[pw.ResourceVersion] = parentPending{deadline: deadline, answer: pw.Answer}
 	}
 	// foreign: an event that is no echo arrived while the sync ran.
 	foreign := false
@@ -223,10 +227,10 @@ func (w *ownWrites) finish(key string, writes *syncWrites) (enqueue, waiting boo
 	return enqueue, true
 }
 
-// expire gives up the echoes of key past their deadline, and says whether
+// Expire gives up the echoes of key past their deadline, and says whether
 // the parent is to be synced: when some never arrived (the change the
 // loop missed may be someone else's).
-func (w *ownWrites) expire(key string) bool {
+func (w *Expectations) Expire(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.parents[key]
@@ -253,8 +257,8 @@ func (w *ownWrites) expire(key string) bool {
 	return true
 }
 
-// forget drops what the parent of key waits for: it is gone.
-func (w *ownWrites) forget(key string) {
+// Forget drops what the parent of key waits for: it is gone.
+func (w *Expectations) Forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.parents, key)
@@ -262,9 +266,9 @@ func (w *ownWrites) forget(key string) {
 	delete(w.finishing, key)
 }
 
-// isFinishing tells whether the parent of key is queued to finish its
+// Finishing tells whether the parent of key is queued to finish its
 // last sync: the echoes of its child writes have all arrived.
-func (w *ownWrites) isFinishing(key string) bool {
+func (w *Expectations) Finishing(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.finishing[key]
@@ -274,7 +278,7 @@ func (w *ownWrites) isFinishing(key string) bool {
 // synced: when no echo it waits for is still to come and one the hook is
 // to see came since its last sync read the parent. A parent that waits
 // for nothing more is dropped.
-func (w *ownWrites) settle(key string, e *expected) bool {
+func (w *Expectations) settle(key string, e *expected) bool {
 	if w.awaiting(e) {
 		return false
 	}
@@ -292,7 +296,7 @@ func (w *ownWrites) settle(key string, e *expected) bool {
 // awaiting tells whether an echo the parent's next sync waits for is
 // still to come: a child write's, or, when the echo of the hook's answer
 // syncs the parent, that write's; so that one sync follows them all.
-func (w *ownWrites) awaiting(e *expected) bool {
+func (w *Expectations) awaiting(e *expected) bool {
 	if len(e.children) > 0 {
 		return true
 	}
@@ -308,7 +312,7 @@ func (w *ownWrites) awaiting(e *expected) bool {
 
 // matchChild tells whether an event of a child is the echo of a write of
 // the parent's, and takes it off what the parent waits for.
-func (w *ownWrites) matchChild(e *expected, id childID, resourceVersion string, gone bool) bool {
+func (w *Expectations) matchChild(e *expected, id Child, resourceVersion string, gone bool) bool {
 	p, ok := e.children[id]
 	if !ok {
 		return false
@@ -325,7 +329,7 @@ func (w *ownWrites) matchChild(e *expected, id childID, resourceVersion string, 
 // its own writes, and takes it off what the parent waits for. The echo of
 // the hook's answer is one the hook is to see unless the controller
 // ignores that change (wanted false: ignoreStatusChanges).
-func (w *ownWrites) matchParent(e *expected, resourceVersion string, wanted bool) bool {
+func (w *Expectations) matchParent(e *expected, resourceVersion string, wanted bool) bool {
 	p, ok := e.parent[resourceVersion]
 	if !ok {
 		return false
@@ -335,47 +339,28 @@ func (w *ownWrites) matchParent(e *expected, resourceVersion string, wanted bool
 	return true
 }
 
-// syncWrites are what one sync stored: its children's writes and the
-// parent's.
-type syncWrites struct {
-	children []childWrite
-	parent   []parentWrite
-	// statusDeferred: the sync left the parent's status to the next.
-	statusDeferred bool
+// Writes are what one sync stored: its children's writes and the
+// parent's, each with the resourceVersion its echo carries.
+type Writes struct {
+	Children []ChildWrite
+	Parent   []ParentWrite
+	// StatusDeferred: the sync left the parent's status to the next.
+	StatusDeferred bool
 }
 
-type childWrite struct {
-	id              childID
-	resourceVersion string
+// ChildWrite is a write to a child: a create or update stored at
+// ResourceVersion, or a deletion ("").
+type ChildWrite struct {
+	Child           Child
+	ResourceVersion string
 }
 
-// parentWrite is a write to the parent: of the hook's answer (its status,
+// ParentWrite is a write to the parent: of the hook's answer (its status,
 // a decorator's labels and annotations) or of the finalizer.
-type parentWrite struct {
-	resourceVersion string
-	answer          bool
+type ParentWrite struct {
+	ResourceVersion string
+	Answer          bool
 }
 
-// writesOf are the writes of a sync's done children whose echoes the loop
-// can tell (apply.Done.Wrote: creates and updates by the resourceVersion
-// stored, deletions by the child's name), and its parent writes.
-func writesOf(done []apply.Done, parent []reconcile.ParentWrite) *syncWrites {
-	w := &syncWrites{}
-	for _, p := range parent {
-		if p.ResourceVersion != "" {
-			w.parent = append(w.parent, parentWrite{resourceVersion: p.ResourceVersion, answer: p.Answer})
-		}
-	}
-	for _, d := range done {
-		if !d.Wrote() {
-			continue
-		}
-		id := childID{group: d.GVR.Group, kind: d.Kind, namespace: d.Namespace, name: d.Name}
-		if d.Action == v1alpha1.SyncActionCreate || d.Action == v1alpha1.SyncActionUpdate {
-			w.children = append(w.children, childWrite{id: id, resourceVersion: d.Stored.ResourceVersion})
-		} else {
-			w.children = append(w.children, childWrite{id: id})
-		}
-	}
-	return w
-}
+// Timeout is how long an expected echo is waited for (Expire).
+func (w *Expectations) Timeout() time.Duration { return w.ttl }

@@ -1,4 +1,8 @@
-package controller
+// Package syncgate admits the syncs of parents: which replica syncs a
+// parent now (every one, the leader, or the owner of the parent's shard),
+// and one sync of a parent at a time on this replica, whether the loop's
+// worker or a live /sync runs it.
+package syncgate
 
 import (
 	"context"
@@ -176,10 +180,10 @@ func (g *Gate) admitReplica(ctx context.Context, gr schema.GroupResource, key st
 	return ctx, func() {}, nil
 }
 
-// turn is where the loop's worker takes the parent's turn for its sync,
-// admitted already (admit): it waits for a live sync of the parent to
+// Turn is where the loop's worker takes the parent's turn for its sync,
+// admitted already (Admit): it waits for a live sync of the parent to
 // end. A nil Gate has no turns to take.
-func (g *Gate) turn(ctx context.Context, gr schema.GroupResource, key string) (func(), error) {
+func (g *Gate) Turn(ctx context.Context, gr schema.GroupResource, key string) (func(), error) {
 	if g == nil {
 		return func() {}, nil
 	}

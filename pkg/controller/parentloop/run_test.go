@@ -1,4 +1,4 @@
-package controller
+package parentloop
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 // resources are two keys, each routed back to its loop with its parent key;
 // a CompositeController's keys are the parents' own.
 func TestQueueKeysRouteToTheirResourcesLoop(t *testing.T) {
-	hellos, configMaps, roles, parents := &parentController{view: "hellos.example.com"}, &parentController{view: "configmaps"},
-		&parentController{view: "clusterroles.rbac.authorization.k8s.io"}, &parentController{}
-	decorator := &controllerRun{def: &definition.Definition{Kind: definition.KindDecorator},
-		views: map[string]*parentController{hellos.view: hellos, configMaps.view: configMaps, roles.view: roles}}
-	composite := &controllerRun{def: &definition.Definition{Kind: definition.KindComposite},
-		views: map[string]*parentController{"": parents}}
+	hellos, configMaps, roles, parents := &parentLoop{view: "hellos.example.com"}, &parentLoop{view: "configmaps"},
+		&parentLoop{view: "clusterroles.rbac.authorization.k8s.io"}, &parentLoop{}
+	decorator := &Run{def: &definition.Definition{Kind: definition.KindDecorator},
+		views: map[string]*parentLoop{hellos.view: hellos, configMaps.view: configMaps, roles.view: roles}}
+	composite := &Run{def: &definition.Definition{Kind: definition.KindComposite},
+		views: map[string]*parentLoop{"": parents}}
 	for _, tc := range []struct {
 		name     string
-		run      *controllerRun
-		pc       *parentController
+		run      *Run
+		pc       *parentLoop
 		key      string
 		wantQKey string
 	}{
@@ -47,7 +47,7 @@ func TestQueueKeysRouteToTheirResourcesLoop(t *testing.T) {
 	}
 }
 
-func viewOf(pc *parentController) string {
+func viewOf(pc *parentLoop) string {
 	if pc == nil {
 		return "<none>"
 	}
@@ -66,8 +66,8 @@ func (s *recordedShards) OnGained(func(func(string) bool)) {}
 // A parent's shard is that of its namespace/name, whatever the resource its
 // key in the queue names: replicas and shard moves go by parent keys.
 func TestShardsAreAskedAboutTheParentKey(t *testing.T) {
-	pc := &parentController{view: "configmaps"}
-	run := &controllerRun{def: &definition.Definition{Kind: definition.KindDecorator}, views: map[string]*parentController{pc.view: pc}}
+	pc := &parentLoop{view: "configmaps"}
+	run := &Run{def: &definition.Definition{Kind: definition.KindDecorator}, views: map[string]*parentLoop{pc.view: pc}}
 	recorded := &recordedShards{}
 	shards := routedShards(recorded, run.route)
 	shards.Owns("configmaps/ns/a")

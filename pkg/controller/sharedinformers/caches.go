@@ -1,4 +1,4 @@
-package controller
+package sharedinformers
 
 import (
 	"context"
@@ -20,7 +20,13 @@ import (
 // leadership terms), and the reader lists as before. The caller's rights
 // are the reader's to check: the caches hold what the server may read.
 type Caches struct {
-	manager atomic.Pointer[Manager]
+	lent atomic.Pointer[lent]
+}
+
+// lent is what a running loop lends.
+type lent struct {
+	pool      *Pool
+	ownership engine.FieldOwnership
 }
 
 // Children returns an index of gvr's objects by controller, when this
@@ -29,17 +35,15 @@ func (c *Caches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex, b
 	if c == nil {
 		return nil, false
 	}
-	m := c.manager.Load()
-	if m == nil {
+	l := c.lent.Load()
+	if l == nil {
 		return nil, false
 	}
-	m.informersMu.Lock()
-	s, ok := m.informers[gvr]
-	m.informersMu.Unlock()
-	if !ok || !s.Informer().HasSynced() {
+	indexer, ok := l.pool.synced(gvr)
+	if !ok {
 		return nil, false
 	}
-	return indexerIndex{s.Informer().GetIndexer()}, true
+	return indexerIndex{indexer}, true
 }
 
 // Ownership is the loop's field-ownership comparison, which remembers the
@@ -52,21 +56,23 @@ func (c *Caches) Ownership() engine.FieldOwnership {
 	if c == nil {
 		return nil
 	}
-	if m := c.manager.Load(); m != nil {
-		return m.ownership()
+	if l := c.lent.Load(); l != nil {
+		return l.ownership
 	}
 	return nil
 }
 
-// lend makes m's caches the ones lent until it is done.
-func (c *Caches) lend(ctx context.Context, m *Manager) {
+// Lend makes pool's caches, and the loop's ownership (nil for none), the
+// ones lent until ctx is done.
+func (c *Caches) Lend(ctx context.Context, pool *Pool, ownership engine.FieldOwnership) {
 	if c == nil {
 		return
 	}
-	c.manager.Store(m)
+	l := &lent{pool: pool, ownership: ownership}
+	c.lent.Store(l)
 	go func() {
 		<-ctx.Done()
-		c.manager.CompareAndSwap(m, nil)
+		c.lent.CompareAndSwap(l, nil)
 	}()
 }
 

@@ -1,9 +1,11 @@
-package controller
+package syncgate
 
 import (
 	"context"
 	"sync"
 	"testing"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 // ownedKeys is a ParentShards whose share the test sets.
@@ -42,7 +44,7 @@ func (o *ownedKeys) set(key string, owned bool) {
 // is dropped when a worker takes it, without a sync.
 func TestAParentQueueTakesOnlyThisReplicasParents(t *testing.T) {
 	shards := &ownedKeys{owned: map[string]bool{"ns/mine": true, "ns/lost": true}}
-	q := newParentQueue("test", func(string) bool { return false }, nil, shards)
+	q := ShardQueue(workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()), shards)
 	defer q.ShutDown()
 	q.Add("ns/theirs")
 	q.AddRateLimited("ns/theirs")
@@ -55,7 +57,7 @@ func TestAParentQueueTakesOnlyThisReplicasParents(t *testing.T) {
 	var synced []string
 	for q.Len() > 0 {
 		key, _ := q.Get()
-		if _, done, ok := admit(context.Background(), shards, q, key); ok {
+		if _, done, ok := Admit(context.Background(), shards, q, key); ok {
 			synced = append(synced, key)
 			done()
 		}

@@ -1,4 +1,4 @@
-package controller
+package syncgate
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestALiveSyncIsAdmittedWhereTheLoopSyncsTheParent(t *testing.T) {
 func TestALiveSyncAndTheLoopTakeTurnsOnAParent(t *testing.T) {
 	g := NewGate()
 	ctx := context.Background()
-	give, err := g.turn(ctx, hellosGR, "ns/p")
+	give, err := g.Turn(ctx, hellosGR, "ns/p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestALiveSyncAndTheLoopTakeTurnsOnAParent(t *testing.T) {
 		}
 		admitted <- done
 	}()
-	other, err := g.turn(ctx, hellosGR, "ns/q")
+	other, err := g.Turn(ctx, hellosGR, "ns/q")
 	if err != nil {
 		t.Fatalf("another parent waited: %v", err)
 	}
@@ -109,11 +109,11 @@ func TestALiveSyncAndTheLoopTakeTurnsOnAParent(t *testing.T) {
 	done := <-admitted
 	waiting, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.turn(waiting, hellosGR, "ns/p"); err == nil {
+	if _, err := g.Turn(waiting, hellosGR, "ns/p"); err == nil {
 		t.Fatal("the worker began a sync of the parent while a live one ran")
 	}
 	done()
-	if give, err = g.turn(ctx, hellosGR, "ns/p"); err != nil {
+	if give, err = g.Turn(ctx, hellosGR, "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	give()

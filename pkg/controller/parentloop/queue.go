@@ -1,15 +1,17 @@
-package controller
+package parentloop
 
 import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 )
 
 // newParentQueue is the workqueue of one controller's parents:
 // Metacontroller's per-parent backoff over the lanes, holding only the
 // parents of this replica's shards when shards is not nil.
-func newParentQueue(name string, urgent, finishing func(key string) bool, shards ParentShards) workqueue.TypedRateLimitingInterface[string] {
+func newParentQueue(name string, urgent, finishing func(key string) bool, shards syncgate.ParentShards) workqueue.TypedRateLimitingInterface[string] {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		// Metacontroller's per-parent backoff: 5ms doubling up to 1000s.
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
@@ -17,10 +19,7 @@ func newParentQueue(name string, urgent, finishing func(key string) bool, shards
 			Name:  name,
 			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: &lanes{urgent: urgent, finishing: finishing, inFirst: map[string]bool{}, inRest: map[string]uint64{}}}),
 		})})
-	if shards == nil {
-		return q
-	}
-	return shardQueue{TypedRateLimitingInterface: q, shards: shards}
+	return syncgate.ShardQueue(q, shards)
 }
 
 // lanes is the workqueue's storage with two lanes: parents whose current
@@ -34,7 +33,7 @@ func newParentQueue(name string, urgent, finishing func(key string) bool, shards
 // no spec changes.
 //
 // Before both go the parents the loop is finishing: those whose last sync
-// wrote children that have all been observed since (ownWrites), so that
+// wrote children that have all been observed since (the expectations), so that
 // their hook now sees them and their status is written. Served after the
 // new parents, each would wait for the whole burst: a burst of 500 parents
 // with a hook that reports its children reached its first status after

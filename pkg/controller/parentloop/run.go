@@ -1,4 +1,4 @@
-package controller
+package parentloop
 
 import (
 	"context"
@@ -6,46 +6,43 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
 
-// controllerRun is one controller's loop: a parent loop per parent
-// resource (one for a CompositeController, one per resource of a
-// DecoratorController), sharing one status, one queue and one set of
-// workers. One queue, as Metacontroller's decorator has: a key is synced by
-// one worker at a time, so however a controller's resources are written,
-// no object is synced twice at once, and --workers bounds the controller's
-// concurrent hook calls whatever the number of its resources.
-type controllerRun struct {
-	owner controllerObject
-	def   *definition.Definition
-	pcs   []*parentController
+// Run is one controller's loop: a parent loop per parent resource (one
+// for a CompositeController, one per resource of a DecoratorController),
+// sharing one status, one queue and one set of workers. One queue, as
+// Metacontroller's decorator has: a key is synced by one worker at a time,
+// so however a controller's resources are written, no object is synced
+// twice at once, and --workers bounds the controller's concurrent hook
+// calls whatever the number of its resources.
+type Run struct {
+	def *definition.Definition
+	pcs []*parentLoop
 	// views are the parent loops by the view their keys carry in queue.
-	views   map[string]*parentController
+	views   map[string]*parentLoop
 	queue   workqueue.TypedRateLimitingInterface[string]
 	workers int
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 }
 
-func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner controllerObject) (*controllerRun, error) {
-	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
-	if err != nil {
-		return nil, err
-	}
-	if err := m.checkAuthor(ctx, def); err != nil {
-		return nil, err
-	}
-	views := def.Parents()
-	run := &controllerRun{owner: owner, def: def, views: map[string]*parentController{}}
-	status := newStatusTracker(m, owner, k.status(m), len(views))
-	for _, view := range views {
-		pc, err := newParentController(ctx, m, key, owner, view, status)
+// NewRun makes the loop of def, compiled from owner, the controller as
+// written (Events about its loop are recorded on it), which key names in
+// the manager's queue, metrics and logs; its parent loops report to
+// status. Start runs it.
+func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, def *definition.Definition, status Status) (*Run, error) {
+	run := &Run{def: def, views: map[string]*parentLoop{}}
+	for _, view := range def.Parents() {
+		pc, err := newParentLoop(ctx, cfg, key, owner, view, status)
 		if err != nil {
 			for _, built := range run.pcs {
 				built.hooks.Close()
@@ -54,11 +51,11 @@ func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner
 		}
 		run.pcs = append(run.pcs, pc)
 	}
-	shards := routedShards(m.cfg.Shards, run.route)
+	shards := routedShards(cfg.Shards, run.route)
 	run.queue = newParentQueue(strings.ToLower(def.Kind)+"-"+def.Name, run.unsynced, run.finishing, shards)
 	for _, pc := range run.pcs {
 		if def.Kind == definition.KindDecorator {
-			// CompileDecorator refuses a group and resource listed
+			// definition.Compile refuses a group and resource listed
 			// twice, so each view has keys of its own.
 			pc.view = pc.rec.Def.Parent.GVR.GroupResource().String()
 		}
@@ -67,8 +64,25 @@ func newControllerRun(ctx context.Context, m *Manager, k kind, key string, owner
 	}
 	run.workers = run.pcs[0].workers
 	run.pcs[0].writesStatus = true
-	status.pcs = run.pcs
 	return run, nil
+}
+
+// EnqueueWhere queues, in every parent loop, the parents whose key is in:
+// those of shards this replica just gained.
+func (r *Run) EnqueueWhere(in func(key string) bool) {
+	for _, pc := range r.pcs {
+		pc.enqueueWhere(in)
+	}
+}
+
+// Counts are the controller's parents, their children, and the parents
+// mid-rollout, from the informers' caches (for its status).
+func (r *Run) Counts() (parents, children, rolling int) {
+	for _, pc := range r.pcs {
+		p, c, ro := pc.counts()
+		parents, children, rolling = parents+p, children+c, rolling+ro
+	}
+	return parents, children, rolling
 }
 
 // queueKey is the key of the parent of key (namespace/name) of view in a
@@ -85,7 +99,7 @@ func queueKey(view, key string) string {
 // route is the parent loop and parent key of a key of the queue; nil when
 // no loop has its view. A resource has no "/" in its name, so the first
 // one ends the view.
-func (r *controllerRun) route(qkey string) (*parentController, string) {
+func (r *Run) route(qkey string) (*parentLoop, string) {
 	view, key := "", qkey
 	if r.def.Kind == definition.KindDecorator {
 		view, key, _ = strings.Cut(qkey, "/")
@@ -95,22 +109,22 @@ func (r *controllerRun) route(qkey string) (*parentController, string) {
 
 // unsynced and finishing are the queue's lanes' questions (see lanes),
 // asked of the parent's loop.
-func (r *controllerRun) unsynced(qkey string) bool {
+func (r *Run) unsynced(qkey string) bool {
 	pc, key := r.route(qkey)
 	return pc != nil && pc.unsynced(key)
 }
 
-func (r *controllerRun) finishing(qkey string) bool {
+func (r *Run) finishing(qkey string) bool {
 	pc, key := r.route(qkey)
-	return pc != nil && pc.echoes.isFinishing(key)
+	return pc != nil && pc.expectations.Finishing(key)
 }
 
-// start runs the parent loops and, once all of them have had their
+// Start runs the parent loops and, once all of them have had their
 // informers' initial lists, the controller's workers until stop.
-func (r *controllerRun) start(parent context.Context) {
+func (r *Run) Start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(strings.ToLower(r.def.Kind), r.owner.GetName()))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(strings.ToLower(r.def.Kind), r.def.Name))
 	for _, pc := range r.pcs {
 		pc.start(ctx)
 	}
@@ -120,7 +134,7 @@ func (r *controllerRun) start(parent context.Context) {
 		defer utilruntime.HandleCrash()
 		// A worker syncing one loop's parent while another loop's
 		// handlers still get their initial list would see those parents
-		// queued again by their children's Adds (see parentController.start).
+		// queued again by their children's Adds (see parentLoop.waitForHandlers).
 		for _, pc := range r.pcs {
 			select {
 			case <-ctx.Done():
@@ -138,7 +152,8 @@ func (r *controllerRun) start(parent context.Context) {
 	}()
 }
 
-func (r *controllerRun) stop() {
+// Stop ends the workers, then the parent loops.
+func (r *Run) Stop() {
 	r.cancel()
 	r.queue.ShutDown()
 	r.done.Wait()
@@ -147,12 +162,12 @@ func (r *controllerRun) stop() {
 	}
 }
 
-func (r *controllerRun) runWorker(ctx context.Context) {
+func (r *Run) runWorker(ctx context.Context) {
 	for r.processNext(ctx) {
 	}
 }
 
-func (r *controllerRun) processNext(ctx context.Context) bool {
+func (r *Run) processNext(ctx context.Context) bool {
 	qkey, shutdown := r.queue.Get()
 	if shutdown {
 		return false
@@ -170,7 +185,7 @@ func (r *controllerRun) processNext(ctx context.Context) bool {
 // routedShards is shards asked about the parent of a queue's key: a
 // parent's shard is that of its namespace/name whatever the controller's
 // kind or the resource's view.
-func routedShards(shards ParentShards, route func(qkey string) (*parentController, string)) ParentShards {
+func routedShards(shards syncgate.ParentShards, route func(qkey string) (*parentLoop, string)) syncgate.ParentShards {
 	if shards == nil {
 		return nil
 	}
@@ -178,8 +193,8 @@ func routedShards(shards ParentShards, route func(qkey string) (*parentControlle
 }
 
 type parentKeyShards struct {
-	ParentShards
-	route func(qkey string) (*parentController, string)
+	syncgate.ParentShards
+	route func(qkey string) (*parentLoop, string)
 }
 
 func (s parentKeyShards) Owns(qkey string) bool {

@@ -1,0 +1,94 @@
+// Package parentloop is the loop of one running controller: informers on
+// its parent, child and related resources, event handlers that filter
+// parent updates by named predicates and map a child's event to its
+// owner, a rate-limited queue of parents with lanes, and workers that run
+// the one reconcile step (pkg/reconcile) for each parent (the
+// sample-controller pattern). A CompositeController has one parent loop; a
+// DecoratorController one per resource, sharing one queue and its
+// workers (Run).
+package parentloop
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+)
+
+// Config is what every controller's loop shares: the manager's clients,
+// informers and settings. The fields named as in the manager's Config
+// (pkg/controller) are those settings, defaulted.
+type Config struct {
+	Dynamic          dynamic.Interface
+	Metadata         metadata.Interface
+	Kube             kubernetes.Interface
+	Discovery        *target.Discovery
+	HookDestinations hooks.Destinations
+	Workers          int
+	ResyncPeriod     time.Duration
+	FinalizeGrace    time.Duration
+	// EchoTimeout bounds the expectations' wait for an echo; zero means
+	// DefaultEchoTimeout.
+	EchoTimeout time.Duration
+	Gate        *syncgate.Gate
+	Shards      syncgate.ParentShards
+
+	// Informers are the shared informers every loop takes its own from.
+	Informers *sharedinformers.Pool
+	// Recorder records the Events of parents and controllers.
+	Recorder record.EventRecorder
+	// Secrets is where the hooks' credentials are read for controllers
+	// without an identity.
+	Secrets hooks.SecretSource
+	// Access checks the controllers' subjects' rights.
+	Access rights.Access
+	// Identity works out whom each controller's loop acts as.
+	Identity Identity
+	// Unchanged remembers the children found or applied converged, for
+	// every controller (fieldowner.Unchanged); nil compares every child.
+	Unchanged *fieldowner.Unchanged
+}
+
+// Ownership is the field-ownership comparison the loop's syncs share,
+// which remembers the children found converged; nil for none.
+func (c *Config) Ownership() engine.FieldOwnership {
+	if c.Unchanged == nil {
+		// A nil *Unchanged must stay a nil interface.
+		return nil
+	}
+	return c.Unchanged
+}
+
+// DefaultEchoTimeout is how long the expectations wait for the echo of one
+// of the loop's writes before the parent is synced anyway
+// (Config.EchoTimeout, --echo-timeout). Watch events normally arrive
+// within milliseconds; a lost one is a watch that relisted past it.
+const DefaultEchoTimeout = time.Minute
+
+// Status is where a controller's loop reports how it runs: the manager's
+// status tracker, which writes the controller's status.
+type Status interface {
+	// Started says one parent loop's informers synced.
+	Started(message string)
+	// HookCalled says whether the hooks answered the last sync.
+	HookCalled(err error)
+	// Authorized says whether the last sync could read and write all it
+	// needed as the controller's subject.
+	Authorized(err error)
+	// Synced says how the last sync ended.
+	Synced(err error)
+	// Run writes the status now and then until ctx is done; the
+	// controller's first parent loop calls it once its informers synced.
+	Run(ctx context.Context)
+}

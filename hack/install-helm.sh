@@ -13,8 +13,18 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mod="$root/hack/tools/helm"
 
-key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go"; go env GOVERSION; } | sha256sum | cut -c1-16)
 version=$(cd "$mod" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+# helm's own release build stamps the Kubernetes version of its client-go
+# (v0.37.x: 1.37), which `helm template` and `helm lint` take for the
+# cluster's: unstamped it says v1.20.0, which the chart's kubeVersion
+# (>=1.34) refuses.
+client_go=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/client-go)
+k8s_minor=$(echo "$client_go" | cut -d. -f2)
+stamp=""
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  stamp+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+done
+key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go"; go env GOVERSION; echo "$stamp"; } | sha256sum | cut -c1-16)
 cache_root=${COMPOSITE_TEST_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries}
 dir="$cache_root/helm-$version-$key"
 
@@ -28,7 +38,7 @@ start=$SECONDS
 echo "building helm $version ..." >&2
 # helm reports the version stamped here (`helm version`).
 (cd "$mod" && CGO_ENABLED=0 go build -trimpath \
-  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
+  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version $stamp" \
   -o "$dir.partial/helm" helm.sh/helm/v3/cmd/helm)
 echo "built helm in $((SECONDS - start))s" >&2
 

@@ -11,16 +11,51 @@
 # a cached one returns at once.
 #
 # Prints the directory holding the binaries on its last line.
+#
+# With a minor as argument (`hack/install-test-binaries.sh 1.34`), it builds
+# that minor's kube-apiserver instead, from its own pinned module
+# (hack/tools/kube-apiserver-MINOR), and prints a directory holding it beside
+# the newest etcd, kube-controller-manager and kubectl (links into the
+# default directory, built first if need be): the cluster suite runs against
+# the oldest supported minor that way. Each version is cached apart.
 # Environment:
 #   COMPOSITE_TEST_BIN_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache_root=${COMPOSITE_TEST_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries}
+
+if [[ $# -gt 0 ]]; then
+  minor=$1
+  mod="$root/hack/tools/kube-apiserver-$minor"
+  [[ -f "$mod/go.mod" ]] || { echo "no pinned module for kube-apiserver $minor ($mod)" >&2; exit 1; }
+  newest=$("$0" | tail -n 1)
+  k8s_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$mod/go.mod")
+  key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go"; go env GOVERSION; echo "$newest"; } | sha256sum | cut -c1-16)
+  dir="$cache_root/$k8s_version-$key"
+  if [[ ! -x "$dir/kube-apiserver" ]]; then
+    rm -rf "$dir.partial"
+    mkdir -p "$dir.partial"
+    stamp=""
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      stamp+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor#*.} -X $pkg.gitTreeState=clean"
+    done
+    start=$SECONDS
+    echo "building kube-apiserver $k8s_version ..." >&2
+    (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $stamp" -o "$dir.partial/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+    echo "built kube-apiserver $k8s_version in $((SECONDS - start))s" >&2
+    for b in etcd kube-controller-manager kubectl; do ln -s "$newest/$b" "$dir.partial/$b"; done
+    rm -rf "$dir"
+    mv "$dir.partial" "$dir"
+  fi
+  echo "$dir"
+  exit 0
+fi
+
 mod="$root/hack/tools/cluster"
 k8s_version=v1.37.2
 
 key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/etcd/main.go" "$mod/tools.go"; go env GOVERSION; } | sha256sum | cut -c1-16)
-cache_root=${COMPOSITE_TEST_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/composite-apiserver/test-binaries}
 dir="$cache_root/$k8s_version-$key"
 
 binaries=(etcd kube-apiserver kube-controller-manager kubectl)

@@ -149,6 +149,33 @@ func (s *Stack) CreateNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
+// TimeNamespaceDeletion creates the empty namespace name, deletes it and
+// waits up to timeout for it to be gone: a registered APIService that
+// nobody answers makes it wait (NamespaceDeletionDiscoveryFailure), which
+// the error then shows with the namespace's conditions.
+func (s *Stack) TimeNamespaceDeletion(ctx context.Context, name string, timeout time.Duration) (time.Duration, error) {
+	namespaces := s.Kube.CoreV1().Namespaces()
+	if _, err := namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := namespaces.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return 0, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := namespaces.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		var conditions []corev1.NamespaceCondition
+		if ns, err := namespaces.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			conditions = ns.Status.Conditions
+		}
+		return time.Since(start), fmt.Errorf("namespace %s not deleted within %s: %w; its conditions: %v", name, timeout, err, conditions)
+	}
+	return time.Since(start), nil
+}
+
 // HelloController is a CompositeController of hellos with ConfigMap and
 // Service children, its sync hook at hookURL/sync; method is the ConfigMaps'
 // update strategy. extraSpec is appended to the spec, indented.

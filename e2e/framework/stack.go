@@ -147,8 +147,11 @@ func (s *Stack) Down() error {
 	return nil
 }
 
-// Start brings a stack up; on error everything started is stopped again.
-func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+// Start brings a stack up; on error everything started is stopped again,
+// and the error is logged with the end of each process's log. (The stack
+// is not a named result: returning nil with the error would nil it for
+// that deferred report.)
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	bin, err := FindBinaries()
 	if err != nil {
 		return nil, err
@@ -159,7 +162,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			return nil, err
 		}
 	}
-	s = &Stack{Dir: dir, Bin: bin, opts: opts}
+	s := &Stack{Dir: dir, Bin: bin, opts: opts}
 	defer func() {
 		if err != nil {
 			s.logf("start failed: %v\n%s", err, s.LogTails(4000))

@@ -428,7 +428,7 @@ func (o *Options) flagChanged(name string) bool {
 }
 
 // Config turns the options into a server configuration.
-func (o *Options) Config() (*apiserver.Config, error) {
+func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	ro := o.RecommendedOptions
 	if err := ro.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("can't create a self-signed serving certificate: %w", err)
@@ -444,6 +444,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.OpenAPIV3Config.Info.Version = "v1alpha1"
 	if err := o.ServerRunOptions.ApplyTo(&serverConfig.Config); err != nil {
 		return nil, err
+	}
+	if ro.Admission != nil {
+		ro.ExtraAdmissionInitializers = disableAdmissionWithoutAPIs(ctx, ro.Admission)
 	}
 	if err := ro.ApplyTo(serverConfig); err != nil {
 		return nil, err
@@ -513,7 +516,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 
-	config, err := o.Config()
+	config, err := o.Config(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,69 @@
+package install
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+)
+
+// TestAFailedInstallLeavesNamespaceDeletionWorking installs the chart as
+// the README's "Install" says, but the server never becomes ready (no
+// kubelet runs its pods here, as an image that can't be pulled or an etcd
+// that can't be reached would leave them): namespaces anywhere in the
+// cluster are still deleted. An APIService registered with nobody behind it
+// would make kube-controller-manager's namespace controller wait on our
+// group's discovery (NamespaceDeletionDiscoveryFailure) for as long as the
+// install stays broken.
+//
+// Not yet passing: issue 31 item 2 (registering the APIService only once a
+// replica is ready) is still to be built. On the chart of today the
+// namespace waits the whole two minutes, NamespaceDeletionDiscoveryFailure
+// "stale GroupVersion discovery: metacontroller.k8s.io/v1alpha1".
+func TestAFailedInstallLeavesNamespaceDeletionWorking(t *testing.T) {
+	t.Skip("issue 31 item 2 is not built yet: remove this skip with it")
+	stack.DumpLogsOnFailure(t)
+	ctx := context.Background()
+	// The stack's own registration goes for the install's, and comes back
+	// at the end.
+	stack.Disrupted()
+	apiServices := stack.Aggregator.ApiregistrationV1().APIServices()
+	if err := apiServices.Delete(ctx, framework.APIServiceName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const release, namespace = "failsafe", "failsafe-system"
+	chart, err := framework.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := func(args ...string) {
+		t.Helper()
+		if out, err := framework.HelmAgainst(stack.AdminKubeconfig, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "uninstall", release, "-n", namespace, "--wait", "--timeout=60s"); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+		if err := stack.RegisterAPIService(ctx); err != nil {
+			t.Fatalf("can't register the stack's APIService again: %v", err)
+		}
+		stack.Recovered()
+	})
+	// Its own names: the stack's server identity holds the chart's default
+	// ones.
+	helm("install", release, chart, "--namespace", namespace, "--create-namespace",
+		"--set", "image.repository=registry.invalid/composite-apiserver", "--set", "image.tag=never-pulled",
+		"--set", "fullnameOverride=failsafe-apiserver")
+
+	// Generous: an empty namespace goes in about a second.
+	took, err := stack.TimeNamespaceDeletion(ctx, "failsafe-victim", 2*time.Minute)
+	if err != nil {
+		t.Fatalf("after an install whose server never became ready: %v", err)
+	}
+	t.Logf("namespace deleted in %s after an install whose server never became ready", took.Round(100*time.Millisecond))
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -138,7 +140,50 @@ type inProcess struct{ hookapi.SyncHook }
 
 func (h inProcess) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
 	resp, err := h.Sync(ctx, req)
-	return resp, nil, err
+	if err != nil || resp == nil {
+		return resp, nil, err
+	}
+	answer := *resp
+	answer.Status = asDecodedJSON(resp.Status)
+	answer.Children = asDecodedObjects(resp.Children)
+	return &answer, nil, nil
+}
+
+// asDecodedJSON gives a JSON object an in-process hook answered the shape
+// a webhook's has once decoded (pkg/hooks): numbers as int64 or float64,
+// maps and slices of interface{}. Go code may answer with an int, a
+// []string or a struct, which the rest of the loop can't deep-copy
+// (runtime.DeepCopyJSON panics on them) and a webhook never sends. What
+// JSON can't carry (NaN, a channel) is left as it is, for the answer's
+// validation to refuse with its own message.
+func asDecodedJSON(obj map[string]interface{}) map[string]interface{} {
+	if obj == nil {
+		return nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return obj
+	}
+	var decoded map[string]interface{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &decoded); err != nil {
+		return obj
+	}
+	return decoded
+}
+
+// asDecodedObjects is asDecodedJSON of each object, in new Unstructureds.
+func asDecodedObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if objs == nil {
+		return nil
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, obj := range objs {
+		if obj != nil {
+			obj = &unstructured.Unstructured{Object: asDecodedJSON(obj.Object)}
+		}
+		out[i] = obj
+	}
+	return out
 }
 
 // Plan is the outcome of one sync of one parent: what the hooks were asked

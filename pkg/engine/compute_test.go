@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
@@ -755,5 +756,35 @@ func TestComputeWarnsAboutDeclaredHooksItCannotCall(t *testing.T) {
 	}
 	if !containsProblem(plan.Warnings, "declares a finalize hook but it is not available here") {
 		t.Errorf("warnings %q", plan.Warnings)
+	}
+}
+
+// An in-process hook (Go code) may answer with Go values a webhook never
+// sends: an int, a []string. The plan holds them as a webhook's decoded
+// answer would, so that the status write and the children's apply can
+// deep-copy them (runtime.DeepCopyJSON panics on an int).
+func TestAnInProcessHookAnswersAsAWebhookWould(t *testing.T) {
+	child := cm("a", "blue")
+	child.Object["data"] = map[string]interface{}{"color": "blue"}
+	child.Object["spec"] = map[string]interface{}{"ports": []string{"http"}, "count": 2}
+	hook := hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+		return &hookapi.SyncHookResponse{
+			Status:   map[string]interface{}{"replicas": 3, "names": []string{"a"}},
+			Children: []*unstructured.Unstructured{child},
+		}, nil
+	})
+	plan, err := Compute(context.Background(), newInput(newController(), newParent(), Claimed{}, hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := runtime.DeepCopyJSON(plan.Response.Status)
+	if got := status["replicas"]; got != int64(3) {
+		t.Errorf("status.replicas = %#v, want int64(3) as a webhook's answer decodes", got)
+	}
+	if got := status["names"]; !reflect.DeepEqual(got, []interface{}{"a"}) {
+		t.Errorf("status.names = %#v, want []interface{}{\"a\"}", got)
+	}
+	for _, desired := range plan.Desired {
+		runtime.DeepCopyJSON(desired.Object)
 	}
 }

@@ -50,7 +50,13 @@ type inProcessDecorator struct{ hookapi.DecoratorHook }
 
 func (h inProcessDecorator) DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error) {
 	resp, err := h.Decorate(ctx, req)
-	return resp, nil, err
+	if err != nil || resp == nil {
+		return resp, nil, err
+	}
+	answer := *resp
+	answer.Status = asDecodedJSON(resp.Status)
+	answer.Attachments = asDecodedObjects(resp.Attachments)
+	return &answer, nil, nil
 }
 
 // Decoration is what a DecoratorController's answer sets on the object

@@ -6,6 +6,7 @@ package syncgate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -30,13 +31,18 @@ type Gate struct {
 	// shards is this replica's share with --shards, once it has joined
 	// its group.
 	shards ParentShards
-	// term is the leadership term's context while this replica leads
-	// with --leader-elect, nil otherwise; inTerm counts the live syncs
-	// admitted in it, and termIdle is signalled when the last one ends.
-	term     context.Context
-	inTerm   int
+	// leading is true during a leadership term of this replica with
+	// --leader-elect (Lead); inTerm cancels each live sync admitted in it
+	// when the term ends, and termIdle is signalled when the last one
+	// leaves. (The term's context itself is not kept: it belongs to Lead.)
+	leading  bool
+	inTerm   map[uint64]context.CancelCauseFunc
+	nextSync uint64
 	termIdle *sync.Cond
 }
+
+// errStoppedLeading ends the live syncs of a leadership term that ended.
+var errStoppedLeading = errors.New("this replica stopped leading")
 
 type gateMode int
 
@@ -50,7 +56,7 @@ const (
 // NewGate returns the Gate of a replica that runs no loop, or the loop for
 // every parent; LeaderElected and Sharded set the other modes.
 func NewGate() *Gate {
-	g := &Gate{turns: map[string]chan struct{}{}}
+	g := &Gate{turns: map[string]chan struct{}{}, inTerm: map[uint64]context.CancelCauseFunc{}}
 	g.termIdle = sync.NewCond(&g.mu)
 	return g
 }
@@ -78,13 +84,23 @@ func (g *Gate) Sharded(shards ParentShards) {
 // ended, so that the Lease is not released under one.
 func (g *Gate) Lead(ctx context.Context, run func(context.Context)) {
 	g.mu.Lock()
-	g.term = ctx
+	g.leading = true
 	g.mu.Unlock()
-	defer func() {
+	// The term ends when ctx does, and its live syncs with it.
+	stop := context.AfterFunc(ctx, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		g.term = nil
-		for g.inTerm > 0 {
+		g.leading = false
+		for _, cancel := range g.inTerm {
+			cancel(errStoppedLeading)
+		}
+	})
+	defer func() {
+		stop()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.leading = false
+		for len(g.inTerm) > 0 {
 			g.termIdle.Wait()
 		}
 	}()
@@ -161,18 +177,19 @@ func (g *Gate) admitReplica(ctx context.Context, gr schema.GroupResource, key st
 	case gateLeader:
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.term == nil || g.term.Err() != nil {
+		if !g.leading {
 			return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this replica is not the leader that syncs %s %s (--leader-elect)%s", gr, key, elsewhere))
 		}
-		g.inTerm++
+		id := g.nextSync
+		g.nextSync++
 		syncCtx, cancel := context.WithCancelCause(ctx)
-		stop := context.AfterFunc(g.term, func() { cancel(fmt.Errorf("this replica stopped leading")) })
+		g.inTerm[id] = cancel
 		return syncCtx, func() {
-			stop()
 			cancel(nil)
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			if g.inTerm--; g.inTerm == 0 {
+			delete(g.inTerm, id)
+			if len(g.inTerm) == 0 {
 				g.termIdle.Broadcast()
 			}
 		}, nil

@@ -36,9 +36,9 @@ func TestALiveSyncIsAdmittedWhereTheLoopSyncsTheParent(t *testing.T) {
 			go g.Lead(leading, func(ctx context.Context) { <-ctx.Done() })
 			for {
 				g.mu.Lock()
-				term := g.term
+				leading := g.leading
 				g.mu.Unlock()
-				if term != nil {
+				if leading {
 					return g
 				}
 				time.Sleep(time.Millisecond)

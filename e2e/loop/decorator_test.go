@@ -134,7 +134,7 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 			}
 			decorated, _, _ := unstructured.NestedBool(got.Object, "status", "decorated")
 			attachments, _, _ := unstructured.NestedInt64(got.Object, "status", "attachments")
-			_, hasGeneration := got.Object["status"].(map[string]interface{})["observedGeneration"]
+			_, hasGeneration, _ := unstructured.NestedFieldNoCopy(got.Object, "status", "observedGeneration")
 			return decorated && attachments == 1 && !hasGeneration, nil
 		})
 	})

@@ -477,6 +477,9 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 				ControllerSelector: o.Metacontroller.controllerSelector(),
 				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
 				FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
+				// The Lease timings bound it in every mode: shards
+				// take them too (shardConfig).
+				StopGrace: o.LeaderElection.StopGrace(),
 			}
 			if o.LeaderElect {
 				le := o.LeaderElection

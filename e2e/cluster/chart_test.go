@@ -26,24 +26,10 @@ import (
 func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 	dumpLogsOnFailure(t)
 	ctx := context.Background()
-	// cert-manager's and the Prometheus Operator's kinds need their CRDs;
-	// stand-ins whose real ones cannot be fetched here.
-	mustKubectl(t, "apply", "-f", filepath.Join("testdata", "stub-crds.yaml"))
-	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(ctx, "delete", "--wait=false", "-f", filepath.Join("testdata", "stub-crds.yaml"))
-	})
-	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/servicemonitors.monitoring.coreos.com")
+	// cert-manager's and the Prometheus Operator's kinds need their CRDs.
+	installChartCRDs(t)
 
-	modes, err := framework.ChartModes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, 0, len(modes))
-	for mode := range modes {
-		names = append(names, mode)
-	}
-	sort.Strings(names)
+	modes, names := chartModes(t)
 	kindsSeen := map[string]bool{}
 	for _, mode := range names {
 		t.Run(mode, func(t *testing.T) {
@@ -85,6 +71,22 @@ func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 			t.Errorf("no mode of the chart renders a %s", kind)
 		}
 	}
+}
+
+// chartModes are the chart's modes (framework.ChartModes) and their names
+// in order.
+func chartModes(t *testing.T) (map[string]string, []string) {
+	t.Helper()
+	modes, err := framework.ChartModes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(modes))
+	for mode := range modes {
+		names = append(names, mode)
+	}
+	sort.Strings(names)
+	return modes, names
 }
 
 // resourceName is the object as `kubectl apply -o name` prints it.

@@ -55,6 +55,9 @@ type Options struct {
 	CompositeArgs []string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// KubeAPIServerArgs are extra flags of kube-apiserver, after the
+	// stack's, e.g. an admission configuration as a managed cluster runs.
+	KubeAPIServerArgs []string
 }
 
 // Stack is a running control plane with composite-apiserver registered.
@@ -280,7 +283,12 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + c.FrontProxyClient.CertFile,
 		"--proxy-client-key-file=" + c.FrontProxyClient.KeyFile,
+		// PodSecurity is among the default plugins; named here so that the
+		// tests proving the shipped manifests pass the "restricted" level
+		// (e2e/cluster podsecurity_test.go) never run without it.
+		"--enable-admission-plugins=PodSecurity",
 	}
+	s.apiserverArgs = append(s.apiserverArgs, s.opts.KubeAPIServerArgs...)
 	s.apiserver, err = StartProcess("kube-apiserver", s.logDir(), s.Bin.KubeAPIServer, s.apiserverArgs...)
 	if err != nil {
 		return err
@@ -312,7 +320,9 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 }
 
 // startControllerManager runs the garbage collector (children go when
-// their parent goes), the namespace controller and the quota controller. It gets administrator
+// their parent goes), the namespace controller, the quota controller and
+// the workload controllers that turn Deployments and StatefulSets into
+// Pods (which stay Pending: there are no nodes). It gets administrator
 // credentials: with its own identity RBAC denies it emptying namespaces.
 func (s *Stack) startControllerManager() error {
 	c := s.Certs
@@ -337,7 +347,12 @@ func (s *Stack) startControllerManager() error {
 		// the garbage collector and the namespace controller it is what
 		// an aggregated server must serve well (protobuf-first metadata
 		// clients), and the tests prove it does.
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota",
+		// deployment, replicaset and statefulset create the Pods of the
+		// shipped manifests, so that admission (PodSecurity, quotas) judges
+		// them as on a real cluster: applying a Deployment only warns.
+		// pvc-protection releases the StatefulSets' PVCs (their finalizer)
+		// once no Pod uses them, or their namespaces would never go.
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota,deployment,replicaset,statefulset,pvc-protection",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),

@@ -76,6 +76,7 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 		{"external etcd without servers", []string{"etcd.mode=external"}, "needs etcd.external.servers"},
 		{"unknown etcd mode", []string{"etcd.mode=embedded"}, "etcd.mode must be bundled or external"},
 		{"unknown RBAC mode", []string{"rbac.mode=admin"}, "rbac.mode must be perController or development"},
+		{"a grace period the shutdown delay outlasts", []string{"shutdown.terminationGracePeriodSeconds=20"}, "must exceed shutdown.delaySeconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RenderChart(chartNamespace, "", tc.set...)

@@ -546,6 +546,14 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// k8s.io/apiserver says so only at -v=1: whoever sees a pod keep
+	// running after SIGTERM reads why, and for how long.
+	stopLogging := context.AfterFunc(ctx, func() {
+		logger.Info("Shutting down: /readyz fails from now on, requests are still served for --shutdown-delay-duration so that "+
+			"load balancers and Services stop sending them here, then the server stops listening and drains those in flight",
+			"shutdownDelayDuration", o.ServerRunOptions.ShutdownDelayDuration)
+	})
+	defer stopLogging()
 	return generic.PrepareRun().RunWithContext(ctx)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	kubectlresource "k8s.io/kubectl/pkg/util/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
@@ -148,4 +149,31 @@ func SubstituteSecretMounts(d *appsv1.Deployment, objs []Object, dir string) ([]
 		args[i] = replacer.Replace(a)
 	}
 	return args, nil
+}
+
+// ContainerEnvVar is the value the kubelet would give d's container for
+// its environment variable name: a plain value, or a resourceFieldRef of
+// the downward API resolved against the container's own requests and
+// limits, as the kubelet resolves it (kubectl's copy of its code). It is
+// an error when d does not set name, or sets it from anything else.
+func ContainerEnvVar(d *appsv1.Deployment, name string) (string, error) {
+	c := &d.Spec.Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		if e.Name != name {
+			continue
+		}
+		switch {
+		case e.ValueFrom == nil:
+			return e.Value, nil
+		case e.ValueFrom.ResourceFieldRef != nil:
+			ref := e.ValueFrom.ResourceFieldRef
+			if ref.ContainerName != "" && ref.ContainerName != c.Name {
+				return "", fmt.Errorf("Deployment %s: $%s refers to the resources of container %q, not of %q", d.Name, name, ref.ContainerName, c.Name)
+			}
+			return kubectlresource.ExtractContainerResourceValue(ref, c)
+		default:
+			return "", fmt.Errorf("Deployment %s: $%s is set from neither a value nor a resourceFieldRef", d.Name, name)
+		}
+	}
+	return "", fmt.Errorf("Deployment %s does not set $%s in container %s's environment", d.Name, name, c.Name)
 }

@@ -109,6 +109,11 @@ type Options struct {
 	// controllers without one.
 	DefaultServiceAccount string
 	RequireServiceAccount bool
+	// MemoryLimit is the container's memory limit (a quantity), and
+	// MemoryLimitRatio the share of it the Go runtime's soft limit is set
+	// to (memory.go).
+	MemoryLimit      string
+	MemoryLimitRatio float64
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
 
@@ -151,9 +156,11 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		},
-		Metacontroller: newMetacontrollerOptions(),
-		Stdout:         stdout,
-		Stderr:         stderr,
+		MemoryLimit:      os.Getenv(MemoryLimitEnv),
+		MemoryLimitRatio: DefaultMemoryLimitRatio,
+		Metacontroller:   newMetacontrollerOptions(),
+		Stdout:           stdout,
+		Stderr:           stderr,
 	}
 	// Close open watches within a few seconds of a shutdown signal instead
 	// of letting the HTTP server wait a minute for them to go idle.
@@ -301,6 +308,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"cannot renew within the renew deadline, and a dead replica's shards are taken over once its Leases expire. "+
 			"Every replica must have the same number; 32 divides evenly among up to about 10 replicas. 0 (the default) runs the loop "+
 			"on every replica for all parents, or on the leader only with --leader-elect, which it excludes.")
+	o.addMemoryFlags(fs)
 }
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
@@ -392,6 +400,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--hook-denied-cidrs: %w", err))
 	}
 	if _, err := o.identityPolicy(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.goMemoryLimit(); err != nil {
 		errs = append(errs, err)
 	}
 	return utilerrors.NewAggregate(errs)
@@ -496,6 +507,11 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 // Run runs the server until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	// First: the informers' first lists are the server's largest burst of
+	// allocations.
+	if err := o.applyMemoryLimit(logger); err != nil {
+		return err
+	}
 	var token string
 	if o.Standalone {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {

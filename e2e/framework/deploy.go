@@ -67,11 +67,14 @@ func DeploymentOptions(d *appsv1.Deployment) (*server.Options, error) {
 // behaves: the stack sets them for each server it starts (StartComposite,
 // StartReplica), to its own etcd, port and certificates. The stack's etcd
 // serves plain HTTP on loopback, so a Deployment's etcd client certificate
-// goes too.
+// goes too. The stack registers its own APIService, for its own server, so
+// a Deployment's registration goes as well.
 var stackFlags = []string{
 	"etcd-servers", "etcd-prefix", "etcd-cafile", "etcd-certfile", "etcd-keyfile",
 	"bind-address", "secure-port", "tls-cert-file", "tls-private-key-file",
 	"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig",
+	"register-apiservice", "apiservice-service-namespace", "apiservice-service-name", "apiservice-service-port",
+	"apiservice-ca-file", "apiservice-owner-clusterrolebinding", "apiservice-group-priority-minimum", "apiservice-version-priority",
 }
 
 // DeploymentServerArgs are the arguments of d's container without the
@@ -85,8 +88,8 @@ func DeploymentServerArgs(d *appsv1.Deployment) []string {
 			out = append(out, args[i])
 			continue
 		}
-		if !hasValue {
-			// "--flag value": the value goes too.
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			// "--flag value": the value goes too (a boolean flag has none).
 			i++
 		}
 	}

@@ -383,18 +383,28 @@ func (s *Stack) installServerIdentity(ctx context.Context) error {
 			return fmt.Errorf("kubectl apply %s: %w: %s", f, err, stderr)
 		}
 	}
+	s.CompositeIdentity, err = s.ServiceAccountKubeconfig(ctx, CompositeNamespace, CompositeServiceAccount)
+	return err
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig of the stack's
+// kube-apiserver with a token of the ServiceAccount namespace/name, as a
+// pod of it holds one, and returns its path.
+func (s *Stack) ServiceAccountKubeconfig(ctx context.Context, namespace, name string) (string, error) {
 	var token *authenticationv1.TokenRequest
+	var err error
+	// The ServiceAccount may have been created a moment ago.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		token, err = s.Kube.CoreV1().ServiceAccounts(CompositeNamespace).CreateToken(ctx, CompositeServiceAccount,
+		token, err = s.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
 			metav1.CreateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("can't get a token for the server's service account: %w", err)
+		return "", fmt.Errorf("can't get a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	s.CompositeIdentity = filepath.Join(s.Dir, "composite-apiserver.kubeconfig")
-	return s.writeKubeconfig(s.CompositeIdentity, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+	path := filepath.Join(s.Dir, namespace+"-"+name+".kubeconfig")
+	return path, s.writeKubeconfig(path, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 }
 
 // StartComposite starts composite-apiserver as a cluster would run it:

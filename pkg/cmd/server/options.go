@@ -116,6 +116,8 @@ type Options struct {
 	MemoryLimitRatio float64
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
+	// APIService is the server registering its own APIService.
+	APIService APIServiceOptions
 
 	// PrintVersion prints the version and exits, so that an image can be
 	// inspected without starting a server.
@@ -159,6 +161,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		MemoryLimit:      os.Getenv(MemoryLimitEnv),
 		MemoryLimitRatio: DefaultMemoryLimitRatio,
 		Metacontroller:   newMetacontrollerOptions(),
+		APIService:       newAPIServiceOptions(),
 		Stdout:           stdout,
 		Stderr:           stderr,
 	}
@@ -222,6 +225,7 @@ Two ways to run it:
 	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
 	o.ServerRunOptions.AddUniversalFlags(fss.FlagSet("generic"))
 	o.Metacontroller.AddFlags(fss.FlagSet("metacontroller"))
+	o.APIService.AddFlags(fss.FlagSet("apiservice"))
 	for _, f := range fss.Order {
 		cmd.Flags().AddFlagSet(fss.FlagSets[f])
 	}
@@ -318,6 +322,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 var flagsWithoutEffectInStandalone = []string{
 	"etcd-servers-overrides", "authentication-", "authorization-", "requestheader-", "client-ca-file",
 	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "shards", "workers", "controller-loop", "target-",
+	"register-apiservice", "apiservice-",
 }
 
 // Complete fills in what depends on other options.
@@ -396,6 +401,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.Metacontroller.Validate(o.flagChanged)...)
+	errs = append(errs, o.APIService.Validate()...)
 	if _, err := hooks.ParseDestinations(o.HookDeniedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--hook-denied-cidrs: %w", err))
 	}
@@ -562,6 +568,15 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.APIService.Register {
+		hook, err := o.APIService.postStartHook(config.GenericConfig.ClientConfig)
+		if err != nil {
+			return err
+		}
+		if err := generic.AddPostStartHook("register-apiservice", hook); err != nil {
+			return err
+		}
+	}
 	// k8s.io/apiserver says so only at -v=1: whoever sees a pod keep
 	// running after SIGTERM reads why, and for how long.
 	stopLogging := context.AfterFunc(ctx, func() {
@@ -604,18 +619,23 @@ func (o *Options) announceWhenReady(token string, addr net.Addr) genericapiserve
 }
 
 func (o *Options) waitReadyAndPrint(ctx context.Context, loopback *rest.Config) {
+	if err := waitReady(ctx, loopback); err != nil {
+		return
+	}
+	fmt.Fprintf(o.Stdout, "composite-apiserver is ready. Use it with:\n  export KUBECONFIG=%s\n  kubectl get compositecontrollers\n", o.WriteKubeconfig)
+}
+
+// waitReady waits until the server's own /readyz passes, or ctx is done
+// (then it returns ctx's error).
+func waitReady(ctx context.Context, loopback *rest.Config) error {
 	cfg := rest.CopyConfig(loopback)
 	cfg.NegotiatedSerializer = apiserver.Codecs.WithoutConversion()
 	client, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Can't create a loopback client to wait for readiness")
-		return
+		return err
 	}
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		return client.Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
 	})
-	if err != nil {
-		return
-	}
-	fmt.Fprintf(o.Stdout, "composite-apiserver is ready. Use it with:\n  export KUBECONFIG=%s\n  kubectl get compositecontrollers\n", o.WriteKubeconfig)
 }

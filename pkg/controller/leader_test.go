@@ -92,7 +92,7 @@ func TestTheStopGraceEndsBeforeALostLeaseCanBeTaken(t *testing.T) {
 		want time.Duration
 	}{
 		{LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, 1500 * time.Millisecond},
-		{LeaderElection{LeaseDuration: 10 * time.Second, RenewDeadline: 9 * time.Second, RetryPeriod: 2 * time.Second}, 0},
+		{LeaderElection{LeaseDuration: 10 * time.Second, RenewDeadline: 8 * time.Second, RetryPeriod: 2 * time.Second}, 0},
 	} {
 		got := c.le.StopGrace()
 		if got != c.want {

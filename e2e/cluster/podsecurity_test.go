@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
@@ -82,15 +81,16 @@ func restrictedNamespace(t *testing.T, name string) string {
 	if err := stack.EnsureDefaultServiceAccount(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	privileged := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "privileged"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-		}}},
+	// A Pod with no securityContext: admitted by "baseline", refused by
+	// "restricted" alone (a privileged one would be refused by
+	// kube-apiserver's --allow-privileged=false before PodSecurity sees it).
+	unrestricted := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unrestricted"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
-	_, err := stack.Kube.CoreV1().Pods(name).Create(ctx, privileged, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := stack.Kube.CoreV1().Pods(name).Create(ctx, unrestricted, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
-		t.Fatalf("namespace %s admits a privileged Pod (err=%v): kube-apiserver does not enforce PodSecurity", name, err)
+		t.Fatalf("namespace %s admits a Pod without a restricted securityContext (err=%v): kube-apiserver does not enforce PodSecurity", name, err)
 	}
 	return name
 }

@@ -65,10 +65,15 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 			}
 			defer p.Stop(30 * time.Second)
 
-			got, err := metricOf(p, "go_gc_gomemlimit_bytes", "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			// Ready, the replica may not have read kube-apiserver's
+			// front-proxy CA yet (it does so in the background), and
+			// answers the test's first requests as anonymous's.
+			var got float64
+			eventually(t, "the replica's go_gc_gomemlimit_bytes", func() (bool, error) {
+				var err error
+				got, err = metricOf(p, "go_gc_gomemlimit_bytes", "")
+				return err == nil, err
+			})
 			if int64(got) != want {
 				t.Errorf("the server runs with a Go memory limit of %.0f bytes, want %d: %.2f of the container's limit %s ($%s=%s)",
 					got, want, o.MemoryLimitRatio, limit, server.MemoryLimitEnv, value)

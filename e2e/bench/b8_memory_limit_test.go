@@ -45,17 +45,7 @@ func BenchmarkMemoryLimit(b *testing.B) {
 
 	name := uniqueName("bench-memlimit")
 	parents, children := *memLimitParents, *memLimitChildren
-	l, hook, w := startMeasuredController(ctx, b, name, parents, 0)
-	if err := warmUp(ctx, name, *memLimitTimeout); err != nil {
-		b.Fatal(err)
-	}
-	if err := quiesce(ctx, hook, 2*time.Second, time.Minute); err != nil {
-		b.Fatal(err)
-	}
-	before, err := serverHeap(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, hook, w, before := startWarmController(ctx, b, name, parents, *memLimitTimeout)
 	cpuBefore := compositeCPU(b)
 	start := time.Now()
 	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {

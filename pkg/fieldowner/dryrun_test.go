@@ -106,3 +106,36 @@ func TestCompareDryRun(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCompareDryRun is the CPU a child the local merge finds changed
+// costs on top of Compare and the dry-run request: comparing the live Pod
+// with the server's answer.
+func BenchmarkCompareDryRun(b *testing.B) {
+	t := &testing.T{}
+	tc := coreV1(t)
+	s := newServer(t, tc, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, podAdmission)
+	s.apply(Sanitize(hookPod(t)), ours)
+	observed, stored := s.observed(), s.dryRun(hookPod(t))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r, err := CompareDryRun(tc, observed, stored, ours); err != nil || r.Changed {
+			b.Fatal(r, err)
+		}
+	}
+}
+
+// BenchmarkComparePod is Compare of the same Pod, for scale.
+func BenchmarkComparePod(b *testing.B) {
+	t := &testing.T{}
+	tc := coreV1(t)
+	s := newServer(t, tc, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, podAdmission)
+	s.apply(Sanitize(hookPod(t)), ours)
+	observed := s.observed()
+	desired := hookPod(t)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compare(tc, observed, desired, ours); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -32,6 +32,19 @@ func Child(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersio
 	return applied, nil
 }
 
+// DryRunner is the engine's dry run of an apply (engine.DryRunner): Child
+// with dryRun, through client, under the controller's field manager, as
+// Execute applies it.
+type DryRunner struct {
+	Client     dynamic.Interface
+	Controller string
+}
+
+// DryRunApply answers what applying child would store.
+func (r DryRunner) DryRunApply(ctx context.Context, gvr schema.GroupVersionResource, child *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return Child(ctx, r.Client, gvr, child, r.Controller, true)
+}
+
 // Stored is what the loop keeps of a child it applied: the request's body
 // and the identity and version the API server stored it at, with which
 // the next sync knows the child unchanged without merging it again.

@@ -84,6 +84,19 @@ type Input struct {
 	// the target cluster's schemas; nil compares with schemas deduced from
 	// the objects.
 	Ownership FieldOwnership
+	// DryRun, when set, asks the target cluster about a child that
+	// Ownership finds changed: only the API server knows what its
+	// defaulting and admission make of an apply, which the local merge
+	// does not see. Nil (no cluster) goes by Ownership alone.
+	DryRun DryRunner
+}
+
+// DryRunner server-side applies a desired child, as the apply of a plan
+// does (ownerReferences included), with dryRun=All: it answers what the
+// API server would store, defaulting and admission included, and stores
+// nothing.
+type DryRunner interface {
+	DryRunApply(ctx context.Context, gvr schema.GroupVersionResource, child *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
 // Item is the plan for one child.
@@ -117,6 +130,7 @@ type Item struct {
 // change; *fieldowner.Schemas implements it.
 type FieldOwnership interface {
 	Compare(observed, desired *unstructured.Unstructured, manager string) (fieldowner.Result, error)
+	CompareDryRun(observed, desired, stored *unstructured.Unstructured, manager string) (fieldowner.Result, error)
 	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
 }
 
@@ -246,6 +260,7 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 		gvrs: map[schema.GroupVersionKind]resolved{},
 
 		kindResources: map[schema.GroupKind]schema.GroupVersionResource{},
+		compared:      map[comparedPair]comparison{},
 	}
 	if err := c.run(ctx); err != nil {
 		return nil, err
@@ -290,6 +305,9 @@ type computation struct {
 	kindResources map[schema.GroupKind]schema.GroupVersionResource
 	// observedByKey indexes the observed children by rollingKey.
 	observedByKey map[string]*unstructured.Unstructured
+	// compared holds the comparisons of this sync: a rolling update
+	// compares a child up to three times, and a dry run is a request.
+	compared map[comparedPair]comparison
 }
 
 type resolved struct {

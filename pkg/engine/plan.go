@@ -145,7 +145,7 @@ func (c *computation) desiredItem(ctx context.Context, d desiredChild, known *kn
 		// gone, the next sync creates it anew.
 		item = Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs, Reason: reasonWaitDeletion}
 	default:
-		item = c.updateItem(d, obs)
+		item = c.updateItem(ctx, d, obs)
 	}
 	if rev := c.plan.Rollout.RevisionOf(d.obj); rev != "" {
 		item.Revision = rev
@@ -176,7 +176,7 @@ func (c *computation) unownedItem(d desiredChild) Item {
 // ours to compare. A child last written by Metacontroller is taken over
 // first (Item.Takeover), so that what it set and the hook dropped is
 // pruned too.
-func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured) Item {
+func (c *computation) updateItem(ctx context.Context, d desiredChild, obs *unstructured.Unstructured) Item {
 	item := Item{Action: v1alpha1.SyncActionUnchanged, GVR: d.gvr, Desired: d.obj, Observed: obs}
 	manager := c.in.Definition.FieldManager
 	observed := obs
@@ -190,16 +190,11 @@ func (c *computation) updateItem(d desiredChild, obs *unstructured.Unstructured)
 			item.Reason = reasonTakeover
 		}
 	}
-	want := d.obj.DeepCopy()
-	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
-	res, err := c.in.ownership().Compare(observed, want, manager)
-	if err != nil {
-		// Applying is the safe side: an apply that changes nothing is a
-		// no-op on the server.
-		c.plan.warn("can't compare %s with what the controller applied; applying it: %v", describe(d.obj), err)
-		res.Changed = true
-	}
+	res := c.compareChild(ctx, d, observed, item.Takeover == nil)
 	item.Diff = append(res.Lines, res.Ownership...)
+	if res.Reason != "" {
+		item.Reason = res.Reason
+	}
 	if !res.Changed {
 		return item
 	}

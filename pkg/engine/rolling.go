@@ -186,7 +186,7 @@ func (c *computation) rollOut(ctx context.Context, call func(ctx context.Context
 	}
 
 	r := &Rollout{Latest: latest.rev.Name, revisionOf: map[string]string{}}
-	r.Reason, r.Message, r.Next = c.step(revisions)
+	r.Reason, r.Message, r.Next = c.step(ctx, revisions)
 	desired := set.plan(r)
 	c.plan.Rollout = r
 	c.plan.Response = c.aggregate(latest, revisions, r)
@@ -330,7 +330,7 @@ func (set *revisionSet) plan(r *Rollout) map[string]desiredChild {
 // the latest revision, and then at most one other, in the order of the
 // latest answer, if every child already on the latest revision passes its
 // checks. It returns the Updated condition and the child that moved.
-func (c *computation) step(revisions []*parentRevision) (reason, message, next string) {
+func (c *computation) step(ctx context.Context, revisions []*parentRevision) (reason, message, next string) {
 	latest := revisions[0]
 	claimed := c.settleClaims(revisions)
 
@@ -353,7 +353,7 @@ func (c *computation) step(revisions []*parentRevision) (reason, message, next s
 			// Moving a child that already matches changes nothing, and
 			// keeps the sync from being a no-op that nothing would
 			// follow up.
-			if obs := c.observedChild(key); obs != nil && !c.differs(d, obs) {
+			if obs := c.observedChild(key); obs != nil && !c.differs(ctx, d, obs) {
 				pr.remove(gvk.Group, gvk.Kind, d.obj.GetName())
 				latest.add(gvk.Group, gvk.Kind, d.obj.GetName())
 				claimed[key] = latest
@@ -370,7 +370,7 @@ func (c *computation) step(revisions []*parentRevision) (reason, message, next s
 		if !c.rollingKind(gvk.Group, gvk.Kind) || claimed[key] == latest {
 			continue
 		}
-		if err := c.latestHealthy(latest); err != nil {
+		if err := c.latestHealthy(ctx, latest); err != nil {
 			return ReasonRolloutWaiting, err.Error(), ""
 		}
 		for _, pr := range revisions[1:] {
@@ -420,7 +420,7 @@ func (c *computation) settleClaims(revisions []*parentRevision) map[string]*pare
 // latestHealthy is nil when every rolling child on the latest revision is
 // observed, up to date, has (for RollingInPlace) observed its generation,
 // and passes its statusChecks; otherwise it says which child and why.
-func (c *computation) latestHealthy(latest *parentRevision) error {
+func (c *computation) latestHealthy(ctx context.Context, latest *parentRevision) error {
 	for _, ck := range latest.rev.Children {
 		strategy := c.strategyOf(schema.GroupKind{Group: ck.APIGroup, Kind: ck.Kind})
 		if strategy == nil || !definition.IsRolling(strategy.Method) {
@@ -432,7 +432,7 @@ func (c *computation) latestHealthy(latest *parentRevision) error {
 			if obs == nil {
 				return fmt.Errorf("waiting for %s %s: not observed yet", ck.Kind, name)
 			}
-			if d, ok := latest.desired[key]; ok && c.differs(d, obs) {
+			if d, ok := latest.desired[key]; ok && c.differs(ctx, d, obs) {
 				return fmt.Errorf("waiting for %s %s: not updated yet", ck.Kind, name)
 			}
 			if strategy.Method == v1alpha1.ChildUpdateRollingInPlace {
@@ -504,11 +504,8 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 }
 
 // differs tells whether applying d would change obs, as updateItem decides.
-func (c *computation) differs(d desiredChild, obs *unstructured.Unstructured) bool {
-	want := d.obj.DeepCopy()
-	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
-	res, err := c.in.ownership().Compare(obs, want, c.in.Definition.FieldManager)
-	return err != nil || res.Changed
+func (c *computation) differs(ctx context.Context, d desiredChild, obs *unstructured.Unstructured) bool {
+	return c.compareChild(ctx, d, obs, true).Changed
 }
 
 // aggregate is the answer of all revisions as one: the latest's status with

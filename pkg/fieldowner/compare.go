@@ -104,9 +104,12 @@ type Result struct {
 // (convertLikeServer). So a field the apply removes that the server
 // defaults again (say a Service's sessionAffinity) shows as removed
 // although its value stays; the apply still writes, as manager's ownership
-// changes, and is not needed again. A mutating webhook that rewrites what
-// we set is not seen either: the child then compares changed, and is
-// applied, on every sync, without a write.
+// changes, and is not needed again. Defaulting or admission that rewrite
+// what we set (a default inside an atomic list, tolerations appended to
+// ours, a policy overriding a label) are not seen either: the child
+// compares changed on every sync. CompareDryRun compares with the server's
+// answer to a dry run instead, which sees them; the engine asks it
+// whenever Compare finds a change.
 func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Unstructured, manager string) (Result, error) {
 	if desired == nil {
 		return Result{}, errors.New("can't compare: no desired object")
@@ -126,9 +129,24 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 		now = vs.Set()
 	}
 
-	cmp, err := live.Compare(merged)
+	versionChange := ""
+	if !before.Empty() && !now.Empty() && beforeVersion != a.version {
+		versionChange = fmt.Sprintf("managedFields: apiVersion %q -> %q", beforeVersion, a.version)
+	}
+	r, err := changes(live, merged, before, now, versionChange)
 	if err != nil {
 		return Result{}, fmt.Errorf("can't compare %s: %w", a.name(), err)
+	}
+	return r, nil
+}
+
+// changes is the Result of a write that turns live into merged and the
+// applier's fields from before into now; versionChange, when not empty,
+// is an Ownership line saying that its entry's apiVersion changes.
+func changes(live, merged *typed.TypedValue, before, now *fieldpath.Set, versionChange string) (Result, error) {
+	cmp, err := live.Compare(merged)
+	if err != nil {
+		return Result{}, err
 	}
 	oldObj, newObj := live.AsValue().Unstructured(), merged.AsValue().Unstructured()
 	var r Result
@@ -145,8 +163,8 @@ func Compare(tc managedfields.TypeConverter, observed, desired *unstructured.Uns
 	r.Ownership = append(r.Ownership, describeSet(before.Difference(now).Difference(cmp.Removed), func(p fieldpath.Path) string {
 		return formatPath(p) + ": " + renderAt(newObj, p) + " (release)"
 	})...)
-	if !before.Empty() && !now.Empty() && beforeVersion != a.version {
-		r.Ownership = append(r.Ownership, fmt.Sprintf("managedFields: apiVersion %q -> %q", beforeVersion, a.version))
+	if versionChange != "" {
+		r.Ownership = append(r.Ownership, versionChange)
 	}
 	sort.Strings(r.Lines)
 	sort.Strings(r.Ownership)

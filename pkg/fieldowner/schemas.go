@@ -122,15 +122,24 @@ func (s *Schemas) Compare(observed, desired *unstructured.Unstructured, manager 
 	if desired == nil {
 		return Result{}, errors.New("can't compare: no desired object")
 	}
-	tc, why := s.TypeConverter(desired.GroupVersionKind().GroupVersion())
+	return s.withConverter(desired.GroupVersionKind().GroupVersion(), func(tc managedfields.TypeConverter) (Result, error) {
+		return Compare(tc, observed, desired, manager)
+	})
+}
+
+// withConverter runs compare with the converter of gv, or with the deduced
+// one when there is no schema or the objects don't fit it, saying why in
+// Result.Fallback.
+func (s *Schemas) withConverter(gv schema.GroupVersion, compare func(managedfields.TypeConverter) (Result, error)) (Result, error) {
+	tc, why := s.TypeConverter(gv)
 	if why == nil {
-		r, err := Compare(tc, observed, desired, manager)
+		r, err := compare(tc)
 		if !errors.Is(err, ErrSchema) || tc == deduced {
 			return r, err
 		}
 		why = err
 	}
-	r, err := Compare(deduced, observed, desired, manager)
+	r, err := compare(deduced)
 	r.Fallback = why.Error()
 	return r, err
 }

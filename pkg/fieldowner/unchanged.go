@@ -12,6 +12,9 @@ import (
 // Comparer is what Unchanged remembers answers of: *Schemas.
 type Comparer interface {
 	Compare(observed, desired *unstructured.Unstructured, manager string) (Result, error)
+	// CompareDryRun compares observed with stored, what the API server
+	// answered for a dry run of applying desired to it (CompareDryRun).
+	CompareDryRun(observed, desired, stored *unstructured.Unstructured, manager string) (Result, error)
 	TakeoverPatch(observed *unstructured.Unstructured, manager string) ([]byte, bool, error)
 }
 
@@ -64,6 +67,20 @@ func (u *Unchanged) Compare(observed, desired *unstructured.Unstructured, manage
 	res, err := u.Comparer.Compare(observed, desired, manager)
 	if err == nil && !res.Changed && ok {
 		u.remember(uid, rv, sum)
+	}
+	return res, err
+}
+
+// CompareDryRun is c's CompareDryRun, remembering a child the API server
+// found converged with desired like one Compare found converged: the dry
+// run that told so costs a request, and the next sync of the same stored
+// object with the same desired object needs neither it nor a merge.
+func (u *Unchanged) CompareDryRun(observed, desired, stored *unstructured.Unstructured, manager string) (Result, error) {
+	res, err := u.Comparer.CompareDryRun(observed, desired, stored, manager)
+	if err == nil && !res.Changed {
+		if sum, ok := digest(manager, desired); ok {
+			u.remember(observed.GetUID(), observed.GetResourceVersion(), sum)
+		}
 	}
 	return res, err
 }

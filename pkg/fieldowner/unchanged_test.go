@@ -18,6 +18,11 @@ func (c *countingComparer) Compare(observed, desired *unstructured.Unstructured,
 	return Result{Changed: c.changed, Lines: []string{"x"}}, nil
 }
 
+func (c *countingComparer) CompareDryRun(observed, desired, stored *unstructured.Unstructured, manager string) (Result, error) {
+	c.calls++
+	return Result{Changed: c.changed}, nil
+}
+
 func (c *countingComparer) TakeoverPatch(*unstructured.Unstructured, string) ([]byte, bool, error) {
 	return nil, false, nil
 }

@@ -217,6 +217,7 @@ func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructu
 		Related:    env.Related,
 		Resolver:   env.Resolver,
 		Ownership:  env.Ownership,
+		DryRun:     c.dryRunner(env),
 		Existing:   c.existing(env, opts),
 	})
 	if err != nil {
@@ -228,6 +229,15 @@ func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructu
 	c.planEvents(env, opts, parent, plan)
 	res.RequeueAfter = c.requeueAfter(plan)
 	return plan, nil
+}
+
+// dryRunner asks the target cluster, through the sync's client, about the
+// children the engine finds changed; nil without a cluster.
+func (c *Controller) dryRunner(env Env) engine.DryRunner {
+	if env.Client == nil {
+		return nil
+	}
+	return apply.DryRunner{Client: env.Client, Controller: c.Def.Name}
 }
 
 // carryOut executes the plan, then removes the finalizer when the finalize

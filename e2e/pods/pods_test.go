@@ -238,7 +238,7 @@ spec:
 	for i := 0; i < stack.Nodes(); i++ {
 		want = append(want, framework.NodeName(i))
 	}
-	if strings.Join(nodes, ",") != strings.Join(want, ",") {
+	if len(want) == 0 || strings.Join(nodes, ",") != strings.Join(want, ",") {
 		t.Fatalf("daemonset/agent's pods are on nodes %v, want one on each of %v", nodes, want)
 	}
 }
@@ -272,6 +272,9 @@ func TestNodesStayReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const past = 75 * time.Second
+	if stack.Nodes() == 0 {
+		t.Fatal("the stack has no nodes: it was started without framework.WithPods")
+	}
 	for i := 0; i < stack.Nodes(); i++ {
 		name := framework.NodeName(i)
 		var node corev1.Node

@@ -58,19 +58,31 @@ func StartListening(cmd *exec.Cmd, log *os.File, what string) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("can't start %s: %w", what, err)
 	}
-	lines := make(chan string, 1)
+	// Lines before "listening on" (a server's own start-up messages) go
+	// to the log; so does everything after it.
+	ports := make(chan int, 1)
 	go func() {
 		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		lines <- line
+		for {
+			line, err := r.ReadString('\n')
+			var port int
+			if _, scanErr := fmt.Sscanf(strings.TrimSpace(line), "listening on %d", &port); scanErr == nil {
+				ports <- port
+				break
+			}
+			_, _ = io.WriteString(log, line)
+			if err != nil {
+				close(ports)
+				return
+			}
+		}
 		_, _ = io.Copy(log, r)
 	}()
 	select {
-	case line := <-lines:
-		var port int
-		if _, err := fmt.Sscanf(strings.TrimSpace(line), "listening on %d", &port); err != nil {
+	case port, ok := <-ports:
+		if !ok {
 			_ = cmd.Process.Kill()
-			return 0, fmt.Errorf("%s said %q instead of its port (its log: %s)", what, line, log.Name())
+			return 0, fmt.Errorf("%s ended its output without saying its port (its log: %s)", what, log.Name())
 		}
 		return port, nil
 	case <-time.After(30 * time.Second):

@@ -74,7 +74,10 @@ func installExample(t *testing.T, name, base string) *example {
 			t.Fatal(err)
 		}
 	}
-	ex.kubectl(t, "apply", "-k", overlayDir)
+	// As test.sh: the example's objects name their namespaces.
+	if out, errOut, err := stack.Kubectl(ctx, "apply", "-k", overlayDir); err != nil {
+		t.Fatalf("kubectl apply -k %s: %v\n%s%s", overlayDir, err, out, errOut)
+	}
 	t.Cleanup(func() {
 		_, _, _ = stack.Kubectl(context.Background(), "delete", "-k", overlayDir, "--wait=false", "--ignore-not-found")
 		_, _, _ = stack.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false", "--ignore-not-found")

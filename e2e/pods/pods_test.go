@@ -69,6 +69,18 @@ func start(t *testing.T, ns string) context.Context {
 
 const pause = "registry.k8s.io/pause:3.10"
 
+// readyPod applies a bare pod of one container and waits until it is Ready.
+func readyPod(ctx context.Context, t *testing.T, namespace, name string) {
+	t.Helper()
+	apply(ctx, t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s}
+spec:
+  containers: [{name: c, image: %s}]
+`, name, namespace, pause))
+	kubectl(ctx, t, "wait", "-n", namespace, "--for=condition=Ready", "pod/"+name, "--timeout=110s")
+}
+
 func TestDeploymentReachesReadyReplicas(t *testing.T) {
 	ctx := start(t, "deployment")
 	apply(ctx, t, `apiVersion: apps/v1
@@ -246,13 +258,7 @@ spec:
 
 func TestDeletedPodGoes(t *testing.T) {
 	ctx := start(t, "delete")
-	apply(ctx, t, `apiVersion: v1
-kind: Pod
-metadata: {name: doomed, namespace: delete}
-spec:
-  containers: [{name: c, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "wait", "-n", "delete", "--for=condition=Ready", "pod/doomed", "--timeout=110s")
+	readyPod(ctx, t, "delete", "doomed")
 	// A graceful delete, as a user makes one: the kubelet (here kwok) ends
 	// the pod, and the object goes.
 	kubectl(ctx, t, "delete", "-n", "delete", "pod/doomed", "--wait=true", "--timeout=110s")
@@ -325,13 +331,7 @@ func TestNodesStayReady(t *testing.T) {
 // each container, and the default tolerations.
 func TestPodsCarryWhatAdmissionAdds(t *testing.T) {
 	ctx := start(t, "admission")
-	apply(ctx, t, `apiVersion: v1
-kind: Pod
-metadata: {name: plain, namespace: admission}
-spec:
-  containers: [{name: c, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "wait", "-n", "admission", "--for=condition=Ready", "pod/plain", "--timeout=110s")
+	readyPod(ctx, t, "admission", "plain")
 	var p corev1.Pod
 	getJSON(ctx, t, &p, "-n", "admission", "pod/plain")
 	if p.Spec.ServiceAccountName != "default" {

@@ -172,11 +172,17 @@ func (s *Stack) startScheduler() error {
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 	)
+	return s.keep(&s.scheduler, p, err)
+}
+
+// keep records a started process in its slot and watches it for an exit
+// nobody asked for.
+func (s *Stack) keep(slot **Process, p *Process, err error) error {
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.scheduler = p
+	*slot = p
 	s.mu.Unlock()
 	s.watch(p)
 	return nil
@@ -214,14 +220,7 @@ func (s *Stack) startKwok(dir string) error {
 		args = append(args, "--config="+st)
 	}
 	p, err := StartProcess("kwok", s.logDir(), filepath.Join(dir, "kwok"), args...)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.kwok = p
-	s.mu.Unlock()
-	s.watch(p)
-	return nil
+	return s.keep(&s.kwok, p, err)
 }
 
 // NodeName is the name of the stack's i-th kwok node.

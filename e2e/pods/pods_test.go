@@ -18,7 +18,8 @@ import (
 )
 
 // kubectl runs the stack's kubectl as the administrator and fails t when it
-// fails.
+// fails. The stack's kubectl is killed after 2 minutes: waits give kubectl
+// a --timeout a little shorter, so that it says what it waited for.
 func kubectl(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
 	stdout, stderr, err := stack.Kubectl(ctx, args...)
@@ -68,6 +69,18 @@ func start(t *testing.T, ns string) context.Context {
 
 const pause = "registry.k8s.io/pause:3.10"
 
+// readyPod applies a bare pod of one container and waits until it is Ready.
+func readyPod(ctx context.Context, t *testing.T, namespace, name string) {
+	t.Helper()
+	apply(ctx, t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s}
+spec:
+  containers: [{name: c, image: %s}]
+`, name, namespace, pause))
+	kubectl(ctx, t, "wait", "-n", namespace, "--for=condition=Ready", "pod/"+name, "--timeout=110s")
+}
+
 func TestDeploymentReachesReadyReplicas(t *testing.T) {
 	ctx := start(t, "deployment")
 	apply(ctx, t, `apiVersion: apps/v1
@@ -81,7 +94,7 @@ spec:
     spec:
       containers: [{name: web, image: `+pause+`}]
 `)
-	kubectl(ctx, t, "rollout", "status", "-n", "deployment", "deployment/web", "--timeout=4m")
+	kubectl(ctx, t, "rollout", "status", "-n", "deployment", "deployment/web", "--timeout=110s")
 	var d appsv1.Deployment
 	getJSON(ctx, t, &d, "-n", "deployment", "deployment/web")
 	if d.Status.ReadyReplicas != 3 || d.Status.AvailableReplicas != 3 {
@@ -118,7 +131,7 @@ spec:
       accessModes: [ReadWriteOnce]
       resources: {requests: {storage: 1Gi}}
 `)
-	kubectl(ctx, t, "rollout", "status", "-n", "statefulset", "statefulset/db", "--timeout=4m")
+	kubectl(ctx, t, "rollout", "status", "-n", "statefulset", "statefulset/db", "--timeout=110s")
 	var claims corev1.PersistentVolumeClaimList
 	getJSON(ctx, t, &claims, "pvc", "-n", "statefulset")
 	if len(claims.Items) != 3 {
@@ -157,7 +170,7 @@ spec:
       restartPolicy: Never
       containers: [{name: once, image: busybox, command: [echo, done]}]
 `)
-	kubectl(ctx, t, "wait", "-n", "job", "--for=condition=Complete", "job/once", "--timeout=4m")
+	kubectl(ctx, t, "wait", "-n", "job", "--for=condition=Complete", "job/once", "--timeout=110s")
 	var pods corev1.PodList
 	getJSON(ctx, t, &pods, "pods", "-n", "job", "-l", "job-name=once")
 	if len(pods.Items) != 2 {
@@ -194,9 +207,9 @@ spec:
 `, pod.name, uid, pod.restart))
 	}
 	for _, name := range []string{"exits", "retries"} {
-		kubectl(ctx, t, "wait", "-n", "direct", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+name, "--timeout=4m")
+		kubectl(ctx, t, "wait", "-n", "direct", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+name, "--timeout=110s")
 	}
-	kubectl(ctx, t, "wait", "-n", "direct", "--for=condition=Ready", "pod/serves", "--timeout=4m")
+	kubectl(ctx, t, "wait", "-n", "direct", "--for=condition=Ready", "pod/serves", "--timeout=110s")
 	var p corev1.Pod
 	getJSON(ctx, t, &p, "-n", "direct", "pod/exits")
 	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Terminated == nil ||
@@ -223,7 +236,7 @@ spec:
     spec:
       containers: [{name: agent, image: `+pause+`}]
 `)
-	kubectl(ctx, t, "rollout", "status", "-n", "daemonset", "daemonset/agent", "--timeout=4m")
+	kubectl(ctx, t, "rollout", "status", "-n", "daemonset", "daemonset/agent", "--timeout=110s")
 	var pods corev1.PodList
 	getJSON(ctx, t, &pods, "pods", "-n", "daemonset", "-l", "app=agent")
 	var nodes []string
@@ -245,16 +258,10 @@ spec:
 
 func TestDeletedPodGoes(t *testing.T) {
 	ctx := start(t, "delete")
-	apply(ctx, t, `apiVersion: v1
-kind: Pod
-metadata: {name: doomed, namespace: delete}
-spec:
-  containers: [{name: c, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "wait", "-n", "delete", "--for=condition=Ready", "pod/doomed", "--timeout=4m")
+	readyPod(ctx, t, "delete", "doomed")
 	// A graceful delete, as a user makes one: the kubelet (here kwok) ends
 	// the pod, and the object goes.
-	kubectl(ctx, t, "delete", "-n", "delete", "pod/doomed", "--wait=true", "--timeout=2m")
+	kubectl(ctx, t, "delete", "-n", "delete", "pod/doomed", "--wait=true", "--timeout=110s")
 	if out := kubectl(ctx, t, "get", "-n", "delete", "pods", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Fatalf("pods left after the delete: %s", out)
 	}
@@ -324,13 +331,7 @@ func TestNodesStayReady(t *testing.T) {
 // each container, and the default tolerations.
 func TestPodsCarryWhatAdmissionAdds(t *testing.T) {
 	ctx := start(t, "admission")
-	apply(ctx, t, `apiVersion: v1
-kind: Pod
-metadata: {name: plain, namespace: admission}
-spec:
-  containers: [{name: c, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "wait", "-n", "admission", "--for=condition=Ready", "pod/plain", "--timeout=4m")
+	readyPod(ctx, t, "admission", "plain")
 	var p corev1.Pod
 	getJSON(ctx, t, &p, "-n", "admission", "pod/plain")
 	if p.Spec.ServiceAccountName != "default" {
@@ -365,7 +366,7 @@ spec:
 	}
 	// The volume projects this ConfigMap, which kube-controller-manager
 	// publishes in every namespace.
-	kubectl(ctx, t, "wait", "-n", "admission", "--for=create", "configmap/kube-root-ca.crt", "--timeout=2m")
+	kubectl(ctx, t, "wait", "-n", "admission", "--for=create", "configmap/kube-root-ca.crt", "--timeout=110s")
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -37,6 +37,7 @@ func TestTheChartsPodsScheduleAndADrainKeepsTheirBudgets(t *testing.T) {
 	})
 	if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "install", release, chart, "--namespace", ns, "--create-namespace",
 		"--set", "image.repository=registry.invalid/composite-apiserver", "--set", "image.tag=never-pulled",
+		"--set", "fullnameOverride=podchart-apiserver", // beside the stack's own install
 		"--set", "hardAntiAffinity=true", "--wait", "--timeout=5m"); err != nil {
 		t.Fatalf("helm install --wait: %v\n%s", err, out)
 	}

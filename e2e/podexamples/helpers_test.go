@@ -106,6 +106,14 @@ rules:
 - apiGroups: ["apps"]
   resources: ["replicasets", "daemonsets", "statefulsets", "deployments"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# A DecoratorController writes the status its hook answers for the objects
+# it decorates (service-per-pod: StatefulSets and Pods).
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["update"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets/status"]
+  verbs: ["update"]
 `
 
 // startHook starts the hook server of the hooks in dir, as the example's

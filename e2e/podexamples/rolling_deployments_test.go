@@ -91,6 +91,7 @@ kind: CompositeController
 metadata:
   name: webs
 spec:
+  generateSelector: true
   parentResource:
     apiVersion: rollouts.example.com/v1
     resource: webs

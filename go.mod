@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/cel-go v0.29.2
+	github.com/google/go-jsonnet v0.22.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/client/v3 v3.7.0

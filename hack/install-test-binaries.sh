@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # install-test-binaries.sh builds the pinned etcd, kube-apiserver,
-# kube-controller-manager and kubectl that the end-to-end tests and
-# hack/local-up.sh run, from the Go modules pinned in hack/tools/cluster, and
-# caches them. kubectl is built too so that the tests drive the cluster with
-# the client of the same version, whatever a machine has installed.
+# kube-controller-manager, kube-scheduler and kubectl that the end-to-end
+# tests and hack/local-up.sh run, from the Go modules pinned in
+# hack/tools/cluster, and caches them (kube-scheduler only runs in the pod
+# stack: framework.WithPods, hack/local-up.sh --pods). kubectl is built too
+# so that the tests drive the cluster with the client of the same version,
+# whatever a machine has installed.
 #
 # The cache directory is keyed by a hash of the pins (go.mod, go.sum, the etcd
 # main and the Go version), so a change of pins builds anew and nothing else
 # does. A cold build takes minutes (kube-apiserver alone ~4 min on 2 cores);
-# a cached one returns at once.
+# a cached one returns at once. A binary missing from a cached directory (a
+# command added to the pins later, as kube-scheduler was) is built into it
+# alone.
 #
 # Prints the directory holding the binaries on its last line.
 #
@@ -48,6 +52,8 @@ if [[ $# -gt 0 ]]; then
     rm -rf "$dir"
     mv "$dir.partial" "$dir"
   fi
+  # Linked apart: a directory cached before kube-scheduler was pinned lacks it.
+  [[ -e "$dir/kube-scheduler" ]] || ln -sfn "$newest/kube-scheduler" "$dir/kube-scheduler"
   echo "$dir"
   exit 0
 fi
@@ -58,33 +64,31 @@ k8s_version=v1.37.2
 key=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod/etcd/main.go" "$mod/tools.go"; go env GOVERSION; } | sha256sum | cut -c1-16)
 dir="$cache_root/$k8s_version-$key"
 
-binaries=(etcd kube-apiserver kube-controller-manager kubectl)
-cached=true
-for b in "${binaries[@]}"; do [[ -x "$dir/$b" ]] || cached=false; done
-if $cached; then
+binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+missing=()
+for b in "${binaries[@]}"; do [[ -x "$dir/$b" ]] || missing+=("$b"); done
+if [[ ${#missing[@]} -eq 0 ]]; then
   echo "$dir"
   exit 0
 fi
 
-mkdir -p "$dir.partial"
 stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean"
 done
 
 cd "$mod"
-build() { # name package
-  local start=$SECONDS
-  echo "building $1 ..." >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $stamp" -o "$dir.partial/$1" "$2"
-  echo "built $1 in $((SECONDS - start))s" >&2
-}
-build etcd ./etcd
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build kubectl k8s.io/kubernetes/cmd/kubectl
-
-# Publish atomically so that an interrupted build is never taken for a cached one.
-rm -rf "$dir"
-mv "$dir.partial" "$dir"
+# Each binary is written beside its final name and renamed into place, so
+# that an interrupted build is never taken for a cached one; the ones
+# already cached are kept.
+mkdir -p "$dir"
+for b in "${missing[@]}"; do
+  pkg=k8s.io/kubernetes/cmd/$b
+  [[ $b == etcd ]] && pkg=./etcd
+  start=$SECONDS
+  echo "building $b ..." >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $stamp" -o "$dir/$b.partial" "$pkg"
+  mv "$dir/$b.partial" "$dir/$b"
+  echo "built $b in $((SECONDS - start))s" >&2
+done
 echo "$dir"

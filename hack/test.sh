@@ -4,10 +4,11 @@
 # the end-to-end tests through a real kube-apiserver.
 #
 # It first builds (or takes from the cache) the pinned etcd, kube-apiserver,
-# kube-controller-manager and kubectl (hack/install-test-binaries.sh; and the
+# kube-controller-manager, kube-scheduler and kubectl
+# (hack/install-test-binaries.sh; and the
 # oldest supported minor's kube-apiserver, for e2e/cluster once more), helm
-# (hack/install-helm.sh) and etcdctl and etcdutl
-# (hack/install-etcd-clients.sh), and puts
+# (hack/install-helm.sh), etcdctl and etcdutl
+# (hack/install-etcd-clients.sh) and kwok (hack/install-kwok.sh), and puts
 # that kubectl first on PATH so every test drives the cluster with the client
 # of its version. Extra arguments go to `go test`. Last, short fuzz runs
 # (FUZZTIME sets their length).
@@ -25,11 +26,18 @@ export COMPOSITE_HELM="$helm_dir/helm"
 # etcdctl and etcdutl back up and restore etcd in e2e/etcdquorum.
 etcd_clients_dir=$(hack/install-etcd-clients.sh | tail -n 1)
 export COMPOSITE_ETCD_CLIENTS="$etcd_clients_dir"
+# kwok, built from its Go module (hack/tools/kwok) with its Stage files, is
+# the kubelet of the pod stack's nodes (e2e/pods).
+kwok_dir=$(hack/install-kwok.sh | tail -n 1)
+export COMPOSITE_KWOK="$kwok_dir"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
 # e2e/loop, the longest package, runs about 10 minutes on two cores:
 # past go test's default timeout, which would panic it.
+# e2e/pods (the pod stack: kube-scheduler and kwok nodes) runs about 2
+# minutes, most of it TestNodesStayReady waiting for the nodes' Leases to be
+# renewed 75 s after the nodes were made.
 go test -count=1 -timeout 30m "$@" ./...
 
 # The cluster suite again against the oldest supported Kubernetes minor's

@@ -13,12 +13,15 @@ import (
 // Binaries are the programs a stack runs.
 type Binaries struct {
 	Etcd, KubeAPIServer, KubeControllerManager, Kubectl string
+	// KubeScheduler runs in the pod stack only (Options.Pods), which
+	// checks that it is there.
+	KubeScheduler string
 	// CompositeAPIServer is built from this checkout.
 	CompositeAPIServer string
 }
 
 // EnvTestBinaries names a directory holding etcd, kube-apiserver,
-// kube-controller-manager and kubectl; when unset they are built (or taken
+// kube-controller-manager, kubectl and kube-scheduler; when unset they are built (or taken
 // from the cache) by hack/install-test-binaries.sh.
 const EnvTestBinaries = "COMPOSITE_TEST_BINARIES"
 
@@ -56,6 +59,7 @@ func findBinaries() (Binaries, error) {
 		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
 		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		Kubectl:               filepath.Join(dir, "kubectl"),
+		KubeScheduler:         filepath.Join(dir, "kube-scheduler"),
 	}
 	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.Kubectl} {
 		if _, err := os.Stat(p); err != nil {

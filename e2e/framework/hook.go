@@ -38,33 +38,56 @@ func StartPythonHook(logDir string) (*PythonHook, error) {
 		return nil, err
 	}
 	cmd := exec.Command("python3", filepath.Join(root, "e2e", "hooks", "hook.py"), "0")
+	port, err := StartListening(cmd, log, "the Python hook (is python3 installed?)")
+	if err != nil {
+		return nil, err
+	}
+	return &PythonHook{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, LogFile: logFile}, nil
+}
+
+// StartListening starts cmd, a hook server whose first line of output is
+// "listening on PORT", and answers the port. The rest of its output, and
+// its errors, go to log; it dies with the test process.
+func StartListening(cmd *exec.Cmd, log *os.File, what string) (int, error) {
 	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("can't start the Python hook (is python3 installed?): %w", err)
+		return 0, fmt.Errorf("can't start %s: %w", what, err)
 	}
-	lines := make(chan string, 1)
+	// Lines before "listening on" (a server's own start-up messages) go
+	// to the log; so does everything after it.
+	ports := make(chan int, 1)
 	go func() {
 		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		lines <- line
+		for {
+			line, err := r.ReadString('\n')
+			var port int
+			if _, scanErr := fmt.Sscanf(strings.TrimSpace(line), "listening on %d", &port); scanErr == nil {
+				ports <- port
+				break
+			}
+			_, _ = io.WriteString(log, line)
+			if err != nil {
+				close(ports)
+				return
+			}
+		}
 		_, _ = io.Copy(log, r)
 	}()
 	select {
-	case line := <-lines:
-		var port int
-		if _, err := fmt.Sscanf(strings.TrimSpace(line), "listening on %d", &port); err != nil {
+	case port, ok := <-ports:
+		if !ok {
 			_ = cmd.Process.Kill()
-			return nil, fmt.Errorf("the Python hook said %q instead of its port", line)
+			return 0, fmt.Errorf("%s ended its output without saying its port (its log: %s)", what, log.Name())
 		}
-		return &PythonHook{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, LogFile: logFile}, nil
+		return port, nil
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("the Python hook did not start within 30s")
+		return 0, fmt.Errorf("%s did not start within 30s (its log: %s)", what, log.Name())
 	}
 }
 

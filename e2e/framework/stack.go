@@ -58,6 +58,11 @@ type Options struct {
 	// KubeAPIServerArgs are extra flags of kube-apiserver, after the
 	// stack's, e.g. an admission configuration as a managed cluster runs.
 	KubeAPIServerArgs []string
+	// Pods, when set, makes the stack run pods (pods.go): kube-scheduler,
+	// more kube-controller-manager controllers, kwok nodes, a default
+	// StorageClass. Without it no pod is ever scheduled, and the stack
+	// starts faster.
+	Pods *PodStack
 }
 
 // Stack is a running control plane with composite-apiserver registered.
@@ -82,6 +87,8 @@ type Stack struct {
 	apiserver *Process
 	kcm       *Process
 	composite *Process
+	// scheduler and kwok run in the pod stack only (Options.Pods).
+	scheduler, kwok *Process
 	// etcdArgs and apiserverArgs start etcd and kube-apiserver again as
 	// they first ran: same ports, same data.
 	etcdArgs, apiserverArgs []string
@@ -123,7 +130,8 @@ func (s *Stack) watch(p *Process) {
 }
 
 // UnexpectedExits describes every stack process (composite-apiserver, its
-// replicas, etcd, kube-apiserver, kube-controller-manager) that ended
+// replicas, etcd, kube-apiserver, kube-controller-manager; kube-scheduler
+// and kwok in the pod stack) that ended
 // without StopComposite, KillComposite, Process.Stop, Process.Kill or
 // Stop asking it to, with the tail of its log.
 func (s *Stack) UnexpectedExits() []string {
@@ -137,7 +145,7 @@ func (s *Stack) UnexpectedExits() []string {
 // asked to: waiting for anything is pointless then.
 func (s *Stack) Down() error {
 	s.mu.Lock()
-	procs := []*Process{s.etcd, s.apiserver, s.kcm, s.composite}
+	procs := []*Process{s.etcd, s.apiserver, s.kcm, s.scheduler, s.kwok, s.composite}
 	s.mu.Unlock()
 	for _, p := range procs {
 		if p == nil {
@@ -195,6 +203,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.logf("kube-apiserver ready after %s", time.Since(started).Round(time.Millisecond))
 	if err := s.startControllerManager(); err != nil {
 		return nil, err
+	}
+	if opts.Pods != nil {
+		if err := s.startPods(ctx); err != nil {
+			return nil, err
+		}
+		s.logf("kube-scheduler, kwok and %d Ready nodes after %s", s.Nodes(), time.Since(started).Round(time.Millisecond))
 	}
 	if err := s.installServerIdentity(ctx); err != nil {
 		return nil, err
@@ -338,8 +352,14 @@ func (s *Stack) startControllerManager() error {
 	if err != nil {
 		return err
 	}
-	s.kcm, err = StartProcess("kube-controller-manager", s.logDir(), s.Bin.KubeControllerManager,
-		"--kubeconfig="+kubeconfig,
+	controllers := "garbagecollector,namespace,clusterrole-aggregation,resourcequota,deployment,replicaset,statefulset,pvc-protection"
+	var podArgs []string
+	if s.opts.Pods != nil {
+		controllers += "," + strings.Join(podControllers, ",")
+		podArgs = s.controllerManagerPodArgs()
+	}
+	s.kcm, err = StartProcess("kube-controller-manager", s.logDir(), s.Bin.KubeControllerManager, append([]string{
+		"--kubeconfig=" + kubeconfig,
 		// clusterrole-aggregation fills the aggregated ClusterRole through
 		// which admins grant composite-apiserver rights on parents and
 		// children (artifacts/deploy/rbac.yaml).
@@ -352,17 +372,18 @@ func (s *Stack) startControllerManager() error {
 		// them as on a real cluster: applying a Deployment only warns.
 		// pvc-protection releases the StatefulSets' PVCs (their finalizer)
 		// once no Pod uses them, or their namespaces would never go.
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota,deployment,replicaset,statefulset,pvc-protection",
+		// The pod stack runs more (podControllers).
+		"--controllers=" + controllers,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port=" + strconv.Itoa(port),
 		"--concurrent-gc-syncs=5",
 		// A quota's usage is recalculated on this period (and on
 		// deletes); creates are charged by admission, which
 		// kube-apiserver does not run for an aggregated API. Ten
 		// seconds instead of five minutes lets a test see a count.
 		"--resource-quota-sync-period=10s",
-	)
+	}, podArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -777,8 +798,8 @@ func (s *Stack) writeKubeconfig(path string, auth *clientcmdapi.AuthInfo) error 
 }
 
 // Stop stops everything in the order that lets each part shut down
-// cleanly: composite-apiserver, then kube-controller-manager and
-// kube-apiserver, then etcd (killing etcd first leaves kube-apiserver
+// cleanly: composite-apiserver, then kube-controller-manager (kwok and
+// kube-scheduler) and kube-apiserver, then etcd (killing etcd first leaves kube-apiserver
 // hanging for minutes).
 func (s *Stack) Stop() {
 	s.mu.Lock()
@@ -794,7 +815,7 @@ func (s *Stack) Stop() {
 	}
 	stop(s.composite)
 	var wg sync.WaitGroup
-	for _, p := range []*Process{s.kcm, s.apiserver} {
+	for _, p := range []*Process{s.kwok, s.scheduler, s.kcm, s.apiserver} {
 		wg.Add(1)
 		go func() { defer wg.Done(); stop(p) }()
 	}
@@ -805,7 +826,7 @@ func (s *Stack) Stop() {
 // LogTails returns the end of every process's log, for a failing test.
 func (s *Stack) LogTails(n int64) string {
 	var b strings.Builder
-	for _, p := range []*Process{s.etcd, s.apiserver, s.kcm, s.composite} {
+	for _, p := range []*Process{s.etcd, s.apiserver, s.kcm, s.scheduler, s.kwok, s.composite} {
 		if p != nil {
 			fmt.Fprintf(&b, "----- %s (%s)\n%s\n", p.Name, p.LogFile, p.Tail(n))
 		}

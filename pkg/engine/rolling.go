@@ -432,6 +432,10 @@ func (c *computation) latestHealthy(ctx context.Context, latest *parentRevision)
 			if obs == nil {
 				return fmt.Errorf("waiting for %s %s: not observed yet", ck.Kind, name)
 			}
+			if obs.GetDeletionTimestamp() != nil {
+				// A recreated child's old self, on its way out.
+				return fmt.Errorf("waiting for %s %s: being deleted", ck.Kind, name)
+			}
 			if d, ok := latest.desired[key]; ok && c.differs(ctx, d, obs) {
 				return fmt.Errorf("waiting for %s %s: not updated yet", ck.Kind, name)
 			}
@@ -504,8 +508,14 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 }
 
 // differs tells whether applying d would change obs, as updateItem decides.
+// A child the API server holds a newer version of than the one observed
+// (a Pod just recreated, whose old self is still in the cache) is not
+// known to match: it counts as differing until the sync that observes the
+// newer version, so that a rollout never moves on, or counts a child as
+// updated, on the strength of its old self.
 func (c *computation) differs(ctx context.Context, d desiredChild, obs *unstructured.Unstructured) bool {
-	return c.compareChild(ctx, d, obs, true).Changed
+	r := c.compareChild(ctx, d, obs, true)
+	return r.Changed || r.Reason == reasonMovedOn
 }
 
 // aggregate is the answer of all revisions as one: the latest's status with

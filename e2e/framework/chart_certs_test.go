@@ -1,22 +1,19 @@
 package framework
 
 import (
-	"bytes"
-	"os"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
 )
 
 // gitOpsValues is ci/gitops-values.yaml, the GitOps values: the
 // operator's Secrets for every certificate and the chart told to generate
-// none. It returns the file and the serving CA it gives.
-func gitOpsValues(t *testing.T) (string, []byte) {
+// none.
+func gitOpsValues(t *testing.T) string {
 	t.Helper()
 	modes, err := ChartModes()
 	if err != nil {
@@ -26,29 +23,18 @@ func gitOpsValues(t *testing.T) (string, []byte) {
 	if !ok {
 		t.Fatalf("the chart has no ci/gitops-values.yaml (modes %v)", modes)
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values struct {
-		ServingCert struct {
-			CABundle string `json:"caBundle"`
-		} `json:"servingCert"`
-	}
-	if err := yaml.Unmarshal(data, &values); err != nil || values.ServingCert.CABundle == "" {
-		t.Fatalf("ci/gitops-values.yaml gives no servingCert.caBundle (%v)", err)
-	}
-	return file, []byte(values.ServingCert.CABundle)
+	return file
 }
 
 // With the operator's Secrets and bootstrapCerts.enabled=false, as Argo CD
 // or Flux render it (helm template, no cluster), the chart renders no key
 // material: two renders are byte for byte the same, hold no Secret, and
-// every pod mounts the Secrets named; the APIService trusts the CA given.
+// every pod mounts the Secrets named, the server reading the APIService's
+// caBundle from the serving Secret's ca.crt.
 // Without them, two renders differ (new CAs each time): the comparison can
 // tell.
 func TestChartWithExistingSecretsRendersTheSameEveryTime(t *testing.T) {
-	values, ca := gitOpsValues(t)
+	values := gitOpsValues(t)
 	first, err := RenderChart(chartNamespace, values)
 	if err != nil {
 		t.Fatal(err)
@@ -79,20 +65,13 @@ func TestChartWithExistingSecretsRendersTheSameEveryTime(t *testing.T) {
 		switch o.Kind {
 		case "Secret":
 			t.Errorf("with existing Secrets the chart renders Secret %s", o.Name)
-		case "APIService":
-			var a apiregistrationv1.APIService
-			if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(bytes.TrimSpace(a.Spec.CABundle), bytes.TrimSpace(ca)) {
-				t.Errorf("the APIService's caBundle is not servingCert.caBundle:\n%s", a.Spec.CABundle)
-			}
 		case "Deployment":
 			var d appsv1.Deployment
 			if err := yaml.UnmarshalStrict([]byte(o.YAML), &d); err != nil {
 				t.Fatal(err)
 			}
 			pod = d.Spec.Template.Spec
+			servingCAFromSecret(t, pod, "my-serving-cert")
 		case "StatefulSet":
 			var s appsv1.StatefulSet
 			if err := yaml.UnmarshalStrict([]byte(o.YAML), &s); err != nil {
@@ -132,9 +111,8 @@ func TestChartRefusesCertificateValuesItCannotServe(t *testing.T) {
 		want string
 	}{
 		{"no bootstrap and no serving Secret", []string{"bootstrapCerts.enabled=false"}, "needs servingCert.existingSecret"},
-		{"no bootstrap and no etcd Secrets", []string{"bootstrapCerts.enabled=false", "servingCert.existingSecret=s", "servingCert.caBundle=x"},
+		{"no bootstrap and no etcd Secrets", []string{"bootstrapCerts.enabled=false", "servingCert.existingSecret=s"},
 			"needs etcd.bundled.existingSecret.server and .client"},
-		{"a serving Secret without its CA", []string{"servingCert.existingSecret=s"}, "needs servingCert.caBundle"},
 		{"one etcd Secret of two", []string{"etcd.bundled.existingSecret.server=s"}, "give both server and client"},
 		{"backup of an external etcd", []string{"etcd.mode=external", "etcd.external.servers={https://e:2379}", "etcd.backup.enabled=true"},
 			"etcd.backup and etcd.defrag are for the bundled etcd"},
@@ -186,6 +164,34 @@ func TestChartEtcdCronJobsAreRestricted(t *testing.T) {
 	if jobs != 2 {
 		t.Errorf("with etcd.backup and etcd.defrag enabled the chart renders %d CronJobs, want 2", jobs)
 	}
+}
+
+// servingCAFromSecret fails t unless the server's --apiservice-ca-file is
+// ca.crt in a volume of the Secret secret: the APIService's caBundle is
+// then the CA that Secret holds.
+func servingCAFromSecret(t *testing.T, pod corev1.PodSpec, secret string) {
+	t.Helper()
+	for _, ctr := range pod.Containers {
+		for _, arg := range ctr.Args {
+			file, ok := strings.CutPrefix(arg, "--apiservice-ca-file=")
+			if !ok {
+				continue
+			}
+			for _, m := range ctr.VolumeMounts {
+				if file != m.MountPath+"/ca.crt" {
+					continue
+				}
+				for _, v := range pod.Volumes {
+					if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == secret {
+						return
+					}
+				}
+			}
+			t.Errorf("container %s: --apiservice-ca-file=%s is not ca.crt of Secret %s", ctr.Name, file, secret)
+			return
+		}
+	}
+	t.Errorf("no container has --apiservice-ca-file")
 }
 
 // firstDifference shows the first line where a and b differ.

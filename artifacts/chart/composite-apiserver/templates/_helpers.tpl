@@ -90,12 +90,9 @@ kind: Issuer
 {{- if and (eq .Values.etcd.mode "external") (empty .Values.etcd.external.servers) -}}
 {{- fail "etcd.mode=external needs etcd.external.servers" -}}
 {{- end -}}
-{{- if and .Values.servingCert.existingSecret (not .Values.servingCert.caBundle) -}}
-{{- fail "servingCert.existingSecret needs servingCert.caBundle, the PEM of the CA that signed it: the APIService must trust it, and an offline render (helm template) cannot read the Secret" -}}
-{{- end -}}
 {{- if and (not .Values.bootstrapCerts.enabled) (not .Values.certManager.enabled) -}}
 {{- if not .Values.servingCert.existingSecret -}}
-{{- fail "bootstrapCerts.enabled=false: the chart generates no certificate, so it needs servingCert.existingSecret (and servingCert.caBundle), or certManager.enabled" -}}
+{{- fail "bootstrapCerts.enabled=false: the chart generates no certificate, so it needs servingCert.existingSecret, or certManager.enabled" -}}
 {{- end -}}
 {{- if and (eq .Values.etcd.mode "bundled") (not (and .Values.etcd.bundled.existingSecret.server .Values.etcd.bundled.existingSecret.client)) -}}
 {{- fail "bootstrapCerts.enabled=false: the chart generates no certificate, so the bundled etcd needs etcd.bundled.existingSecret.server and .client, or certManager.enabled" -}}
@@ -103,6 +100,9 @@ kind: Issuer
 {{- end -}}
 {{- if and (or .Values.etcd.backup.enabled .Values.etcd.defrag.enabled) (ne .Values.etcd.mode "bundled") -}}
 {{- fail "etcd.backup and etcd.defrag are for the bundled etcd (etcd.mode=bundled); back up and defragment an external etcd where it runs" -}}
+{{- end -}}
+{{- if and .Values.hardAntiAffinity .Values.affinity.podAntiAffinity -}}
+{{- fail "hardAntiAffinity=true and affinity.podAntiAffinity: set one of them" -}}
 {{- end -}}
 {{- if not (has .Values.rbac.mode (list "perController" "development")) -}}
 {{- fail (printf "rbac.mode must be perController or development, not %q" .Values.rbac.mode) -}}

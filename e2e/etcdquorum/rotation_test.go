@@ -261,6 +261,9 @@ type generation struct {
 
 func newGeneration(t *testing.T, dir string) generation {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	next, err := framework.NewCerts(dir, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
@@ -16,17 +15,11 @@ import (
 // etcd.bundled.replicas the upgrade fails, saying why and what to do, and
 // the StatefulSet keeps its members; with the same count (and another
 // value changed) it goes through. There is no kubelet here: the members
-// never run, the objects are what is checked.
+// never run, the objects are what is checked (and no replica registers
+// the APIService: the stack's stays in place).
 func TestHelmUpgradeRefusesToChangeTheEtcdMemberCount(t *testing.T) {
 	stack.DumpLogsOnFailure(t)
 	ctx := context.Background()
-	// The stack's own registration goes for the install's (one APIService
-	// per cluster), and comes back at the end.
-	stack.Disrupted()
-	apiServices := stack.Aggregator.ApiregistrationV1().APIServices()
-	if err := apiServices.Delete(ctx, framework.APIServiceName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
 	const release, namespace, fullname = "members", "members-system", "members-apiserver"
 	chart, err := framework.ChartDir()
 	if err != nil {
@@ -39,10 +32,6 @@ func TestHelmUpgradeRefusesToChangeTheEtcdMemberCount(t *testing.T) {
 		if out, err := helm("uninstall", release, "-n", namespace, "--wait", "--timeout=60s"); err != nil {
 			t.Errorf("%v\n%s", err, out)
 		}
-		if err := stack.RegisterAPIService(ctx); err != nil {
-			t.Fatalf("can't register the stack's APIService again: %v", err)
-		}
-		stack.Recovered()
 	})
 	// Its own names: the stack's server identity holds the chart's default
 	// ones.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
 )
@@ -140,9 +142,16 @@ func restartWithChartMemoryLimit(ctx context.Context, b *testing.B) (limit, soft
 	b.Setenv(server.MemoryLimitEnv, value)
 	restart()
 
-	got, err := serverGoMemoryLimit(ctx)
-	if err != nil {
-		b.Fatal(err)
+	// A restarted server answers the aggregator's requests as anonymous
+	// until it has read the front-proxy CA from kube-system's
+	// extension-apiserver-authentication: ask until it has.
+	var got int64
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, lastErr = serverGoMemoryLimit(ctx)
+		return lastErr == nil, nil
+	}); err != nil {
+		b.Fatalf("composite-apiserver's /metrics after its restart: %v (%v)", lastErr, err)
 	}
 	if got != soft {
 		b.Fatalf("composite-apiserver runs with a Go memory limit of %d bytes, want %d: %.2f of the chart's limit %s ($%s=%s)", got, soft, o.MemoryLimitRatio, q, server.MemoryLimitEnv, value)

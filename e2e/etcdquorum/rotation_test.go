@@ -244,8 +244,8 @@ func TestEtcdCertificateRotationThroughACABundleNeverCutsTheServerOff(t *testing
 		took := time.Now()
 		l.rollEverything(t, c, start)
 		l.mu.Lock()
-		t.Logf("step %s: members and replicas rolled in %s; %d requests answered, %d failed so far",
-			step.name, time.Since(took).Round(100*time.Millisecond), l.ok[step.name], len(l.failures))
+		t.Logf("step %s: members and replicas rolled in %s; %d requests answered, %d failed so far (and %d timed out by a restarting leader)",
+			step.name, time.Since(took).Round(100*time.Millisecond), l.ok[step.name], len(l.failures), len(l.leaderChanges))
 		l.mu.Unlock()
 	}
 	l.setPhase("after")

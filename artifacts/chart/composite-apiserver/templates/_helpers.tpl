@@ -53,8 +53,18 @@ app.kubernetes.io/component: etcd
 
 {{/* The Secret holding the server's etcd client certificate, if any. */}}
 {{- define "cas.etcdClientSecret" -}}
-{{- if eq .Values.etcd.mode "bundled" -}}{{ include "cas.fullname" . }}-etcd-client
+{{- if eq .Values.etcd.mode "bundled" -}}{{ .Values.etcd.bundled.existingSecret.client | default (printf "%s-etcd-client" (include "cas.fullname" .)) }}
 {{- else -}}{{ .Values.etcd.external.tlsSecretName }}{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the bundled etcd members' certificate. */}}
+{{- define "cas.etcdServerSecret" -}}
+{{ .Values.etcd.bundled.existingSecret.server | default (printf "%s-etcd-server" (include "cas.fullname" .)) }}
+{{- end -}}
+
+{{/* The Secret holding the server's serving certificate. */}}
+{{- define "cas.servingSecret" -}}
+{{ .Values.servingCert.existingSecret | default (printf "%s-serving-cert" (include "cas.fullname" .)) }}
 {{- end -}}
 
 {{- define "cas.issuerRef" -}}
@@ -80,10 +90,45 @@ kind: Issuer
 {{- if and (eq .Values.etcd.mode "external") (empty .Values.etcd.external.servers) -}}
 {{- fail "etcd.mode=external needs etcd.external.servers" -}}
 {{- end -}}
+{{- if and (not .Values.bootstrapCerts.enabled) (not .Values.certManager.enabled) -}}
+{{- if not .Values.servingCert.existingSecret -}}
+{{- fail "bootstrapCerts.enabled=false: the chart generates no certificate, so it needs servingCert.existingSecret, or certManager.enabled" -}}
+{{- end -}}
+{{- if and (eq .Values.etcd.mode "bundled") (not (and .Values.etcd.bundled.existingSecret.server .Values.etcd.bundled.existingSecret.client)) -}}
+{{- fail "bootstrapCerts.enabled=false: the chart generates no certificate, so the bundled etcd needs etcd.bundled.existingSecret.server and .client, or certManager.enabled" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (or .Values.etcd.backup.enabled .Values.etcd.defrag.enabled) (ne .Values.etcd.mode "bundled") -}}
+{{- fail "etcd.backup and etcd.defrag are for the bundled etcd (etcd.mode=bundled); back up and defragment an external etcd where it runs" -}}
+{{- end -}}
 {{- if and .Values.hardAntiAffinity .Values.affinity.podAntiAffinity -}}
 {{- fail "hardAntiAffinity=true and affinity.podAntiAffinity: set one of them" -}}
 {{- end -}}
 {{- if not (has .Values.rbac.mode (list "perController" "development")) -}}
 {{- fail (printf "rbac.mode must be perController or development, not %q" .Values.rbac.mode) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The backup and defrag CronJobs' pod: PodSecurity "restricted". */}}
+{{- define "cas.etcdJobPodSecurity" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "cas.etcdJobContainerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
+
+{{/* etcdctl's TLS flags with the server's client certificate, mounted as the Deployment mounts it. */}}
+{{- define "cas.etcdctlTLS" -}}
+- --cacert=/var/run/etcd-client/ca.crt
+- --cert=/var/run/etcd-client/tls.crt
+- --key=/var/run/etcd-client/tls.key
 {{- end -}}

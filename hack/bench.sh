@@ -43,6 +43,13 @@ Options:
                       memory while the pages stream; off by default (it
                       converges its parents first: about 2 more minutes)
   --b9-parents N      B9 parents (default 2000)
+  --b8                also run B8's memory limit: composite-apiserver restarted
+                      with the memory limit of the chart's default values
+                      (rendered with helm; $COMPOSITE_MEMORY_LIMIT as the
+                      kubelet would set it) converges --b8-parents parents × 10
+                      ConfigMaps; fails when its peak RSS (VmHWM) passes the
+                      limit; off by default (10,000 parents: 5-15 minutes)
+  --b8-parents N      B8 parents (default 10000)
   --b7                also run B7 (shards: 3 replicas with --shards against one
                       replica, then one of the three killed; not in the default
                       run: it starts two more servers, ~5 minutes more)
@@ -72,6 +79,7 @@ b2_timeout=4m
 b3_parents=2000
 b6_parents=200
 b9_parents=0
+b8_parents=0
 b7=false
 b7_parents=3000
 bench=.
@@ -85,6 +93,8 @@ while [[ $# -gt 0 ]]; do
     --b6-parents) b6_parents=$2; shift 2 ;;
     --b9) [[ $b9_parents -gt 0 ]] || b9_parents=2000; shift ;;
     --b9-parents) b9_parents=$2; shift 2 ;;
+    --b8) [[ $b8_parents -gt 0 ]] || b8_parents=10000; shift ;;
+    --b8-parents) b8_parents=$2; shift 2 ;;
     --b7) b7=true; shift ;;
     --b7-parents) b7_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
@@ -98,7 +108,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -298,6 +308,17 @@ table() {
       row(what, why("BenchmarkLoopConvergenceWithIdentity"), "—", "—", "≤ 1.2× cost", "**no**")
     }
 
+    n = "BenchmarkMemoryLimit"
+    if (b8 > 0) {
+      what = sprintf("B8 memory limit: %s parents × 10 ConfigMaps converged by composite-apiserver run with the memory limit of the chart defaults (GOMEMLIMIT from it)", b8)
+      if (has(n)) {
+        row(what, sprintf("peak RSS %.0f MiB, %.0f MiB once converged; converged in %.1f s (%.0f objects/s); live heap %.0f → %.0f MiB: %.0f B/child", v(n, "peak-rss-MiB"), v(n, "rss-converged-MiB"), v(n, "converged-s"), v(n, "objects/s"), v(n, "heap-before-MiB"), v(n, "heap-after-MiB"), v(n, "heap-B/child")),
+          sprintf("the limit: %.0f MiB (GOMEMLIMIT %.0f MiB)", v(n, "limit-MiB"), v(n, "gomemlimit-MiB")), sprintf("%.2f of the limit", v(n, "peak-vs-limit")), "peak RSS < limit", met(v(n, "peak-vs-limit") < 1))
+      } else {
+        row(what, why(n), "—", "—", "peak RSS < limit", "**no**")
+      }
+    }
+
     n = "BenchmarkFleetPreview"
     if (b9 > 0) {
       what = sprintf("B9 fleet preview of %s converged parents × 10 ConfigMaps, pages of 500, in-process hook (parents previewed/s)", b9)
@@ -365,6 +386,7 @@ status=0
 go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 45m \
   "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
   "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
+  "-memlimit.parents=$b8_parents" \
   "-shards.run=$b7" "-shards.parents=$b7_parents" "$@" 2>&1 | tee "$out" || status=$?
 elapsed=$((SECONDS - start))
 

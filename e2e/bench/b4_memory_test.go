@@ -39,23 +39,7 @@ func BenchmarkMemory(b *testing.B) {
 	ctx := context.Background()
 	name := uniqueName("bench-memory")
 	parents, children := *memoryParents, *memoryChildren
-	// The controller starts before the first reading, so that the heap
-	// of its (shared) informers, already synced on the objects of other
-	// benchmarks, is in both readings.
-	l, hook, w := startMeasuredController(ctx, b, name, parents, 0)
-	// What the server builds once, on its first syncs (schemas, clients,
-	// connections), is not per child: one parent, outside the layout,
-	// converges before the first reading.
-	if err := warmUp(ctx, name, *memoryTimeout); err != nil {
-		b.Fatal(err)
-	}
-	if err := quiesce(ctx, hook, 2*time.Second, time.Minute); err != nil {
-		b.Fatal(err)
-	}
-	before, err := serverHeap(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, hook, w, before := startWarmController(ctx, b, name, parents, *memoryTimeout)
 
 	start := time.Now()
 	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
@@ -98,6 +82,29 @@ func BenchmarkMemory(b *testing.B) {
 		"a bare dynamic informer on the same ConfigMaps: %.0f bytes per child (%.2f×); with a bare informer on their parents too: %.0f bytes per child (%.2f×)",
 		parents, children, convergedIn.Seconds(), float64(before)/(1<<20), float64(after)/(1<<20), loopPerChild,
 		informerPerChild, ratio, withParentsPerChild, loopPerChild/withParentsPerChild)
+}
+
+// startWarmController starts the measured controller name over parents
+// and reads the server's live heap once it has warmed up: the "before" of
+// a memory measurement. The controller starts before that reading, so that
+// the heap of its (shared) informers, already synced on the objects of
+// other benchmarks, is in both readings; and what the server builds once,
+// on its first syncs (schemas, clients, connections), is not per child:
+// one parent, outside the layout, converges first (warmUp).
+func startWarmController(ctx context.Context, b *testing.B, name string, parents int, timeout time.Duration) (layout, *hookStats, *watcher, uint64) {
+	b.Helper()
+	l, hook, w := startMeasuredController(ctx, b, name, parents, 0)
+	if err := warmUp(ctx, name, timeout); err != nil {
+		b.Fatal(err)
+	}
+	if err := quiesce(ctx, hook, 2*time.Second, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	before, err := serverHeap(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l, hook, w, before
 }
 
 // warmUp creates a parent of controller in a namespace of its own and

@@ -169,16 +169,20 @@ func (s *syncBench) previewPage(ctx context.Context, url, cont string, limit int
 }
 
 // residentBytes is the resident set size of process pid.
-func residentBytes(pid int) (uint64, error) {
+func residentBytes(pid int) (uint64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// procStatusBytes is field (VmRSS, VmHWM, ...) of /proc/<pid>/status, in
+// bytes.
+func procStatusBytes(pid int, field string) (uint64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

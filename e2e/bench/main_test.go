@@ -18,6 +18,9 @@
 //     child and no parent status; it fails otherwise.
 //   - BenchmarkMemory (B4): heap bytes per cached child of the server
 //     against a bare client-go dynamic informer holding the same objects.
+//   - BenchmarkMemoryLimit (B8, only with -memlimit.parents): the server
+//     restarted with the chart's memory limit converges that many parents;
+//     its peak resident memory must stay below the limit.
 //   - BenchmarkCRUD (B5): create, get and list of CompositeControllers
 //     through kube-apiserver against the same objects served as a CRD by
 //     the same kube-apiserver.
@@ -140,7 +143,7 @@ var stack *framework.Stack
 var env *environment
 
 // benchmarks are the package's benchmarks, for benchmarksWanted.
-var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards"}
+var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkMemoryLimit", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that

@@ -26,24 +26,10 @@ import (
 func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 	dumpLogsOnFailure(t)
 	ctx := context.Background()
-	// cert-manager's and the Prometheus Operator's kinds need their CRDs;
-	// stand-ins whose real ones cannot be fetched here.
-	mustKubectl(t, "apply", "-f", filepath.Join("testdata", "stub-crds.yaml"))
-	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(ctx, "delete", "--wait=false", "-f", filepath.Join("testdata", "stub-crds.yaml"))
-	})
-	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/servicemonitors.monitoring.coreos.com")
+	// cert-manager's and the Prometheus Operator's kinds need their CRDs.
+	installChartCRDs(t)
 
-	modes, err := framework.ChartModes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, 0, len(modes))
-	for mode := range modes {
-		names = append(names, mode)
-	}
-	sort.Strings(names)
+	modes, names := chartModes(t)
 	kindsSeen := map[string]bool{}
 	for _, mode := range names {
 		t.Run(mode, func(t *testing.T) {
@@ -80,11 +66,27 @@ func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range []string{"Deployment", "StatefulSet", "PodDisruptionBudget", "APIService", "Secret", "Certificate", "Issuer", "ServiceMonitor", "ClusterRoleBinding"} {
+	for _, kind := range []string{"Deployment", "StatefulSet", "PodDisruptionBudget", "Secret", "Certificate", "Issuer", "ServiceMonitor", "ClusterRoleBinding"} {
 		if !kindsSeen[kind] {
 			t.Errorf("no mode of the chart renders a %s", kind)
 		}
 	}
+}
+
+// chartModes are the chart's modes (framework.ChartModes) and their names
+// in order.
+func chartModes(t *testing.T) (map[string]string, []string) {
+	t.Helper()
+	modes, err := framework.ChartModes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(modes))
+	for mode := range modes {
+		names = append(names, mode)
+	}
+	sort.Strings(names)
+	return modes, names
 }
 
 // resourceName is the object as `kubectl apply -o name` prints it.
@@ -192,11 +194,12 @@ func TestEtcdOverlayIsValidAndRunsTheChartsEtcd(t *testing.T) {
 
 // TestChartKeepsItsCertificatesOnUpgrade: without cert-manager the chart
 // generates its CAs and certificates at install, and an upgrade must keep
-// them (a new serving CA in the APIService while the pods still serve the
-// old certificate would break the API until they reload; new etcd
+// them (a new serving CA, which the server puts in the APIService, while
+// other pods still serve the old certificate would break the API until
+// they reload; new etcd
 // certificates would split members that restarted from those that did
 // not). Rendered against a cluster holding the Secrets, as `helm upgrade`
-// renders, the chart reuses them and the APIService trusts the same CA;
+// renders, the chart reuses them, the serving CA among them;
 // rendered offline twice, it generates anew each time, so it is the
 // lookup that keeps them.
 func TestChartKeepsItsCertificatesOnUpgrade(t *testing.T) {
@@ -242,13 +245,13 @@ func TestChartKeepsItsCertificatesOnUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chartCerts(t, again)["APIService caBundle"] == installed["APIService caBundle"] {
+	const servingCA = "Secret composite-apiserver-serving-cert ca.crt"
+	if chartCerts(t, again)[servingCA] == installed[servingCA] {
 		t.Errorf("two offline renders made the same CA: the test cannot tell the lookup from a fixed certificate")
 	}
 }
 
-// chartCerts are the rendered Secrets' data and the APIService's caBundle,
-// by name.
+// chartCerts are the rendered Secrets' data, by name.
 func chartCerts(t *testing.T, rendered string) map[string]string {
 	t.Helper()
 	objs, err := framework.SplitManifests(rendered)
@@ -259,24 +262,18 @@ func chartCerts(t *testing.T, rendered string) map[string]string {
 	for _, o := range objs {
 		var body struct {
 			Data map[string]string `json:"data"`
-			Spec struct {
-				CABundle string `json:"caBundle"`
-			} `json:"spec"`
 		}
 		if err := yaml.Unmarshal([]byte(o.YAML), &body); err != nil {
 			t.Fatal(err)
 		}
-		switch o.Kind {
-		case "Secret":
+		if o.Kind == "Secret" {
 			for k, v := range body.Data {
 				out["Secret "+o.Name+" "+k] = v
 			}
-		case "APIService":
-			out["APIService caBundle"] = body.Spec.CABundle
 		}
 	}
-	if len(out) != 10 {
-		t.Fatalf("want 3 Secrets of 3 keys and a caBundle, got %d entries: %v", len(out), keysOf(out))
+	if len(out) != 9 {
+		t.Fatalf("want 3 Secrets of 3 keys, got %d entries: %v", len(out), keysOf(out))
 	}
 	return out
 }

@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -76,6 +75,7 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 		{"external etcd without servers", []string{"etcd.mode=external"}, "needs etcd.external.servers"},
 		{"unknown etcd mode", []string{"etcd.mode=embedded"}, "etcd.mode must be bundled or external"},
 		{"unknown RBAC mode", []string{"rbac.mode=admin"}, "rbac.mode must be perController or development"},
+		{"a grace period the shutdown delay outlasts", []string{"shutdown.terminationGracePeriodSeconds=20"}, "must exceed shutdown.delaySeconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RenderChart(chartNamespace, "", tc.set...)
@@ -216,11 +216,12 @@ func keys(m map[string]string) []string {
 }
 
 // Without cert-manager the chart's bootstrap certificates work together:
-// the APIService's caBundle verifies the serving certificate for the
+// the CA the server registers as the APIService's caBundle
+// (--apiservice-ca-file) verifies the serving certificate for the
 // Service's name (what kube-apiserver's aggregator checks), etcd's
 // certificate is valid for every member's name on both ends, and the
-// server's client certificate is one etcd trusts. With cert-manager, the
-// APIService asks for the serving Certificate's CA and carries none.
+// server's client certificate is one etcd trusts. With cert-manager, that
+// CA file is the serving Certificate's ca.crt.
 func TestChartCertificatesChainForTheNamesTheyAreUsedFor(t *testing.T) {
 	rendered, err := RenderChart(chartNamespace, "")
 	if err != nil {
@@ -231,23 +232,18 @@ func TestChartCertificatesChainForTheNamesTheyAreUsedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := map[string]corev1.Secret{}
-	var api apiregistrationv1.APIService
 	for _, o := range objs {
-		switch o.Kind {
-		case "Secret":
+		if o.Kind == "Secret" {
 			var s corev1.Secret
 			if err := yaml.UnmarshalStrict([]byte(o.YAML), &s); err != nil {
 				t.Fatal(err)
 			}
 			secrets[s.Name] = s
-		case "APIService":
-			if err := yaml.UnmarshalStrict([]byte(o.YAML), &api); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
+	caSecret, caKey := apiServiceCAFile(t, objs)
 	serving := secrets["composite-apiserver-serving-cert"]
-	verify(t, "the serving certificate", api.Spec.CABundle, serving.Data["tls.crt"], x509.ExtKeyUsageServerAuth,
+	verify(t, "the serving certificate", secrets[caSecret].Data[caKey], serving.Data["tls.crt"], x509.ExtKeyUsageServerAuth,
 		"composite-apiserver."+chartNamespace+".svc")
 
 	etcdServer, etcdClient := secrets["composite-apiserver-etcd-server"], secrets["composite-apiserver-etcd-client"]
@@ -279,22 +275,47 @@ func TestChartCertificatesChainForTheNamesTheyAreUsedFor(t *testing.T) {
 			t.Errorf("with cert-manager the chart still renders Secret %s: cert-manager's would be overwritten", o.Name)
 		}
 	}
-	for _, o := range cmObjs {
-		if o.Kind != "APIService" {
+	// cert-manager names each Certificate's Secret as the Certificate,
+	// and puts the issuing CA in its ca.crt.
+	if caSecret, caKey := apiServiceCAFile(t, cmObjs); !certificates[chartNamespace+"/"+caSecret] || caKey != "ca.crt" {
+		t.Errorf("the APIService's CA is %s of Secret %s; the chart's Certificates are %v", caKey, caSecret, certificates)
+	}
+}
+
+// apiServiceCAFile is the Secret and key the rendered Deployment's
+// --apiservice-ca-file reads, through the volume mounted there.
+func apiServiceCAFile(t *testing.T, objs []Object) (secret, key string) {
+	t.Helper()
+	for _, o := range objs {
+		if o.Kind != "Deployment" {
 			continue
 		}
-		var a apiregistrationv1.APIService
-		if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
+		d, err := decodeDeployment(o.Name, []byte(o.YAML))
+		if err != nil {
 			t.Fatal(err)
 		}
-		from := a.Annotations["cert-manager.io/inject-ca-from"]
-		if !certificates[from] {
-			t.Errorf("the APIService asks cert-manager for the CA of %q; the chart's Certificates are %v", from, certificates)
+		c := d.Spec.Template.Spec.Containers[0]
+		var file string
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--apiservice-ca-file="); ok {
+				file = v
+			}
 		}
-		if len(a.Spec.CABundle) != 0 {
-			t.Errorf("with cert-manager the APIService carries a caBundle of its own")
+		for _, m := range c.VolumeMounts {
+			dir := strings.TrimSuffix(m.MountPath, "/") + "/"
+			if !strings.HasPrefix(file, dir) {
+				continue
+			}
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil {
+					return v.Secret.SecretName, strings.TrimPrefix(file, dir)
+				}
+			}
 		}
+		t.Fatalf("the Deployment's --apiservice-ca-file %q is in no Secret it mounts", file)
 	}
+	t.Fatal("the chart renders no Deployment")
+	return "", ""
 }
 
 // verify checks that certPEM chains to caPEM for usage and, when dnsName is

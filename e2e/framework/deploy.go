@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	kubectlresource "k8s.io/kubectl/pkg/util/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
@@ -66,11 +67,14 @@ func DeploymentOptions(d *appsv1.Deployment) (*server.Options, error) {
 // behaves: the stack sets them for each server it starts (StartComposite,
 // StartReplica), to its own etcd, port and certificates. The stack's etcd
 // serves plain HTTP on loopback, so a Deployment's etcd client certificate
-// goes too.
+// goes too. The stack registers its own APIService, for its own server, so
+// a Deployment's registration goes as well.
 var stackFlags = []string{
 	"etcd-servers", "etcd-prefix", "etcd-cafile", "etcd-certfile", "etcd-keyfile",
 	"bind-address", "secure-port", "tls-cert-file", "tls-private-key-file",
 	"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig",
+	"register-apiservice", "apiservice-service-namespace", "apiservice-service-name", "apiservice-service-port",
+	"apiservice-ca-file", "apiservice-owner-clusterrolebinding", "apiservice-group-priority-minimum", "apiservice-version-priority",
 }
 
 // DeploymentServerArgs are the arguments of d's container without the
@@ -84,8 +88,8 @@ func DeploymentServerArgs(d *appsv1.Deployment) []string {
 			out = append(out, args[i])
 			continue
 		}
-		if !hasValue {
-			// "--flag value": the value goes too.
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			// "--flag value": the value goes too (a boolean flag has none).
 			i++
 		}
 	}
@@ -148,4 +152,31 @@ func SubstituteSecretMounts(d *appsv1.Deployment, objs []Object, dir string) ([]
 		args[i] = replacer.Replace(a)
 	}
 	return args, nil
+}
+
+// ContainerEnvVar is the value the kubelet would give d's container for
+// its environment variable name: a plain value, or a resourceFieldRef of
+// the downward API resolved against the container's own requests and
+// limits, as the kubelet resolves it (kubectl's copy of its code). It is
+// an error when d does not set name, or sets it from anything else.
+func ContainerEnvVar(d *appsv1.Deployment, name string) (string, error) {
+	c := &d.Spec.Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		if e.Name != name {
+			continue
+		}
+		switch {
+		case e.ValueFrom == nil:
+			return e.Value, nil
+		case e.ValueFrom.ResourceFieldRef != nil:
+			ref := e.ValueFrom.ResourceFieldRef
+			if ref.ContainerName != "" && ref.ContainerName != c.Name {
+				return "", fmt.Errorf("Deployment %s: $%s refers to the resources of container %q, not of %q", d.Name, name, ref.ContainerName, c.Name)
+			}
+			return kubectlresource.ExtractContainerResourceValue(ref, c)
+		default:
+			return "", fmt.Errorf("Deployment %s: $%s is set from neither a value nor a resourceFieldRef", d.Name, name)
+		}
+	}
+	return "", fmt.Errorf("Deployment %s does not set $%s in container %s's environment", d.Name, name, c.Name)
 }

@@ -55,6 +55,9 @@ type Options struct {
 	CompositeArgs []string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// KubeAPIServerArgs are extra flags of kube-apiserver, after the
+	// stack's, e.g. an admission configuration as a managed cluster runs.
+	KubeAPIServerArgs []string
 }
 
 // Stack is a running control plane with composite-apiserver registered.
@@ -280,7 +283,12 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + c.FrontProxyClient.CertFile,
 		"--proxy-client-key-file=" + c.FrontProxyClient.KeyFile,
+		// PodSecurity is among the default plugins; named here so that the
+		// tests proving the shipped manifests pass the "restricted" level
+		// (e2e/cluster podsecurity_test.go) never run without it.
+		"--enable-admission-plugins=PodSecurity",
 	}
+	s.apiserverArgs = append(s.apiserverArgs, s.opts.KubeAPIServerArgs...)
 	s.apiserver, err = StartProcess("kube-apiserver", s.logDir(), s.Bin.KubeAPIServer, s.apiserverArgs...)
 	if err != nil {
 		return err
@@ -312,7 +320,9 @@ func (s *Stack) startKubeAPIServer(ctx context.Context) error {
 }
 
 // startControllerManager runs the garbage collector (children go when
-// their parent goes), the namespace controller and the quota controller. It gets administrator
+// their parent goes), the namespace controller, the quota controller and
+// the workload controllers that turn Deployments and StatefulSets into
+// Pods (which stay Pending: there are no nodes). It gets administrator
 // credentials: with its own identity RBAC denies it emptying namespaces.
 func (s *Stack) startControllerManager() error {
 	c := s.Certs
@@ -337,7 +347,12 @@ func (s *Stack) startControllerManager() error {
 		// the garbage collector and the namespace controller it is what
 		// an aggregated server must serve well (protobuf-first metadata
 		// clients), and the tests prove it does.
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota",
+		// deployment, replicaset and statefulset create the Pods of the
+		// shipped manifests, so that admission (PodSecurity, quotas) judges
+		// them as on a real cluster: applying a Deployment only warns.
+		// pvc-protection releases the StatefulSets' PVCs (their finalizer)
+		// once no Pod uses them, or their namespaces would never go.
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation,resourcequota,deployment,replicaset,statefulset,pvc-protection",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
@@ -368,18 +383,28 @@ func (s *Stack) installServerIdentity(ctx context.Context) error {
 			return fmt.Errorf("kubectl apply %s: %w: %s", f, err, stderr)
 		}
 	}
+	s.CompositeIdentity, err = s.ServiceAccountKubeconfig(ctx, CompositeNamespace, CompositeServiceAccount)
+	return err
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig of the stack's
+// kube-apiserver with a token of the ServiceAccount namespace/name, as a
+// pod of it holds one, and returns its path.
+func (s *Stack) ServiceAccountKubeconfig(ctx context.Context, namespace, name string) (string, error) {
 	var token *authenticationv1.TokenRequest
+	var err error
+	// The ServiceAccount may have been created a moment ago.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		token, err = s.Kube.CoreV1().ServiceAccounts(CompositeNamespace).CreateToken(ctx, CompositeServiceAccount,
+		token, err = s.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
 			metav1.CreateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("can't get a token for the server's service account: %w", err)
+		return "", fmt.Errorf("can't get a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	s.CompositeIdentity = filepath.Join(s.Dir, "composite-apiserver.kubeconfig")
-	return s.writeKubeconfig(s.CompositeIdentity, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+	path := filepath.Join(s.Dir, namespace+"-"+name+".kubeconfig")
+	return path, s.writeKubeconfig(path, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 }
 
 // StartComposite starts composite-apiserver as a cluster would run it:

@@ -17,14 +17,9 @@ import (
 // cluster are still deleted. An APIService registered with nobody behind it
 // would make kube-controller-manager's namespace controller wait on our
 // group's discovery (NamespaceDeletionDiscoveryFailure) for as long as the
-// install stays broken.
-//
-// Not yet passing: issue 31 item 2 (registering the APIService only once a
-// replica is ready) is still to be built. On the chart of today the
-// namespace waits the whole two minutes, NamespaceDeletionDiscoveryFailure
-// "stale GroupVersion discovery: metacontroller.k8s.io/v1alpha1".
+// install stays broken: the server registers the APIService only once a
+// replica is ready (--register-apiservice), and none is.
 func TestAFailedInstallLeavesNamespaceDeletionWorking(t *testing.T) {
-	t.Skip("issue 31 item 2 is not built yet: remove this skip with it")
 	stack.DumpLogsOnFailure(t)
 	ctx := context.Background()
 	// The stack's own registration goes for the install's, and comes back

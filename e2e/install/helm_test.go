@@ -21,11 +21,12 @@ import (
 // Secret made by the admin) is moved to the chart (the objects labelled
 // and annotated as the release's, the Deployment deleted with its pods
 // orphaned, helm install with an external etcd), which keeps the serving
-// certificate and puts its CA in the APIService; then `helm uninstall`
-// removes every object it installed, the APIService among them, and
-// namespace deletion is not left waiting on our group. There is no
-// kubelet here: the Deployment's pods never run, the objects are what is
-// checked.
+// certificate, whose CA the server registers as the APIService's caBundle
+// (--apiservice-ca-file); then `helm uninstall` removes every object it
+// installed, and namespace deletion is not left waiting on our group.
+// There is no kubelet here: the Deployment's pods never run, so neither
+// install has an APIService (no replica is ready to register it); the
+// objects are what is checked.
 func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	stack.DumpLogsOnFailure(t)
 	ctx := context.Background()
@@ -67,6 +68,7 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	// Deployment mounts (the stack's Service, an ExternalName one, makes
 	// way for the shipped one).
 	kubectl("", "-n", framework.CompositeNamespace, "delete", "service", framework.CompositeService)
+	kubectl("", "delete", "apiservice", framework.APIServiceName)
 	kubectl("", "apply", "-k", filepath.Join(root, "artifacts", "deploy"))
 	ca, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
 	if err != nil {
@@ -96,21 +98,17 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 		t.Fatalf("helm status: %s", status)
 	}
 
-	// The serving certificate was kept, and the APIService trusts its CA.
-	api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(bytes.TrimSpace(api.Spec.CABundle), bytes.TrimSpace(ca)) {
-		t.Errorf("the adopted APIService's caBundle is not the CA of the serving Secret it kept:\n%s", api.Spec.CABundle)
+	// The serving certificate was kept, with the CA the server registers.
+	if _, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("with no replica ready, the APIService: %v (want NotFound)", err)
 	}
 	secret, err := stack.Kube.CoreV1().Secrets(framework.CompositeNamespace).Get(ctx, "composite-apiserver-serving-cert", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert, _ := os.ReadFile(stack.Certs.CompositeServing.CertFile)
-	if !bytes.Equal(secret.Data["tls.crt"], cert) {
-		t.Errorf("helm install replaced the serving certificate")
+	if !bytes.Equal(secret.Data["tls.crt"], cert) || !bytes.Equal(secret.Data["ca.crt"], ca) {
+		t.Errorf("helm install replaced the serving certificate or its CA")
 	}
 	deploy, err := stack.Kube.AppsV1().Deployments(framework.CompositeNamespace).Get(ctx, "composite-apiserver", metav1.GetOptions{})
 	if err != nil {
@@ -119,9 +117,11 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	if deploy.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" || deploy.Labels["app.kubernetes.io/managed-by"] != "Helm" {
 		t.Errorf("the Deployment is not the chart's: priority %q, labels %v", deploy.Spec.Template.Spec.PriorityClassName, deploy.Labels)
 	}
+	if args := strings.Join(deploy.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--apiservice-ca-file=/var/run/serving-cert/ca.crt") {
+		t.Errorf("the chart's server does not register the kept Secret's CA: %s", args)
+	}
 
-	// Uninstall: helm deletes the APIService first of all, and every
-	// object it installed.
+	// Uninstall: helm deletes every object it installed.
 	helm("uninstall", "composite-apiserver", "-n", framework.CompositeNamespace, "--wait", "--timeout=60s")
 	if _, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the APIService after helm uninstall: %v", err)

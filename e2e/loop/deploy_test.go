@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
@@ -66,7 +66,8 @@ func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 
 // renderedDeployment renders the chart with values (none when empty) and
 // returns its Deployment, the server arguments to run it with here, and
-// the caBundle of its APIService.
+// the CA its server would register as the APIService's caBundle (the file
+// of its --apiservice-ca-file).
 func renderedDeployment(t *testing.T, values string) (*appsv1.Deployment, []string, []byte) {
 	t.Helper()
 	rendered, err := framework.RenderChart(framework.CompositeNamespace, values)
@@ -77,22 +78,14 @@ func renderedDeployment(t *testing.T, values string) (*appsv1.Deployment, []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One rendering: its Deployment, the Secrets it mounts and the
-	// caBundle belong together (each rendering generates anew).
+	// One rendering: its Deployment and the Secrets it mounts belong
+	// together (each rendering generates anew).
 	d := &appsv1.Deployment{}
-	var caBundle []byte
 	for _, o := range objs {
-		switch o.Kind {
-		case "Deployment":
+		if o.Kind == "Deployment" {
 			if err := yaml.UnmarshalStrict([]byte(o.YAML), d); err != nil {
 				t.Fatal(err)
 			}
-		case "APIService":
-			var a apiregistrationv1.APIService
-			if err := yaml.UnmarshalStrict([]byte(o.YAML), &a); err != nil {
-				t.Fatal(err)
-			}
-			caBundle = a.Spec.CABundle
 		}
 	}
 	substituted, err := framework.SubstituteSecretMounts(d, objs, t.TempDir())
@@ -100,9 +93,15 @@ func renderedDeployment(t *testing.T, values string) (*appsv1.Deployment, []stri
 		t.Fatal(err)
 	}
 	args := framework.DeploymentServerArgs(d)
+	var caBundle []byte
 	for _, a := range substituted {
 		if strings.HasPrefix(a, "--tls-cert-file=") || strings.HasPrefix(a, "--tls-private-key-file=") {
 			args = append(args, a)
+		}
+		if file, ok := strings.CutPrefix(a, "--apiservice-ca-file="); ok {
+			if caBundle, err = os.ReadFile(file); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return d, args, caBundle

@@ -101,6 +101,9 @@ type LoopConfig struct {
 	// EchoTimeout is how long the loop waits for the watch event of one
 	// of its own writes; zero means the default.
 	EchoTimeout time.Duration
+	// StopGrace is how long a sync in flight when the loop stops may go
+	// on before it is cancelled.
+	StopGrace time.Duration
 }
 
 // Config is the whole configuration of a server.
@@ -262,7 +265,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
+			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, StopGrace: loop.StopGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 			Shards: shards, AuthorRecheck: loop.ResyncPeriod, Gate: gate,
 		})

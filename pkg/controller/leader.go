@@ -23,6 +23,20 @@ type LeaderElection struct {
 	RetryPeriod     time.Duration
 }
 
+// StopGrace is how long a sync in flight when a leader's loop stops may go
+// on before it is cancelled. A leader stepping down for the replicas of a
+// rollout to --shards still holds the Lease, and releases it only once its
+// loop has stopped: cancelling the sync at once would abandon a hook call
+// the hook goes on with, while the next owner, given the Lease, calls the
+// hook about the same parent. A leader that lost its Lease is told so by
+// client-go within RenewDeadline of the retry after its last renewal, and
+// another replica may take the Lease LeaseDuration after that renewal:
+// half of what remains between the two is the grace, so that even then
+// no sync of this replica's outlives its Lease.
+func (le LeaderElection) StopGrace() time.Duration {
+	return max(0, (le.LeaseDuration-le.RenewDeadline-le.RetryPeriod)/2)
+}
+
 // RunWithLeaderElection runs run while this replica holds the Lease; API
 // serving goes on in every replica regardless. Losing the Lease stops the
 // loop (run's context is cancelled) and the replica tries to get it back.

@@ -82,3 +82,24 @@ func TestALeaderStepsDownForShardMembersAndReleasesItsLeaseAfterItsLoop(t *testi
 		}
 	}
 }
+
+// The grace of a sync in flight when the loop stops ends before another
+// replica may take a Lease this one failed to renew: with the server's
+// defaults (15 s, 10 s, 2 s), 1.5 s; none when the timings leave no room.
+func TestTheStopGraceEndsBeforeALostLeaseCanBeTaken(t *testing.T) {
+	for _, c := range []struct {
+		le   LeaderElection
+		want time.Duration
+	}{
+		{LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, 1500 * time.Millisecond},
+		{LeaderElection{LeaseDuration: 10 * time.Second, RenewDeadline: 8 * time.Second, RetryPeriod: 2 * time.Second}, 0},
+	} {
+		got := c.le.StopGrace()
+		if got != c.want {
+			t.Errorf("%+v: grace %s, want %s", c.le, got, c.want)
+		}
+		if lost := c.le.RenewDeadline + c.le.RetryPeriod + got; lost > c.le.LeaseDuration {
+			t.Errorf("%+v: a sync may run %s after the last renewal, past the Lease's %s", c.le, lost, c.le.LeaseDuration)
+		}
+	}
+}

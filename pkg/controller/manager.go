@@ -86,6 +86,10 @@ type Config struct {
 	// (echo) of one of the loop's own writes before the parent is synced
 	// anyway; zero means parentloop.DefaultEchoTimeout.
 	EchoTimeout time.Duration
+	// StopGrace is how long a sync in flight when the loop stops (a
+	// leader stepping down, the process ending) may go on before it is
+	// cancelled; see LeaderElection.StopGrace.
+	StopGrace time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
 	// Authorizer answers whether a controller's subject (its identity or
@@ -244,7 +248,8 @@ func (m *Manager) loopConfig(pool *sharedinformers.Pool) parentloop.Config {
 		Informers: pool, Recorder: m.recorder, Secrets: hooks.NewClusterSecretSource(m.cfg.Kube),
 		HookDestinations: m.cfg.HookDestinations, Access: m.identities.access, Identity: m.identities,
 		Unchanged: m.unchanged, Workers: m.cfg.Workers, ResyncPeriod: m.cfg.ResyncPeriod,
-		FinalizeGrace: m.cfg.FinalizeGrace, EchoTimeout: m.cfg.EchoTimeout, Gate: m.cfg.Gate, Shards: m.cfg.Shards,
+		FinalizeGrace: m.cfg.FinalizeGrace, EchoTimeout: m.cfg.EchoTimeout, StopGrace: m.cfg.StopGrace,
+		Gate: m.cfg.Gate, Shards: m.cfg.Shards,
 	}
 }
 

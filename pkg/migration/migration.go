@@ -68,7 +68,7 @@ func Find(ctx context.Context, client dynamic.Interface) ([]Finding, error) {
 	}
 	if _, found, _ := unstructured.NestedMap(svc.Object, "spec", "service"); !found {
 		out = append(out, Finding{Object: svc, Message: fmt.Sprintf(
-			"APIService %s has no service: kube-apiserver serves metacontroller.k8s.io/v1alpha1 itself (from Metacontroller's CustomResourceDefinitions), so requests never reach composite-apiserver; delete those CRDs and apply composite-apiserver's APIService (artifacts/deploy/apiservice.yaml)",
+			"APIService %s has no service: kube-apiserver serves metacontroller.k8s.io/v1alpha1 itself (from Metacontroller's CustomResourceDefinitions), so requests never reach composite-apiserver; delete those CRDs and composite-apiserver registers its own once ready (--register-apiservice)",
 			APIService)})
 	}
 	return out, nil

@@ -109,8 +109,15 @@ type Options struct {
 	// controllers without one.
 	DefaultServiceAccount string
 	RequireServiceAccount bool
+	// MemoryLimit is the container's memory limit (a quantity), and
+	// MemoryLimitRatio the share of it the Go runtime's soft limit is set
+	// to (memory.go).
+	MemoryLimit      string
+	MemoryLimitRatio float64
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
+	// APIService is the server registering its own APIService.
+	APIService APIServiceOptions
 
 	// PrintVersion prints the version and exits, so that an image can be
 	// inspected without starting a server.
@@ -151,9 +158,12 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		},
-		Metacontroller: newMetacontrollerOptions(),
-		Stdout:         stdout,
-		Stderr:         stderr,
+		MemoryLimit:      os.Getenv(MemoryLimitEnv),
+		MemoryLimitRatio: DefaultMemoryLimitRatio,
+		Metacontroller:   newMetacontrollerOptions(),
+		APIService:       newAPIServiceOptions(),
+		Stdout:           stdout,
+		Stderr:           stderr,
 	}
 	// Close open watches within a few seconds of a shutdown signal instead
 	// of letting the HTTP server wait a minute for them to go idle.
@@ -215,6 +225,7 @@ Two ways to run it:
 	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
 	o.ServerRunOptions.AddUniversalFlags(fss.FlagSet("generic"))
 	o.Metacontroller.AddFlags(fss.FlagSet("metacontroller"))
+	o.APIService.AddFlags(fss.FlagSet("apiservice"))
 	for _, f := range fss.Order {
 		cmd.Flags().AddFlagSet(fss.FlagSets[f])
 	}
@@ -301,6 +312,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"cannot renew within the renew deadline, and a dead replica's shards are taken over once its Leases expire. "+
 			"Every replica must have the same number; 32 divides evenly among up to about 10 replicas. 0 (the default) runs the loop "+
 			"on every replica for all parents, or on the leader only with --leader-elect, which it excludes.")
+	o.addMemoryFlags(fs)
 }
 
 // flagsWithoutEffectInStandalone are flags of the delegated mode that
@@ -310,6 +322,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 var flagsWithoutEffectInStandalone = []string{
 	"etcd-servers-overrides", "authentication-", "authorization-", "requestheader-", "client-ca-file",
 	"kubeconfig", "admission-", "enable-admission-plugins", "disable-admission-plugins", "leader-elect", "shards", "workers", "controller-loop", "target-",
+	"register-apiservice", "apiservice-",
 }
 
 // Complete fills in what depends on other options.
@@ -388,10 +401,14 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.Metacontroller.Validate(o.flagChanged)...)
+	errs = append(errs, o.APIService.Validate()...)
 	if _, err := hooks.ParseDestinations(o.HookDeniedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--hook-denied-cidrs: %w", err))
 	}
 	if _, err := o.identityPolicy(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.goMemoryLimit(); err != nil {
 		errs = append(errs, err)
 	}
 	return utilerrors.NewAggregate(errs)
@@ -477,6 +494,9 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 				ControllerSelector: o.Metacontroller.controllerSelector(),
 				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
 				FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
+				// The Lease timings bound it in every mode: shards
+				// take them too (shardConfig).
+				StopGrace: o.LeaderElection.StopGrace(),
 			}
 			if o.LeaderElect {
 				le := o.LeaderElection
@@ -493,6 +513,11 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 // Run runs the server until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	// First: the informers' first lists are the server's largest burst of
+	// allocations.
+	if err := o.applyMemoryLimit(logger); err != nil {
+		return err
+	}
 	var token string
 	if o.Standalone {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
@@ -543,6 +568,23 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.APIService.Register {
+		hook, err := o.APIService.postStartHook(config.GenericConfig.ClientConfig)
+		if err != nil {
+			return err
+		}
+		if err := generic.AddPostStartHook("register-apiservice", hook); err != nil {
+			return err
+		}
+	}
+	// k8s.io/apiserver says so only at -v=1: whoever sees a pod keep
+	// running after SIGTERM reads why, and for how long.
+	stopLogging := context.AfterFunc(ctx, func() {
+		logger.Info("Shutting down: /readyz fails from now on, requests are still served for --shutdown-delay-duration so that "+
+			"load balancers and Services stop sending them here, then the server stops listening and drains those in flight",
+			"shutdownDelayDuration", o.ServerRunOptions.ShutdownDelayDuration)
+	})
+	defer stopLogging()
 	return generic.PrepareRun().RunWithContext(ctx)
 }
 
@@ -577,18 +619,23 @@ func (o *Options) announceWhenReady(token string, addr net.Addr) genericapiserve
 }
 
 func (o *Options) waitReadyAndPrint(ctx context.Context, loopback *rest.Config) {
+	if err := waitReady(ctx, loopback); err != nil {
+		return
+	}
+	fmt.Fprintf(o.Stdout, "composite-apiserver is ready. Use it with:\n  export KUBECONFIG=%s\n  kubectl get compositecontrollers\n", o.WriteKubeconfig)
+}
+
+// waitReady waits until the server's own /readyz passes, or ctx is done
+// (then it returns ctx's error).
+func waitReady(ctx context.Context, loopback *rest.Config) error {
 	cfg := rest.CopyConfig(loopback)
 	cfg.NegotiatedSerializer = apiserver.Codecs.WithoutConversion()
 	client, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Can't create a loopback client to wait for readiness")
-		return
+		return err
 	}
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		return client.Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
 	})
-	if err != nil {
-		return
-	}
-	fmt.Fprintf(o.Stdout, "composite-apiserver is ready. Use it with:\n  export KUBECONFIG=%s\n  kubectl get compositecontrollers\n", o.WriteKubeconfig)
 }

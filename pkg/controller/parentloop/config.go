@@ -41,8 +41,12 @@ type Config struct {
 	// EchoTimeout bounds the expectations' wait for an echo; zero means
 	// DefaultEchoTimeout.
 	EchoTimeout time.Duration
-	Gate        *syncgate.Gate
-	Shards      syncgate.ParentShards
+	// StopGrace is how long a sync in flight when the loop stops may go
+	// on, to finish its hook call and writes, before it is cancelled
+	// (Run.Stop); zero cancels it at once.
+	StopGrace time.Duration
+	Gate      *syncgate.Gate
+	Shards    syncgate.ParentShards
 
 	// Informers are the shared informers every loop takes its own from.
 	Informers *sharedinformers.Pool

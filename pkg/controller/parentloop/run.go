@@ -31,8 +31,13 @@ type Run struct {
 	views   map[string]*parentLoop
 	queue   workqueue.TypedRateLimitingInterface[string]
 	workers int
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
+	// stopGrace is how long the syncs in flight when the loop stops may
+	// go on (Config.StopGrace).
+	stopGrace time.Duration
+	// cancel stops the workers; cancelSyncs ends the syncs' context, once
+	// they have returned or the grace has passed.
+	cancel, cancelSyncs context.CancelFunc
+	done                sync.WaitGroup
 }
 
 // NewRun makes the loop of def, compiled from owner, the controller as
@@ -63,6 +68,7 @@ func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, 
 		run.views[pc.view] = pc
 	}
 	run.workers = run.pcs[0].workers
+	run.stopGrace = cfg.StopGrace
 	run.pcs[0].writesStatus = true
 	return run, nil
 }
@@ -125,6 +131,8 @@ func (r *Run) Start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(strings.ToLower(r.def.Kind), r.def.Name))
+	syncs, cancelSyncs := lingering(ctx, r.stopGrace)
+	r.cancelSyncs = cancelSyncs
 	for _, pc := range r.pcs {
 		pc.start(ctx)
 	}
@@ -146,40 +154,65 @@ func (r *Run) Start(parent context.Context) {
 			r.done.Add(1)
 			go func() {
 				defer r.done.Done()
-				wait.UntilWithContext(ctx, r.runWorker, time.Second)
+				wait.UntilWithContext(ctx, func(ctx context.Context) { r.runWorker(ctx, syncs) }, time.Second)
 			}()
 		}
 	}()
 }
 
-// Stop ends the workers, then the parent loops.
+// Stop ends the workers, then the parent loops. A sync in flight goes on
+// for up to the stop grace, and Stop waits for it.
 func (r *Run) Stop() {
 	r.cancel()
 	r.queue.ShutDown()
 	r.done.Wait()
+	r.cancelSyncs()
 	for _, pc := range r.pcs {
 		pc.stop()
 	}
 }
 
-func (r *Run) runWorker(ctx context.Context) {
-	for r.processNext(ctx) {
+// runWorker syncs parents until ctx, the loop's, ends; each sync runs in
+// syncs (lingering).
+func (r *Run) runWorker(ctx, syncs context.Context) {
+	for r.processNext(ctx, syncs) {
 	}
 }
 
-func (r *Run) processNext(ctx context.Context) bool {
+func (r *Run) processNext(ctx, syncs context.Context) bool {
 	qkey, shutdown := r.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer r.queue.Done(qkey)
+	// A queue shut down still hands out what it holds: no sync begins
+	// once the loop has stopped.
+	if ctx.Err() != nil {
+		return false
+	}
 	pc, key := r.route(qkey)
 	if pc == nil {
 		r.queue.Forget(qkey)
 		return true
 	}
-	pc.process(ctx, qkey, key)
+	pc.process(syncs, qkey, key)
 	return true
+}
+
+// lingering is the context of a loop's syncs: ctx's values, ending grace
+// after ctx ends (or at cancel). A sync in flight when the loop stops
+// finishes its hook call and its writes, rather than abandoning a call the
+// hook goes on with while the parent's next owner calls it again.
+func lingering(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	syncs, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		timer := time.AfterFunc(grace, cancel)
+		context.AfterFunc(syncs, func() { timer.Stop() })
+	})
+	return syncs, func() {
+		stop()
+		cancel()
+	}
 }
 
 // routedShards is shards asked about the parent of a queue's key: a

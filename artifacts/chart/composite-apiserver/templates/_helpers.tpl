@@ -80,6 +80,9 @@ kind: Issuer
 {{- if and (eq .Values.etcd.mode "external") (empty .Values.etcd.external.servers) -}}
 {{- fail "etcd.mode=external needs etcd.external.servers" -}}
 {{- end -}}
+{{- if and .Values.hardAntiAffinity .Values.affinity.podAntiAffinity -}}
+{{- fail "hardAntiAffinity=true and affinity.podAntiAffinity: set one of them" -}}
+{{- end -}}
 {{- if not (has .Values.rbac.mode (list "perController" "development")) -}}
 {{- fail (printf "rbac.mode must be perController or development, not %q" .Values.rbac.mode) -}}
 {{- end -}}

@@ -1,0 +1,90 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
+)
+
+// TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit: each
+// Deployment an admin can install (the chart with its default values, and
+// artifacts/deploy) has a memory limit and passes it to the server
+// ($COMPOSITE_MEMORY_LIMIT, from the downward API); a server run with that
+// Deployment's arguments, in the environment the kubelet would give its
+// container, runs with the Go runtime's soft memory limit (GOMEMLIMIT, as
+// its /metrics' go_gc_gomemlimit_bytes reports it) at the Deployment's
+// --memory-limit-ratio (or the default's) of the container's limit, and
+// says so in its log.
+func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.T) {
+	setUpStack(t)
+	for _, c := range []struct {
+		name       string
+		deployment func() (*appsv1.Deployment, error)
+	}{
+		{"chart", func() (*appsv1.Deployment, error) {
+			return framework.ChartDeployment(framework.CompositeNamespace, "")
+		}},
+		{"artifacts-deploy", framework.ShippedDeployment},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := c.deployment()
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit := d.Spec.Template.Spec.Containers[0].Resources.Limits.Memory()
+			if limit.IsZero() {
+				t.Fatalf("Deployment %s sets no memory limit", d.Name)
+			}
+			value, err := framework.ContainerEnvVar(d, server.MemoryLimitEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := framework.DeploymentOptions(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(float64(limit.Value()) * o.MemoryLimitRatio)
+
+			// The replica inherits this process's environment.
+			t.Setenv("GOMEMLIMIT", "")
+			t.Setenv(server.MemoryLimitEnv, value)
+			// Its loop is off: it would sync, beside the stack's server,
+			// the parents that other tests leave behind; the memory limit
+			// is set before the loop would start, whether or not it runs.
+			args := append(framework.DeploymentServerArgs(d), "--controller-loop=false")
+			p, err := stack.StartReplica(context.Background(), "memory-limit-"+c.name, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop(30 * time.Second)
+
+			// Ready, the replica may not have read kube-apiserver's
+			// front-proxy CA yet (it does so in the background), and
+			// answers the test's first requests as anonymous's.
+			var got float64
+			eventually(t, "the replica's go_gc_gomemlimit_bytes", func() (bool, error) {
+				var err error
+				got, err = metricOf(p, "go_gc_gomemlimit_bytes", "")
+				return err == nil, err
+			})
+			if int64(got) != want {
+				t.Errorf("the server runs with a Go memory limit of %.0f bytes, want %d: %.2f of the container's limit %s ($%s=%s)",
+					got, want, o.MemoryLimitRatio, limit, server.MemoryLimitEnv, value)
+			}
+			log, err := os.ReadFile(p.LogFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(log), "Go runtime's soft memory limit set from the container's") {
+				t.Errorf("the server's log does not say which memory limit it set:\n%s", p.Tail(2000))
+			}
+		})
+	}
+}

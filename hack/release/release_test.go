@@ -38,7 +38,10 @@ type release struct {
 	root, out string
 	// registry is REGISTRY, a registry in this process.
 	registry string
-	helm     string
+	// files serves the output directory: RELEASE_URL, where the plugin
+	// archives and the krew manifest are downloaded from.
+	files string
+	helm  string
 }
 
 // hack/release.sh is run as a release manager runs it, with --push, and
@@ -50,10 +53,17 @@ type release struct {
 // the checksums checked with sha256sum, the krew manifest validated by
 // krew's own validator (which installs every platform with
 // `kubectl krew install`), and the plugin installed with krew and run.
+//
+// COMPOSITE_RELEASE_OUTPUT, if set, is OUTPUT, kept after the test:
+// hack/test.sh has hack/image's test inspect the image layout there rather
+// than cross-compile the server a second time.
 func TestReleaseIsPulledAsAUserPullsIt(t *testing.T) {
-	r := release{registry: startRegistry(t), out: t.TempDir(), helm: os.Getenv("COMPOSITE_HELM")}
+	r := release{registry: startRegistry(t), out: os.Getenv("COMPOSITE_RELEASE_OUTPUT"), helm: os.Getenv("COMPOSITE_HELM")}
 	if r.helm == "" {
 		t.Fatal("COMPOSITE_HELM must name the helm to push and pull the chart with (hack/install-helm.sh builds it)")
+	}
+	if r.out == "" {
+		r.out = t.TempDir()
 	}
 	var err error
 	if r.root, err = filepath.Abs("../.."); err != nil {
@@ -61,6 +71,7 @@ func TestReleaseIsPulledAsAUserPullsIt(t *testing.T) {
 	}
 	files := httptest.NewServer(http.FileServer(http.Dir(r.out)))
 	t.Cleanup(files.Close)
+	r.files = files.URL
 
 	// Cross-compiling the server twice and the plugin five times on a
 	// fresh machine takes many minutes on two cores; the bound only keeps
@@ -69,7 +80,7 @@ func TestReleaseIsPulledAsAUserPullsIt(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(r.root, "hack/release.sh"), "--push", tag)
 	cmd.Env = append(os.Environ(),
-		"REGISTRY="+r.registry, "RELEASE_URL="+files.URL, "OUTPUT="+r.out,
+		"REGISTRY="+r.registry, "RELEASE_URL="+r.files, "OUTPUT="+r.out,
 		"PLAIN_HTTP=true", "COMPOSITE_HELM="+r.helm)
 	start := time.Now()
 	output, err := cmd.CombinedOutput()
@@ -351,7 +362,8 @@ func (r release) checkKrew(t *testing.T) {
 
 	krewRoot := t.TempDir()
 	env := []string{"KREW_ROOT=" + krewRoot, path}
-	run(t, "", env, "kubectl", "krew", "install", "--manifest", manifest)
+	// As the README says, from the release's URL.
+	run(t, "", env, "kubectl", "krew", "install", "--manifest-url", r.files+"/composite.yaml")
 	env = []string{"PATH=" + filepath.Join(krewRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")}
 	if help := string(run(t, "", env, "kubectl", "composite", "--help")); !strings.Contains(help, "kubectl composite") {
 		t.Errorf("kubectl composite --help, installed by krew, printed:\n%s", help)

@@ -362,8 +362,11 @@ func (r release) checkKrew(t *testing.T) {
 
 	krewRoot := t.TempDir()
 	env := []string{"KREW_ROOT=" + krewRoot, path}
-	// As the README says, from the release's URL.
-	run(t, "", env, "kubectl", "krew", "install", "--manifest-url", r.files+"/composite.yaml")
+	// --manifest, not the README's --manifest-url: krew 0.4 clones its
+	// default index from GitHub before a --manifest-url install, and
+	// nothing here reaches GitHub. The archives still come from
+	// RELEASE_URL, as the manifest's URIs say.
+	run(t, "", env, "kubectl", "krew", "install", "--manifest", manifest)
 	env = []string{"PATH=" + filepath.Join(krewRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")}
 	if help := string(run(t, "", env, "kubectl", "composite", "--help")); !strings.Contains(help, "kubectl composite") {
 		t.Errorf("kubectl composite --help, installed by krew, printed:\n%s", help)

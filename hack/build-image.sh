@@ -16,6 +16,9 @@
 #   VERSION    stamped into the binary (--version) and the labels (default: git describe, else dev)
 #   PLATFORMS  comma-separated os/arch list (default linux/amd64,linux/arm64)
 #   OUTPUT     layout directory (default _output/image/oci)
+#   TARBALLS   false leaves out the docker-loadable tarballs (default true)
+#   BINARIES   keep the compiled servers there as <os>-<arch>/composite-apiserver
+#              (hack/release.sh writes their SBOMs; default: removed)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -31,4 +34,6 @@ go run . \
   --platforms "${PLATFORMS:-linux/amd64,linux/arm64}" \
   --version "$version" \
   --revision "$revision" \
-  --output "${OUTPUT:-$root/_output/image/oci}"
+  --output "${OUTPUT:-$root/_output/image/oci}" \
+  --tarballs="${TARBALLS:-true}" \
+  --binaries "${BINARIES:-}"

@@ -55,11 +55,19 @@ oldest_dir=$(hack/install-test-binaries.sh 1.34 | tail -n 1)
 COMPOSITE_TEST_BINARIES="$oldest_dir" go test -count=1 -timeout 30m "$@" ./e2e/cluster/ -run \
   'TestServesWrites|TestAPIResources|TestDiscovery|TestKubectlManages|TestAuthorizationIsDelegated|TestIdentityHeaders|TestDeployManifests|TestChildApply|TestChartIsValid|TestEtcdOverlay|TestEveryClient|TestMediaTypes|TestLiveSyncDoesWhatALoopSyncDoes|TestLiveSyncOfADecoratedObject|TestNoEscalation|TestNamingAServiceAccount|TestDryRunSync|TestSyncNeedsCreate|TestPluginRBAC'
 
-# The container image, built without Docker for linux/amd64 and linux/arm64
-# and inspected (hack/image is a module of its own, outside ./...).
-# A cold cross-build for arm64 alone can take most of go test's default
-# 10-minute timeout on two cores.
-(cd hack/image && go test -count=1 -timeout 30m "$@" ./...)
+# A release, as hack/release.sh builds it from a tag (the image for
+# linux/amd64 and linux/arm64, the chart, the plugin for five platforms,
+# SBOMs, checksums) and pushes it, to a registry in memory: nothing leaves
+# the machine; then each part is pulled back as a user pulls it
+# (hack/release is a module of its own, outside ./...; it needs kubectl
+# and helm, above). Then the container image that release built without
+# Docker is inspected (hack/image, also its own module), from the release's
+# layout: the server is cross-compiled once. A cold cross-build for arm64
+# alone can take most of go test's default 10-minute timeout on two cores.
+release_out=$PWD/_output/ci-release
+(cd hack/release && COMPOSITE_RELEASE_OUTPUT="$release_out" go test -count=1 -timeout 60m "$@" ./...)
+(cd hack/image && COMPOSITE_IMAGE_LAYOUT="$release_out/image" COMPOSITE_IMAGE_VERSION=v0.0.0-test.1 \
+  go test -count=1 -timeout 30m "$@" ./...)
 
 # Short fuzz runs (FUZZTIME each: by default a count of inputs, not a
 # duration, for Go's fuzzer fails a run with "context deadline exceeded"

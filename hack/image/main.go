@@ -65,6 +65,11 @@ type Options struct {
 	// Created is the images' creation time; fixed so that the same source
 	// builds the same digests.
 	Created time.Time
+	// Binaries, when set, keeps the compiled servers as
+	// <Binaries>/<os>-<arch>/composite-apiserver: hack/release.sh writes
+	// each one's SBOM from the binary the image holds. Empty: they are
+	// built in a temporary directory and removed.
+	Binaries string
 }
 
 func main() {
@@ -76,6 +81,7 @@ func main() {
 	flag.StringVar(&o.Revision, "revision", "", "source revision for the org.opencontainers.image.revision label")
 	flag.StringVar(&o.Output, "output", "_output/image/oci", "OCI image layout directory to write (replaced)")
 	flag.BoolVar(&o.Tarballs, "tarballs", true, "also write a docker-loadable tarball per platform beside the layout")
+	flag.StringVar(&o.Binaries, "binaries", "", "keep the compiled servers in this directory as <os>-<arch>/composite-apiserver (default: built in a temporary directory and removed)")
 	flag.StringVar(&o.CACertificates, "ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle to install as the image's root CAs (empty: none)")
 	flag.Parse()
 	o.Platforms = strings.Split(platforms, ",")
@@ -113,11 +119,15 @@ func Build(ctx context.Context, o Options) (v1.ImageIndex, error) {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.Output)), 0o755); err != nil {
 		return nil, err
 	}
-	binDir, err := os.MkdirTemp("", "composite-image-")
-	if err != nil {
-		return nil, err
+	binDir := o.Binaries
+	if binDir == "" {
+		tmp, err := os.MkdirTemp("", "composite-image-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		binDir = tmp
 	}
-	defer os.RemoveAll(binDir)
 
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range o.Platforms {

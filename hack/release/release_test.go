@@ -76,7 +76,7 @@ func TestReleaseIsPulledAsAUserPullsIt(t *testing.T) {
 	// Cross-compiling the server twice and the plugin five times on a
 	// fresh machine takes many minutes on two cores; the bound only keeps
 	// a hung build from hanging CI.
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(r.root, "hack/release.sh"), "--push", tag)
 	cmd.Env = append(os.Environ(),

@@ -31,6 +31,19 @@ type disruption struct{ start, end time.Time }
 // types of our objects (an encoding error names those, not the group).
 var ourGroupInKCMLog = regexp.MustCompile(`metacontroller\.k8s\.io|v1alpha1\.(CompositeController|ControllerRevision|SyncRequest)|compositecontrollers|Deletion of namespace failed`)
 
+// podsStillTerminating matches the namespace controller's report that a
+// namespace's pods remain, and nothing else remains: on the pod stack a
+// deleted namespace's pods take their grace period to go (kwok deletes
+// them as a kubelet would), and the controller retries. It names no other
+// resource, so it says nothing about ours.
+var podsStillTerminating = regexp.MustCompile(`unexpected items still remain in namespace: \S+ for gvr: /v1, Resource=pods"`)
+
+// aboutOurGroup tells whether a kube-controller-manager log line names our
+// group or types.
+func aboutOurGroup(line string) bool {
+	return ourGroupInKCMLog.MatchString(line) && !podsStillTerminating.MatchString(line)
+}
+
 // klogHeader is the header of a klog line: severity, date, time.
 var klogHeader = regexp.MustCompile(`^([EW])(\d{4} \d{2}:\d{2}:\d{2}\.\d{6})`)
 
@@ -91,7 +104,7 @@ func (s *Stack) ControllerManagerErrors() ([]string, error) {
 	for scanner.Scan() {
 		line := scanner.Text()
 		m := klogHeader.FindStringSubmatch(line)
-		if m == nil || !ourGroupInKCMLog.MatchString(line) {
+		if m == nil || !aboutOurGroup(line) {
 			continue
 		}
 		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", strconv.Itoa(year)+" "+m[2], time.Local)

@@ -11,10 +11,7 @@ import "testing"
 func TestBlueGreen(t *testing.T) {
 	ex := installExample(t, "bluegreen", "v1")
 	bgd := []string{"bluegreendeployments", "nginx"}
-	ex.waitFor(t, "the BlueGreenDeployment CRD to be served", func() (bool, error) {
-		_, err := ex.jsonpath([]string{"bluegreendeployments"}, "{.items}")
-		return err == nil, err
-	})
+	ex.untilServed(t, "bluegreendeployments")
 	ex.applyFile(t, "my-bluegreen.yaml")
 
 	active := func(color, other string) {

@@ -19,10 +19,7 @@ func TestCatSet(t *testing.T) {
 	const finalizer = "metacontroller.io/catset-test"
 	cs := []string{"catsets", "nginx-backend"}
 
-	ex.waitFor(t, "the CatSet CRD to be served", func() (bool, error) {
-		_, err := ex.jsonpath([]string{"catsets"}, "{.items}")
-		return err == nil, err
-	})
+	ex.untilServed(t, "catsets")
 	ex.applyFile(t, "my-catset.yaml")
 
 	ex.until(t, cs, "{.status.readyReplicas}", "3")

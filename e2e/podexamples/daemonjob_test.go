@@ -14,10 +14,7 @@ import (
 func TestDaemonJob(t *testing.T) {
 	ex := installExample(t, "daemonjob", "v1")
 	dj := []string{"daemonjobs", "hello-world"}
-	ex.waitFor(t, "the DaemonJob CRD to be served", func() (bool, error) {
-		_, err := ex.jsonpath([]string{"daemonjobs"}, "{.items}")
-		return err == nil, err
-	})
+	ex.untilServed(t, "daemonjobs")
 	nodes, err := ex.jsonpath([]string{"nodes"}, "{.items[*].metadata.name}")
 	if err != nil {
 		t.Fatal(err)

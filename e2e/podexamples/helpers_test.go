@@ -3,9 +3,7 @@ package podexamples
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
@@ -33,8 +31,6 @@ type example struct {
 	dir string
 	// ns is the test's own namespace, where test.sh would use default.
 	ns string
-	// hook is the example's hook server, running as a local process.
-	hook *exec.Cmd
 }
 
 // installExample installs Metacontroller's example name as its test.sh
@@ -154,7 +150,6 @@ func (ex *example) startHook(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex.hook = cmd
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -214,13 +209,21 @@ func hookOverlay(manifestDir, base, hookURL string) ([]byte, error) {
 	}
 	var patches []interface{}
 	for _, f := range files {
-		objs, err := readObjects(f)
+		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range objs {
-			if o.GroupVersionKind().Group != "metacontroller.k8s.io" {
+		docs, err := framework.SplitManifests(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, doc := range docs {
+			if !strings.HasPrefix(doc.APIVersion, "metacontroller.k8s.io/") {
 				continue
+			}
+			o := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc.YAML), &o.Object); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			ops, err := hookURLOps(o, to)
 			if err != nil {
@@ -234,7 +237,7 @@ func hookOverlay(manifestDir, base, hookURL string) ([]byte, error) {
 				return nil, err
 			}
 			patches = append(patches, map[string]interface{}{
-				"target": map[string]interface{}{"group": "metacontroller.k8s.io", "kind": o.GetKind(), "name": o.GetName()},
+				"target": map[string]interface{}{"group": "metacontroller.k8s.io", "kind": doc.Kind, "name": doc.Name},
 				"patch":  string(patch),
 			})
 		}
@@ -265,30 +268,7 @@ func hookURLOps(o *unstructured.Unstructured, to *url.URL) ([]map[string]interfa
 	return ops, nil
 }
 
-// readObjects reads the objects of a multi-document YAML file.
-func readObjects(file string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	d := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		o := &unstructured.Unstructured{}
-		if err := d.Decode(&o.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(o.Object) > 0 {
-			objs = append(objs, o)
-		}
-	}
-}
-
-// kubectl runs kubectl in the example's directory's namespace and fails
+// kubectl runs kubectl in the test's namespace and fails
 // the test if it fails.
 func (ex *example) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
@@ -334,6 +314,16 @@ func (ex *example) until(t *testing.T, what []string, path, want string) {
 			return false, fmt.Errorf("it is %q", got)
 		}
 		return true, nil
+	})
+}
+
+// untilServed waits, as test.sh's `until kubectl get <resource>`, for
+// the example's CRD to serve resource.
+func (ex *example) untilServed(t *testing.T, resource string) {
+	t.Helper()
+	ex.waitFor(t, resource+" to be served", func() (bool, error) {
+		_, err := ex.jsonpath([]string{resource}, "{.items}")
+		return err == nil, err
 	})
 }
 

@@ -15,10 +15,7 @@ import (
 func TestIndexedJob(t *testing.T) {
 	ex := installExample(t, "indexedjob", "v1")
 	ij := []string{"indexedjobs", "print-index"}
-	ex.waitFor(t, "the IndexedJob CRD to be served", func() (bool, error) {
-		_, err := ex.jsonpath([]string{"indexedjobs"}, "{.items}")
-		return err == nil, err
-	})
+	ex.untilServed(t, "indexedjobs")
 	ex.applyFile(t, "my-indexedjob.yaml")
 
 	ex.until(t, ij, "{.status.succeeded}", "10")

@@ -116,10 +116,7 @@ spec:
 		_, _, _ = stack.Kubectl(context.Background(), "delete", "compositecontroller", "webs", "--ignore-not-found")
 		_, _, _ = stack.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false")
 	})
-	ex.waitFor(t, "webs to be served", func() (bool, error) {
-		_, err := ex.jsonpath([]string{"webs"}, "{.items}")
-		return err == nil, err
-	})
+	ex.untilServed(t, "webs")
 	web := []string{"webs", "shop"}
 	if err := stack.Apply(ctx, "apiVersion: rollouts.example.com/v1\nkind: Web\nmetadata: {name: shop, namespace: webs}\nspec: {image: web:1}\n"); err != nil {
 		t.Fatal(err)

@@ -42,6 +42,24 @@ type kind struct {
 	status  func(m *Manager) statusStore
 	// author is the controller's recorded author (status.author).
 	author func(obj controllerObject) *v1alpha1.ControllerAuthor
+	// revisions reads the controller's revisions and rollout.
+	revisions func(obj controllerObject) revisions
+}
+
+// revisions are a controller's revisions and its rollout, whatever its
+// kind.
+type revisions struct {
+	// revision is the spec's (status.revision), 1 for a controller
+	// written before revisions were numbered.
+	revision int64
+	// rollout is spec.rollout; status its status.
+	rollout *v1alpha1.ControllerRollout
+	status  *v1alpha1.RolloutStatus
+	// at is the controller as it was at an earlier revision of its
+	// history (its spec and author), and whether the history has it.
+	at func(revision int64) (controllerObject, bool)
+	// newest is the newest revision of the history, 0 when it is empty.
+	newest int64
 }
 
 // kindEntry is one kind of controller, of Go type T, in the terms of its
@@ -54,6 +72,8 @@ type kindEntry[T controllerObject] struct {
 	lister   func(m *Manager) getter[T]
 	compile  func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
 	author   func(obj T) *v1alpha1.ControllerAuthor
+	// revisions reads the kind's revisions (see revisions).
+	revisions func(obj T) revisions
 	// readStatus and writeStatus convert the kind's status to and from
 	// the loop's trackedStatus; updateStatus writes it.
 	readStatus   func(obj T) trackedStatus
@@ -78,13 +98,25 @@ var (
 			return definition.Compile(obj.(*v1alpha1.CompositeController), resolver)
 		},
 		author: func(cc *v1alpha1.CompositeController) *v1alpha1.ControllerAuthor { return cc.Status.Author },
+		revisions: func(cc *v1alpha1.CompositeController) revisions {
+			return revisionsOf(cc.Status.Revision, cc.Spec.Rollout, cc.Status.Rollout, cc.Status.History,
+				func(h v1alpha1.CompositeControllerRevision) v1alpha1.RevisionRecord { return h.RevisionRecord },
+				func(h v1alpha1.CompositeControllerRevision) controllerObject {
+					at := cc.DeepCopy()
+					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
+					return at
+				})
+		},
 		readStatus: func(cc *v1alpha1.CompositeController) trackedStatus {
 			st := &cc.Status
-			return trackedStatus{st.ObservedGeneration, st.Conditions, st.Parents, st.Children, st.RollingParents, st.LastSyncTime, st.LastSyncError}
+			return trackedStatus{st.ObservedGeneration, st.Conditions, st.Parents, st.Children, st.RollingParents, st.LastSyncTime, st.LastSyncError, st.Rollout}
 		},
 		writeStatus: func(cc *v1alpha1.CompositeController, t trackedStatus) {
+			// The server's own fields (author, revisions) are kept by the
+			// status strategy whatever is written here.
 			cc.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
+				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError,
+				Rollout: t.Rollout}
 		},
 		updateStatus: func(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, cc, metav1.UpdateOptions{})
@@ -104,14 +136,23 @@ var (
 			return definition.Compile(obj.(*v1alpha1.DecoratorController), resolver)
 		},
 		author: func(dc *v1alpha1.DecoratorController) *v1alpha1.ControllerAuthor { return dc.Status.Author },
+		revisions: func(dc *v1alpha1.DecoratorController) revisions {
+			return revisionsOf(dc.Status.Revision, dc.Spec.Rollout, dc.Status.Rollout, dc.Status.History,
+				func(h v1alpha1.DecoratorControllerRevision) v1alpha1.RevisionRecord { return h.RevisionRecord },
+				func(h v1alpha1.DecoratorControllerRevision) controllerObject {
+					at := dc.DeepCopy()
+					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
+					return at
+				})
+		},
 		readStatus: func(dc *v1alpha1.DecoratorController) trackedStatus {
 			st := &dc.Status
 			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
-				LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError}
+				LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
 		},
 		writeStatus: func(dc *v1alpha1.DecoratorController, t trackedStatus) {
 			dc.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Objects: t.Parents, Attachments: t.Children, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError}
+				Objects: t.Parents, Attachments: t.Children, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError, Rollout: t.Rollout}
 		},
 		updateStatus: func(ctx context.Context, m *Manager, dc *v1alpha1.DecoratorController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, dc, metav1.UpdateOptions{})
@@ -135,6 +176,7 @@ func (e kindEntry[T]) kind() kind {
 	}
 	k.author = func(obj controllerObject) *v1alpha1.ControllerAuthor { return e.author(obj.(T)) }
 	k.status = func(m *Manager) statusStore { return kindStatus[T]{entry: e, m: m} }
+	k.revisions = func(obj controllerObject) revisions { return e.revisions(obj.(T)) }
 	return k
 }
 
@@ -154,7 +196,8 @@ func kindOf(key string) (kind, string) {
 // generation: only spec changes restart a controller, and a new author
 // (whose rights its checks are made against).
 func (k kind) restartsOn(old, cur controllerObject) bool {
-	return old.GetGeneration() != cur.GetGeneration() || !equality.Semantic.DeepEqual(k.author(old), k.author(cur))
+	return old.GetGeneration() != cur.GetGeneration() || !equality.Semantic.DeepEqual(k.author(old), k.author(cur)) ||
+		old.GetAnnotations()[v1alpha1.RolloutResumedAnnotation] != cur.GetAnnotations()[v1alpha1.RolloutResumedAnnotation]
 }
 
 // trackedStatus is the status of a controller of either kind, as the loop
@@ -167,6 +210,9 @@ type trackedStatus struct {
 	RollingParents     int32
 	LastSyncTime       *metav1.Time
 	LastSyncError      string
+	// Rollout is written by the rollout's driver only (rollout.go); the
+	// status tracker keeps it as stored.
+	Rollout *v1alpha1.RolloutStatus
 }
 
 // statusStore reads and writes the status of one kind of controller.
@@ -196,4 +242,23 @@ func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, c
 		s.entry.writeStatus(updated, t)
 		return s.entry.updateStatus(ctx, s.m, updated)
 	})
+}
+
+// revisionsOf reads the revisions of a controller of either kind, whose
+// history entries are E.
+func revisionsOf[E any](revision int64, rollout *v1alpha1.ControllerRollout, status *v1alpha1.RolloutStatus, history []E,
+	record func(E) v1alpha1.RevisionRecord, at func(E) controllerObject) revisions {
+	r := revisions{revision: max(revision, 1), rollout: rollout, status: status}
+	if len(history) > 0 {
+		r.newest = record(history[0]).Revision
+	}
+	r.at = func(revision int64) (controllerObject, bool) {
+		for _, h := range history {
+			if record(h).Revision == revision {
+				return at(h), true
+			}
+		}
+		return nil, false
+	}
+	return r
 }

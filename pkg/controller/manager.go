@@ -156,6 +156,29 @@ type running struct {
 	owner controllerObject
 	def   *definition.Definition
 	loop  *parentloop.Run
+	// tracker writes the controller's status; revision is the one loop
+	// runs, the update revision during a rollout.
+	tracker  *statusTracker
+	revision int64
+	// rollout, during a rollout, runs the previous revision's loop
+	// beside loop, and moves the steps (rollout.go).
+	rollout *rolloutRun
+}
+
+// start runs the controller's loops.
+func (r *running) start(ctx context.Context) {
+	r.loop.Start(ctx)
+	if r.rollout != nil {
+		r.rollout.start(ctx)
+	}
+}
+
+// stop ends the controller's loops.
+func (r *running) stop() {
+	if r.rollout != nil {
+		r.rollout.stop()
+	}
+	r.loop.Stop()
 }
 
 // NewManager returns a Manager; Run starts it.
@@ -233,7 +256,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key, r := range m.running {
-		r.loop.Stop()
+		r.stop()
 		delete(m.running, key)
 		m.setStarted(key, false)
 	}
@@ -377,23 +400,29 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 	}
 	if current != nil && m.unchangedRun(k, current, obj) {
 		// Unchanged: it runs on unless its author may no longer do what
-		// it does, which starting it again refuses below.
+		// it does, which starting it again refuses below. Its rollout
+		// follows the spec.
+		if err := m.followRollout(ctx, k, current, obj); err != nil {
+			return err
+		}
 		if stop, err := m.authorRevoked(ctx, key, current.def); !stop {
 			return err
 		}
 	}
+	var previous int64
 	if current != nil {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
+		previous = current.revision
 		m.stopRun(key, current)
 	}
-	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject))
+	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject), previous)
 	if err != nil {
 		return m.notStarted(ctx, logger, k, key, obj, err)
 	}
 	m.setWaiting(key, false)
 	m.running[key] = run
 	m.setStarted(key, true)
-	run.loop.Start(ctx)
+	run.start(ctx)
 	m.event(obj, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil
 }
@@ -401,22 +430,23 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 // unchangedRun tells whether the running loop r runs obj as it is now,
 // with its resources as discovery resolves them now.
 func (m *Manager) unchangedRun(k kind, r *running, obj controllerObject) bool {
-	return r.owner.GetUID() == obj.GetUID() && r.owner.GetGeneration() == obj.GetGeneration() &&
+	return r.owner.GetUID() == obj.GetUID() && r.revision == k.revisions(obj).revision &&
 		equality.Semantic.DeepEqual(r.def.Author, k.author(obj)) &&
 		!r.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known()))
 }
 
 // stopRun stops the running loop r of the controller of key; under mu.
 func (m *Manager) stopRun(key string, r *running) {
-	r.loop.Stop()
+	r.stop()
 	delete(m.running, key)
 	m.setStarted(key, false)
 	m.event(r.owner, corev1.EventTypeNormal, "Stopped", "Stopped controller: "+r.def.Name)
 }
 
 // newRun compiles owner, a controller of kind k, checks its author, and
-// makes its loop, reporting to a new status tracker.
-func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject) (*running, error) {
+// makes its loop, reporting to a new status tracker, with the rollout it
+// runs, begun from previous, the revision its loop ran until now.
+func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject, previous int64) (*running, error) {
 	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
 		return nil, err
@@ -430,7 +460,12 @@ func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controll
 		return nil, err
 	}
 	status.counts = loop.Counts
-	return &running{owner: owner, def: def, loop: loop}, nil
+	r := &running{owner: owner, def: def, loop: loop, tracker: status, revision: k.revisions(owner).revision}
+	if err := m.withRollout(ctx, k, key, r, previous); err != nil {
+		loop.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // notStarted says, in the controller's status and an Event, why its loop

@@ -48,6 +48,14 @@ func newStatusTracker(owner controllerObject, store statusStore, interval time.D
 	}}
 }
 
+// setOwner takes the controller as written now, whose generation the
+// status observes: a change of its rollout alone keeps its loop.
+func (s *statusTracker) setOwner(owner controllerObject) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owner = owner
+}
+
 // Started records that one parent loop's informers synced; the controller
 // is Ready once all of them did.
 func (s *statusTracker) Started(message string) {
@@ -135,14 +143,17 @@ func (s *statusTracker) write(ctx context.Context) {
 	if s.written != nil && sameStatus(*s.written, status) {
 		return
 	}
-	err := s.store.mutate(ctx, s.owner.GetName(), s.owner.GetUID(), func(stored *trackedStatus) {
+	s.mu.Lock()
+	owner := s.owner
+	s.mu.Unlock()
+	err := s.store.mutate(ctx, owner.GetName(), owner.GetUID(), func(stored *trackedStatus) {
 		// Keep transition times of conditions that did not change.
-		conditions := stored.Conditions
+		conditions, rollout := stored.Conditions, stored.Rollout
 		for _, c := range status.Conditions {
 			meta.SetStatusCondition(&conditions, c)
 		}
 		*stored = status
-		stored.Conditions = conditions
+		stored.Conditions, stored.Rollout = conditions, rollout
 	})
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't write the controller's status", "err", err)

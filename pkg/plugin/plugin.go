@@ -51,6 +51,7 @@ CompositeController, and dec/NAME (or decoratorcontroller/NAME) for a DecoratorC
   preview   what a sync of one parent would do, as a table and a diff, changing nothing
   sync      sync one live parent now
   rbac      the ClusterRole that gives composite-apiserver the rights a controller needs
+  rollout   status, history, pause, resume and undo of a controller's rollout (spec.rollout)
 
 The kubeconfig flags (--kubeconfig, --context, -n, ...) work as in kubectl.`,
 		// Errors are printed once, as one line, by Run; a usage dump would
@@ -73,6 +74,7 @@ The kubeconfig flags (--kubeconfig, --context, -n, ...) work as in kubectl.`,
 		newPreviewCommand(streams, flags, client),
 		newSyncCommand(streams, flags, client),
 		newRBACCommand(streams, client),
+		newRolloutCommand(streams, client),
 	)
 	return cmd
 }
@@ -84,6 +86,10 @@ func exitCode(err error, stderr io.Writer) int {
 		return ExitOK
 	case errors.Is(err, errChanges):
 		return ExitChanges
+	case errors.As(err, new(*rolloutFailed)):
+		// Printed already, as kubectl rollout status prints it; exit 1
+		// as kubectl does.
+		return 1
 	default:
 		fmt.Fprintln(stderr, "error: "+oneLine(err.Error()))
 		return ExitError

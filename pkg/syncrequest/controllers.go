@@ -2,6 +2,7 @@ package syncrequest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -82,6 +83,11 @@ func (c *controllers) getCompiled(ctx context.Context, controller runtime.Object
 		return nil, nil, compileError{err}
 	}
 	uid, generation, author := obj.GetUID(), obj.GetGeneration(), definition.AuthorOf(controller)
+	if rev := revisionOf(controller); uid != "" && rev != 0 {
+		// During a rollout two revisions of one controller are synced:
+		// each is kept apart.
+		uid = types.UID(fmt.Sprintf("%s@%d", uid, rev))
+	}
 	now := c.now()
 	c.mu.Lock()
 	c.sweepLocked(now)

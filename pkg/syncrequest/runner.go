@@ -156,6 +156,14 @@ func (r *Runner) Run(ctx context.Context, controller runtime.Object, req *v1alph
 	if err != nil {
 		return nil, err
 	}
+	if at, other := atParentsRevision(controller, parent); other {
+		if def, controllerHooks, act, err = r.compiled(ctx, at, resolver); err != nil {
+			return nil, err
+		}
+		if def, err = parentView(def, req, resolver); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.checkReads(ctx, def, act, parent); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 // object in Metacontroller's earliest shape is stored in.
 func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
-	cc.Status = metacontroller.CompositeControllerStatus{Author: s.authors.Of(ctx)}
+	cc.Status = metacontroller.CompositeControllerStatus{Author: s.authors.Of(ctx), Revision: 1}
 	cc.Generation = 1
 	translateLegacyManagedFields(cc)
 }
@@ -78,7 +78,13 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	switch {
 	case !apiequality.Semantic.DeepEqual(newCC.Spec, oldCC.Spec):
 		newCC.Generation = oldCC.Generation + 1
-		newCC.Status.Author = s.authors.Of(ctx)
+		if !revisions.SameRevision(oldCC.Spec, newCC.Spec) {
+			// A change of the rollout alone (kubectl composite rollout
+			// pause) runs nothing new: the revision keeps its author.
+			newCC.Status.Author = s.authors.Of(ctx)
+		}
+		newCC.Status.Revision, newCC.Status.History = revisions.Update(oldCC.Spec, newCC.Spec, oldCC.Status.Revision, oldCC.Status.Author,
+			oldCC.Status.History, controllerregistry.KeptRevision(oldCC.Status.Rollout), controllerregistry.HistoryLimit(newCC.Spec.RevisionHistoryLimit))
 	case oldCC.Status.Author == nil:
 		// A controller stored before authors were recorded runs nothing
 		// until someone who passes the author checks writes it again, its
@@ -230,8 +236,27 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Spec = oldCC.Spec
 	controllerregistry.KeepMetadata(&newCC.ObjectMeta, &oldCC.ObjectMeta)
-	// The author is the spec's: a status writer cannot choose it.
+	// The author and the revisions are the spec's: a status writer
+	// cannot choose them.
 	newCC.Status.Author = oldCC.Status.Author
+	newCC.Status.Revision, newCC.Status.History = oldCC.Status.Revision, oldCC.Status.History
+}
+
+// revisions number a CompositeController's specs and keep its history.
+var revisions = controllerregistry.Revisions[metacontroller.CompositeControllerSpec, metacontroller.CompositeControllerRevision]{
+	Strip: func(s metacontroller.CompositeControllerSpec) metacontroller.CompositeControllerSpec {
+		s.Rollout, s.RevisionHistoryLimit = nil, nil
+		return s
+	},
+	Entry: func(r metacontroller.RevisionRecord, s metacontroller.CompositeControllerSpec) metacontroller.CompositeControllerRevision {
+		return metacontroller.CompositeControllerRevision{RevisionRecord: r, Spec: s}
+	},
+	Record: func(e metacontroller.CompositeControllerRevision) metacontroller.RevisionRecord {
+		return e.RevisionRecord
+	},
+	Spec: func(e metacontroller.CompositeControllerRevision) metacontroller.CompositeControllerSpec {
+		return e.Spec
+	},
 }
 
 func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

@@ -15,6 +15,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 )
 
@@ -53,7 +54,7 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 // records the request's user as the author, and starts the generation at 1.
 func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	dc := obj.(*metacontroller.DecoratorController)
-	dc.Status = metacontroller.DecoratorControllerStatus{Author: s.authors.Of(ctx)}
+	dc.Status = metacontroller.DecoratorControllerStatus{Author: s.authors.Of(ctx), Revision: 1}
 	dc.Generation = 1
 }
 
@@ -67,7 +68,13 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	switch {
 	case specChanged(newDC, oldDC):
 		newDC.Generation = oldDC.Generation + 1
-		newDC.Status.Author = s.authors.Of(ctx)
+		if !revisions.SameRevision(oldDC.Spec, newDC.Spec) {
+			// A change of the rollout alone (kubectl composite rollout
+			// pause) runs nothing new: the revision keeps its author.
+			newDC.Status.Author = s.authors.Of(ctx)
+		}
+		newDC.Status.Revision, newDC.Status.History = revisions.Update(oldDC.Spec, newDC.Spec, oldDC.Status.Revision, oldDC.Status.Author,
+			oldDC.Status.History, controllerregistry.KeptRevision(oldDC.Status.Rollout), controllerregistry.HistoryLimit(newDC.Spec.RevisionHistoryLimit))
 	case oldDC.Status.Author == nil:
 		if author := s.authors.Of(ctx); author != nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)) {
 			newDC.Status.Author = author
@@ -77,13 +84,13 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	dc := obj.(*metacontroller.DecoratorController)
-	errs := append(validation.ValidateDecoratorController(dc), s.validateDestinations(dc)...)
+	errs := append(validation.ValidateDecoratorController(dc, expressions), s.validateDestinations(dc)...)
 	return append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	dc, oldDC := obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController)
-	errs := append(validation.ValidateDecoratorControllerUpdate(dc, oldDC), s.validateDestinations(dc)...)
+	errs := append(validation.ValidateDecoratorControllerUpdate(dc, oldDC, expressions), s.validateDestinations(dc)...)
 	if specChanged(dc, oldDC) {
 		errs = append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
 	}
@@ -135,8 +142,30 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	oldDC := old.(*metacontroller.DecoratorController)
 	newDC.Spec = oldDC.Spec
 	controllerregistry.KeepMetadata(&newDC.ObjectMeta, &oldDC.ObjectMeta)
-	// The author is the spec's: a status writer cannot choose it.
+	// The author and the revisions are the spec's: a status writer
+	// cannot choose them.
 	newDC.Status.Author = oldDC.Status.Author
+	newDC.Status.Revision, newDC.Status.History = oldDC.Status.Revision, oldDC.Status.History
+}
+
+// expressions compiles a rollout's health condition as the loop does.
+var expressions validation.Expressions = variables.Expressions{}
+
+// revisions number a DecoratorController's specs and keep its history.
+var revisions = controllerregistry.Revisions[metacontroller.DecoratorControllerSpec, metacontroller.DecoratorControllerRevision]{
+	Strip: func(s metacontroller.DecoratorControllerSpec) metacontroller.DecoratorControllerSpec {
+		s.Rollout, s.RevisionHistoryLimit = nil, nil
+		return s
+	},
+	Entry: func(r metacontroller.RevisionRecord, s metacontroller.DecoratorControllerSpec) metacontroller.DecoratorControllerRevision {
+		return metacontroller.DecoratorControllerRevision{RevisionRecord: r, Spec: s}
+	},
+	Record: func(e metacontroller.DecoratorControllerRevision) metacontroller.RevisionRecord {
+		return e.RevisionRecord
+	},
+	Spec: func(e metacontroller.DecoratorControllerRevision) metacontroller.DecoratorControllerSpec {
+		return e.Spec
+	},
 }
 
 func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

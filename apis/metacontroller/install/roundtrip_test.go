@@ -249,6 +249,22 @@ spec:
   serviceAccount:
     namespace: metacontroller
     name: catset-controller
+  rollout:
+    steps:
+    - selector:
+        matchLabels:
+          canary: "true"
+      pauseSeconds: 30
+    - maxParents: 10
+    - percent: 50
+    health:
+      condition: parent.status.ready == true
+      deadlineSeconds: 120
+    errorBudget:
+      maxSyncFailures: 3
+    onFailure: Rollback
+    paused: true
+  revisionHistoryLimit: 5
 `
 
 // strictCodecs returns codecs of a scheme built with Install whose decoders

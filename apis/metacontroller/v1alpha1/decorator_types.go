@@ -94,6 +94,17 @@ type DecoratorControllerSpec struct {
 	// impersonate the ServiceAccount. Not in Metacontroller.
 	// +optional
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+
+	// rollout, when set, lands a change of this spec gradually, step by
+	// step, each step gated on the health of the parents it moved (see
+	// ControllerRollout); absent, a change re-syncs every parent at once,
+	// as Metacontroller does. Not in Metacontroller.
+	// +optional
+	Rollout *ControllerRollout `json:"rollout,omitempty"`
+	// revisionHistoryLimit is how many earlier specs status.history keeps
+	// for rollouts and kubectl composite rollout undo (default 10).
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // DecoratorControllerResourceRule names a decorated resource and the
@@ -195,6 +206,21 @@ type DecoratorControllerStatus struct {
 	// server, as a CompositeController's.
 	// +optional
 	Author *ControllerAuthor `json:"author,omitempty"`
+	// revision is the number of the spec as written; it grows with every
+	// change of the spec other than spec.rollout and
+	// revisionHistoryLimit. Recorded by the server.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// history are earlier revisions of the spec, newest first, recorded
+	// by the server when a write replaced them, at most
+	// spec.revisionHistoryLimit of them.
+	// +optional
+	// +listType=atomic
+	History []DecoratorControllerRevision `json:"history,omitempty"`
+	// rollout is where the rollout of the update revision is, when the
+	// spec has a rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -122,6 +122,17 @@ type CompositeControllerSpec struct {
 	// are updated. No other value is accepted.
 	// +optional
 	UpdateStrategy *string `json:"updateStrategy,omitempty"`
+
+	// rollout, when set, lands a change of this spec gradually, step by
+	// step, each step gated on the health of the parents it moved (see
+	// ControllerRollout); absent, a change re-syncs every parent at once,
+	// as Metacontroller does. Not in Metacontroller.
+	// +optional
+	Rollout *ControllerRollout `json:"rollout,omitempty"`
+	// revisionHistoryLimit is how many earlier specs status.history keeps
+	// for rollouts and kubectl composite rollout undo (default 10).
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // ClientConfig is where Metacontroller's earliest shape calls the hooks.
@@ -626,6 +637,21 @@ type CompositeControllerStatus struct {
 	// the objects it reads reach a hook.
 	// +optional
 	Author *ControllerAuthor `json:"author,omitempty"`
+	// revision is the number of the spec as written; it grows with every
+	// change of the spec other than spec.rollout and
+	// revisionHistoryLimit. Recorded by the server.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// history are earlier revisions of the spec, newest first, recorded
+	// by the server when a write replaced them, at most
+	// spec.revisionHistoryLimit of them.
+	// +optional
+	// +listType=atomic
+	History []CompositeControllerRevision `json:"history,omitempty"`
+	// rollout is where the rollout of the update revision is, when the
+	// spec has a rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -142,6 +142,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*CompositeControllerRevision)(nil), (*metacontroller.CompositeControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision(a.(*CompositeControllerRevision), b.(*metacontroller.CompositeControllerRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.CompositeControllerRevision)(nil), (*CompositeControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision(a.(*metacontroller.CompositeControllerRevision), b.(*CompositeControllerRevision), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*CompositeControllerRevisionHistory)(nil), (*metacontroller.CompositeControllerRevisionHistory)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_CompositeControllerRevisionHistory_To_metacontroller_CompositeControllerRevisionHistory(a.(*CompositeControllerRevisionHistory), b.(*metacontroller.CompositeControllerRevisionHistory), scope)
 	}); err != nil {
@@ -207,6 +217,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ControllerRollout)(nil), (*metacontroller.ControllerRollout)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ControllerRollout_To_metacontroller_ControllerRollout(a.(*ControllerRollout), b.(*metacontroller.ControllerRollout), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.ControllerRollout)(nil), (*ControllerRollout)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_ControllerRollout_To_v1alpha1_ControllerRollout(a.(*metacontroller.ControllerRollout), b.(*ControllerRollout), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*DecoratorController)(nil), (*metacontroller.DecoratorController)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(a.(*DecoratorController), b.(*metacontroller.DecoratorController), scope)
 	}); err != nil {
@@ -264,6 +284,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerResourceRule)(nil), (*DecoratorControllerResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(a.(*metacontroller.DecoratorControllerResourceRule), b.(*DecoratorControllerResourceRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DecoratorControllerRevision)(nil), (*metacontroller.DecoratorControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision(a.(*DecoratorControllerRevision), b.(*metacontroller.DecoratorControllerRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.DecoratorControllerRevision)(nil), (*DecoratorControllerRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision(a.(*metacontroller.DecoratorControllerRevision), b.(*DecoratorControllerRevision), scope)
 	}); err != nil {
 		return err
 	}
@@ -449,6 +479,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*metacontroller.ResourceRule)(nil), (*ResourceRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule(a.(*metacontroller.ResourceRule), b.(*ResourceRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RevisionRecord)(nil), (*metacontroller.RevisionRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(a.(*RevisionRecord), b.(*metacontroller.RevisionRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.RevisionRecord)(nil), (*RevisionRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(a.(*metacontroller.RevisionRecord), b.(*RevisionRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutErrorBudget)(nil), (*metacontroller.RolloutErrorBudget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutErrorBudget_To_metacontroller_RolloutErrorBudget(a.(*RolloutErrorBudget), b.(*metacontroller.RolloutErrorBudget), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.RolloutErrorBudget)(nil), (*RolloutErrorBudget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_RolloutErrorBudget_To_v1alpha1_RolloutErrorBudget(a.(*metacontroller.RolloutErrorBudget), b.(*RolloutErrorBudget), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutHealth)(nil), (*metacontroller.RolloutHealth)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutHealth_To_metacontroller_RolloutHealth(a.(*RolloutHealth), b.(*metacontroller.RolloutHealth), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.RolloutHealth)(nil), (*RolloutHealth)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_RolloutHealth_To_v1alpha1_RolloutHealth(a.(*metacontroller.RolloutHealth), b.(*RolloutHealth), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutStatus)(nil), (*metacontroller.RolloutStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutStatus_To_metacontroller_RolloutStatus(a.(*RolloutStatus), b.(*metacontroller.RolloutStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.RolloutStatus)(nil), (*RolloutStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_RolloutStatus_To_v1alpha1_RolloutStatus(a.(*metacontroller.RolloutStatus), b.(*RolloutStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutStep)(nil), (*metacontroller.RolloutStep)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutStep_To_metacontroller_RolloutStep(a.(*RolloutStep), b.(*metacontroller.RolloutStep), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*metacontroller.RolloutStep)(nil), (*RolloutStep)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_metacontroller_RolloutStep_To_v1alpha1_RolloutStep(a.(*metacontroller.RolloutStep), b.(*RolloutStep), scope)
 	}); err != nil {
 		return err
 	}
@@ -987,6 +1067,36 @@ func Convert_metacontroller_CompositeControllerParentResourceRule_To_v1alpha1_Co
 	return autoConvert_metacontroller_CompositeControllerParentResourceRule_To_v1alpha1_CompositeControllerParentResourceRule(in, out, s)
 }
 
+func autoConvert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision(in *CompositeControllerRevision, out *metacontroller.CompositeControllerRevision, s conversion.Scope) error {
+	if err := Convert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(&in.RevisionRecord, &out.RevisionRecord, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision is an autogenerated conversion function.
+func Convert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision(in *CompositeControllerRevision, out *metacontroller.CompositeControllerRevision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision(in, out, s)
+}
+
+func autoConvert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision(in *metacontroller.CompositeControllerRevision, out *CompositeControllerRevision, s conversion.Scope) error {
+	if err := Convert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(&in.RevisionRecord, &out.RevisionRecord, s); err != nil {
+		return err
+	}
+	if err := Convert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision is an autogenerated conversion function.
+func Convert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision(in *metacontroller.CompositeControllerRevision, out *CompositeControllerRevision, s conversion.Scope) error {
+	return autoConvert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision(in, out, s)
+}
+
 func autoConvert_v1alpha1_CompositeControllerRevisionHistory_To_metacontroller_CompositeControllerRevisionHistory(in *CompositeControllerRevisionHistory, out *metacontroller.CompositeControllerRevisionHistory, s conversion.Scope) error {
 	*out = *(*metacontroller.CompositeControllerRevisionHistory)(unsafe.Pointer(in))
 	return nil
@@ -1040,6 +1150,8 @@ func autoConvert_v1alpha1_CompositeControllerSpec_To_metacontroller_CompositeCon
 	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
 	// WARNING: in.ClientConfig requires manual conversion: does not exist in peer-type
 	// WARNING: in.UpdateStrategy requires manual conversion: does not exist in peer-type
+	out.Rollout = (*metacontroller.ControllerRollout)(unsafe.Pointer(in.Rollout))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	return nil
 }
 
@@ -1074,6 +1186,8 @@ func autoConvert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeCon
 	out.Workers = (*int32)(unsafe.Pointer(in.Workers))
 	out.GenerateSelector = (*bool)(unsafe.Pointer(in.GenerateSelector))
 	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	out.Rollout = (*ControllerRollout)(unsafe.Pointer(in.Rollout))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	return nil
 }
 
@@ -1083,7 +1197,27 @@ func Convert_metacontroller_CompositeControllerSpec_To_v1alpha1_CompositeControl
 }
 
 func autoConvert_v1alpha1_CompositeControllerStatus_To_metacontroller_CompositeControllerStatus(in *CompositeControllerStatus, out *metacontroller.CompositeControllerStatus, s conversion.Scope) error {
-	*out = *(*metacontroller.CompositeControllerStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Parents = in.Parents
+	out.Children = in.Children
+	out.RollingParents = in.RollingParents
+	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
+	out.LastSyncError = in.LastSyncError
+	out.Author = (*metacontroller.ControllerAuthor)(unsafe.Pointer(in.Author))
+	out.Revision = in.Revision
+	if in.History != nil {
+		in, out := &in.History, &out.History
+		*out = make([]metacontroller.CompositeControllerRevision, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_CompositeControllerRevision_To_metacontroller_CompositeControllerRevision(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.History = nil
+	}
+	out.Rollout = (*metacontroller.RolloutStatus)(unsafe.Pointer(in.Rollout))
 	return nil
 }
 
@@ -1093,7 +1227,27 @@ func Convert_v1alpha1_CompositeControllerStatus_To_metacontroller_CompositeContr
 }
 
 func autoConvert_metacontroller_CompositeControllerStatus_To_v1alpha1_CompositeControllerStatus(in *metacontroller.CompositeControllerStatus, out *CompositeControllerStatus, s conversion.Scope) error {
-	*out = *(*CompositeControllerStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Parents = in.Parents
+	out.Children = in.Children
+	out.RollingParents = in.RollingParents
+	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
+	out.LastSyncError = in.LastSyncError
+	out.Author = (*ControllerAuthor)(unsafe.Pointer(in.Author))
+	out.Revision = in.Revision
+	if in.History != nil {
+		in, out := &in.History, &out.History
+		*out = make([]CompositeControllerRevision, len(*in))
+		for i := range *in {
+			if err := Convert_metacontroller_CompositeControllerRevision_To_v1alpha1_CompositeControllerRevision(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.History = nil
+	}
+	out.Rollout = (*RolloutStatus)(unsafe.Pointer(in.Rollout))
 	return nil
 }
 
@@ -1186,6 +1340,26 @@ func autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRev
 // Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList is an autogenerated conversion function.
 func Convert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in *metacontroller.ControllerRevisionList, out *ControllerRevisionList, s conversion.Scope) error {
 	return autoConvert_metacontroller_ControllerRevisionList_To_v1alpha1_ControllerRevisionList(in, out, s)
+}
+
+func autoConvert_v1alpha1_ControllerRollout_To_metacontroller_ControllerRollout(in *ControllerRollout, out *metacontroller.ControllerRollout, s conversion.Scope) error {
+	*out = *(*metacontroller.ControllerRollout)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ControllerRollout_To_metacontroller_ControllerRollout is an autogenerated conversion function.
+func Convert_v1alpha1_ControllerRollout_To_metacontroller_ControllerRollout(in *ControllerRollout, out *metacontroller.ControllerRollout, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ControllerRollout_To_metacontroller_ControllerRollout(in, out, s)
+}
+
+func autoConvert_metacontroller_ControllerRollout_To_v1alpha1_ControllerRollout(in *metacontroller.ControllerRollout, out *ControllerRollout, s conversion.Scope) error {
+	*out = *(*ControllerRollout)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_ControllerRollout_To_v1alpha1_ControllerRollout is an autogenerated conversion function.
+func Convert_metacontroller_ControllerRollout_To_v1alpha1_ControllerRollout(in *metacontroller.ControllerRollout, out *ControllerRollout, s conversion.Scope) error {
+	return autoConvert_metacontroller_ControllerRollout_To_v1alpha1_ControllerRollout(in, out, s)
 }
 
 func autoConvert_v1alpha1_DecoratorController_To_metacontroller_DecoratorController(in *DecoratorController, out *metacontroller.DecoratorController, s conversion.Scope) error {
@@ -1394,6 +1568,36 @@ func Convert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_Decorato
 	return autoConvert_metacontroller_DecoratorControllerResourceRule_To_v1alpha1_DecoratorControllerResourceRule(in, out, s)
 }
 
+func autoConvert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision(in *DecoratorControllerRevision, out *metacontroller.DecoratorControllerRevision, s conversion.Scope) error {
+	if err := Convert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(&in.RevisionRecord, &out.RevisionRecord, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision is an autogenerated conversion function.
+func Convert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision(in *DecoratorControllerRevision, out *metacontroller.DecoratorControllerRevision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision(in, out, s)
+}
+
+func autoConvert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision(in *metacontroller.DecoratorControllerRevision, out *DecoratorControllerRevision, s conversion.Scope) error {
+	if err := Convert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(&in.RevisionRecord, &out.RevisionRecord, s); err != nil {
+		return err
+	}
+	if err := Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControllerSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision is an autogenerated conversion function.
+func Convert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision(in *metacontroller.DecoratorControllerRevision, out *DecoratorControllerRevision, s conversion.Scope) error {
+	return autoConvert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision(in, out, s)
+}
+
 func autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorControllerSpec(in *DecoratorControllerSpec, out *metacontroller.DecoratorControllerSpec, s conversion.Scope) error {
 	out.Resources = *(*[]metacontroller.DecoratorControllerResourceRule)(unsafe.Pointer(&in.Resources))
 	out.Attachments = *(*[]metacontroller.DecoratorControllerAttachmentRule)(unsafe.Pointer(&in.Attachments))
@@ -1411,6 +1615,8 @@ func autoConvert_v1alpha1_DecoratorControllerSpec_To_metacontroller_DecoratorCon
 	out.OwnStatusWrites = (*metacontroller.OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*metacontroller.ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	out.Rollout = (*metacontroller.ControllerRollout)(unsafe.Pointer(in.Rollout))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	return nil
 }
 
@@ -1436,6 +1642,8 @@ func autoConvert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorCon
 	out.OwnStatusWrites = (*OwnStatusWritesPolicy)(unsafe.Pointer(in.OwnStatusWrites))
 	out.ResyncPeriodSeconds = (*int32)(unsafe.Pointer(in.ResyncPeriodSeconds))
 	out.ServiceAccount = (*ServiceAccountReference)(unsafe.Pointer(in.ServiceAccount))
+	out.Rollout = (*ControllerRollout)(unsafe.Pointer(in.Rollout))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	return nil
 }
 
@@ -1445,7 +1653,26 @@ func Convert_metacontroller_DecoratorControllerSpec_To_v1alpha1_DecoratorControl
 }
 
 func autoConvert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorControllerStatus(in *DecoratorControllerStatus, out *metacontroller.DecoratorControllerStatus, s conversion.Scope) error {
-	*out = *(*metacontroller.DecoratorControllerStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Objects = in.Objects
+	out.Attachments = in.Attachments
+	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
+	out.LastSyncError = in.LastSyncError
+	out.Author = (*metacontroller.ControllerAuthor)(unsafe.Pointer(in.Author))
+	out.Revision = in.Revision
+	if in.History != nil {
+		in, out := &in.History, &out.History
+		*out = make([]metacontroller.DecoratorControllerRevision, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_DecoratorControllerRevision_To_metacontroller_DecoratorControllerRevision(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.History = nil
+	}
+	out.Rollout = (*metacontroller.RolloutStatus)(unsafe.Pointer(in.Rollout))
 	return nil
 }
 
@@ -1455,7 +1682,26 @@ func Convert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorContr
 }
 
 func autoConvert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorControllerStatus(in *metacontroller.DecoratorControllerStatus, out *DecoratorControllerStatus, s conversion.Scope) error {
-	*out = *(*DecoratorControllerStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Objects = in.Objects
+	out.Attachments = in.Attachments
+	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
+	out.LastSyncError = in.LastSyncError
+	out.Author = (*ControllerAuthor)(unsafe.Pointer(in.Author))
+	out.Revision = in.Revision
+	if in.History != nil {
+		in, out := &in.History, &out.History
+		*out = make([]DecoratorControllerRevision, len(*in))
+		for i := range *in {
+			if err := Convert_metacontroller_DecoratorControllerRevision_To_v1alpha1_DecoratorControllerRevision(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.History = nil
+	}
+	out.Rollout = (*RolloutStatus)(unsafe.Pointer(in.Rollout))
 	return nil
 }
 
@@ -1852,6 +2098,106 @@ func autoConvert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule(in *metaco
 // Convert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule is an autogenerated conversion function.
 func Convert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule(in *metacontroller.ResourceRule, out *ResourceRule, s conversion.Scope) error {
 	return autoConvert_metacontroller_ResourceRule_To_v1alpha1_ResourceRule(in, out, s)
+}
+
+func autoConvert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(in *RevisionRecord, out *metacontroller.RevisionRecord, s conversion.Scope) error {
+	*out = *(*metacontroller.RevisionRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord is an autogenerated conversion function.
+func Convert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(in *RevisionRecord, out *metacontroller.RevisionRecord, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RevisionRecord_To_metacontroller_RevisionRecord(in, out, s)
+}
+
+func autoConvert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(in *metacontroller.RevisionRecord, out *RevisionRecord, s conversion.Scope) error {
+	*out = *(*RevisionRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord is an autogenerated conversion function.
+func Convert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(in *metacontroller.RevisionRecord, out *RevisionRecord, s conversion.Scope) error {
+	return autoConvert_metacontroller_RevisionRecord_To_v1alpha1_RevisionRecord(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutErrorBudget_To_metacontroller_RolloutErrorBudget(in *RolloutErrorBudget, out *metacontroller.RolloutErrorBudget, s conversion.Scope) error {
+	*out = *(*metacontroller.RolloutErrorBudget)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RolloutErrorBudget_To_metacontroller_RolloutErrorBudget is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutErrorBudget_To_metacontroller_RolloutErrorBudget(in *RolloutErrorBudget, out *metacontroller.RolloutErrorBudget, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutErrorBudget_To_metacontroller_RolloutErrorBudget(in, out, s)
+}
+
+func autoConvert_metacontroller_RolloutErrorBudget_To_v1alpha1_RolloutErrorBudget(in *metacontroller.RolloutErrorBudget, out *RolloutErrorBudget, s conversion.Scope) error {
+	*out = *(*RolloutErrorBudget)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_RolloutErrorBudget_To_v1alpha1_RolloutErrorBudget is an autogenerated conversion function.
+func Convert_metacontroller_RolloutErrorBudget_To_v1alpha1_RolloutErrorBudget(in *metacontroller.RolloutErrorBudget, out *RolloutErrorBudget, s conversion.Scope) error {
+	return autoConvert_metacontroller_RolloutErrorBudget_To_v1alpha1_RolloutErrorBudget(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutHealth_To_metacontroller_RolloutHealth(in *RolloutHealth, out *metacontroller.RolloutHealth, s conversion.Scope) error {
+	*out = *(*metacontroller.RolloutHealth)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RolloutHealth_To_metacontroller_RolloutHealth is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutHealth_To_metacontroller_RolloutHealth(in *RolloutHealth, out *metacontroller.RolloutHealth, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutHealth_To_metacontroller_RolloutHealth(in, out, s)
+}
+
+func autoConvert_metacontroller_RolloutHealth_To_v1alpha1_RolloutHealth(in *metacontroller.RolloutHealth, out *RolloutHealth, s conversion.Scope) error {
+	*out = *(*RolloutHealth)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_RolloutHealth_To_v1alpha1_RolloutHealth is an autogenerated conversion function.
+func Convert_metacontroller_RolloutHealth_To_v1alpha1_RolloutHealth(in *metacontroller.RolloutHealth, out *RolloutHealth, s conversion.Scope) error {
+	return autoConvert_metacontroller_RolloutHealth_To_v1alpha1_RolloutHealth(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutStatus_To_metacontroller_RolloutStatus(in *RolloutStatus, out *metacontroller.RolloutStatus, s conversion.Scope) error {
+	*out = *(*metacontroller.RolloutStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RolloutStatus_To_metacontroller_RolloutStatus is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutStatus_To_metacontroller_RolloutStatus(in *RolloutStatus, out *metacontroller.RolloutStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutStatus_To_metacontroller_RolloutStatus(in, out, s)
+}
+
+func autoConvert_metacontroller_RolloutStatus_To_v1alpha1_RolloutStatus(in *metacontroller.RolloutStatus, out *RolloutStatus, s conversion.Scope) error {
+	*out = *(*RolloutStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_RolloutStatus_To_v1alpha1_RolloutStatus is an autogenerated conversion function.
+func Convert_metacontroller_RolloutStatus_To_v1alpha1_RolloutStatus(in *metacontroller.RolloutStatus, out *RolloutStatus, s conversion.Scope) error {
+	return autoConvert_metacontroller_RolloutStatus_To_v1alpha1_RolloutStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutStep_To_metacontroller_RolloutStep(in *RolloutStep, out *metacontroller.RolloutStep, s conversion.Scope) error {
+	*out = *(*metacontroller.RolloutStep)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RolloutStep_To_metacontroller_RolloutStep is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutStep_To_metacontroller_RolloutStep(in *RolloutStep, out *metacontroller.RolloutStep, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutStep_To_metacontroller_RolloutStep(in, out, s)
+}
+
+func autoConvert_metacontroller_RolloutStep_To_v1alpha1_RolloutStep(in *metacontroller.RolloutStep, out *RolloutStep, s conversion.Scope) error {
+	*out = *(*RolloutStep)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_metacontroller_RolloutStep_To_v1alpha1_RolloutStep is an autogenerated conversion function.
+func Convert_metacontroller_RolloutStep_To_v1alpha1_RolloutStep(in *metacontroller.RolloutStep, out *RolloutStep, s conversion.Scope) error {
+	return autoConvert_metacontroller_RolloutStep_To_v1alpha1_RolloutStep(in, out, s)
 }
 
 func autoConvert_v1alpha1_SecretReference_To_metacontroller_SecretReference(in *SecretReference, out *metacontroller.SecretReference, s conversion.Scope) error {

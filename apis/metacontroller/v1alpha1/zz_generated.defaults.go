@@ -185,6 +185,156 @@ func SetObjectDefaults_CompositeController(in *CompositeController) {
 			SetDefaults_ServiceReference(in.Spec.ClientConfig.Service)
 		}
 	}
+	for i := range in.Status.History {
+		a := &in.Status.History[i]
+		for j := range a.Spec.ChildResources {
+			b := &a.Spec.ChildResources[j]
+			SetDefaults_CompositeControllerChildResourceRule(b)
+		}
+		if a.Spec.Hooks != nil {
+			if a.Spec.Hooks.Customize != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Customize)
+				if a.Spec.Hooks.Customize.Webhook != nil {
+					if a.Spec.Hooks.Customize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Customize.Webhook.Service)
+					}
+					if a.Spec.Hooks.Customize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Customize.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Customize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Customize.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Customize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Customize.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Customize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Customize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.Sync != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Sync)
+				if a.Spec.Hooks.Sync.Webhook != nil {
+					if a.Spec.Hooks.Sync.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Sync.Webhook.Service)
+					}
+					if a.Spec.Hooks.Sync.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Sync.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Sync.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Sync.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Sync.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Sync.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Sync.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Sync.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.Finalize != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Finalize)
+				if a.Spec.Hooks.Finalize.Webhook != nil {
+					if a.Spec.Hooks.Finalize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Finalize.Webhook.Service)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Finalize.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Finalize.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Finalize.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Finalize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.PreUpdateChild != nil {
+				SetDefaults_Hook(a.Spec.Hooks.PreUpdateChild)
+				if a.Spec.Hooks.PreUpdateChild.Webhook != nil {
+					if a.Spec.Hooks.PreUpdateChild.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.PreUpdateChild.Webhook.Service)
+					}
+					if a.Spec.Hooks.PreUpdateChild.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.PreUpdateChild.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.PreUpdateChild.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.PreUpdateChild.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.PreUpdateChild.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.PreUpdateChild.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.PreUpdateChild.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.PreUpdateChild.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.PostUpdateChild != nil {
+				SetDefaults_Hook(a.Spec.Hooks.PostUpdateChild)
+				if a.Spec.Hooks.PostUpdateChild.Webhook != nil {
+					if a.Spec.Hooks.PostUpdateChild.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.PostUpdateChild.Webhook.Service)
+					}
+					if a.Spec.Hooks.PostUpdateChild.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.PostUpdateChild.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.PostUpdateChild.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.PostUpdateChild.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.PostUpdateChild.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.PostUpdateChild.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.PostUpdateChild.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.PostUpdateChild.Webhook.BasicAuth)
+					}
+				}
+			}
+			for j := range a.Spec.Hooks.Patches {
+				b := &a.Spec.Hooks.Patches[j]
+				SetDefaults_PatchHook(b)
+				if b.Webhook != nil {
+					if b.Webhook.Service != nil {
+						SetDefaults_ServiceReference(b.Webhook.Service)
+					}
+					if b.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(b.Webhook.CABundle)
+					}
+					if b.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(b.Webhook.ClientTLS)
+					}
+					if b.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(b.Webhook.Authorization)
+					}
+					if b.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(b.Webhook.BasicAuth)
+					}
+				}
+			}
+		}
+		for j := range a.Spec.EndpointConfigs {
+			b := &a.Spec.EndpointConfigs[j]
+			if b.CABundle != nil {
+				SetDefaults_CABundleConfig(b.CABundle)
+			}
+			if b.ClientTLS != nil {
+				SetDefaults_ClientTLSConfig(b.ClientTLS)
+			}
+			if b.Authorization != nil {
+				SetDefaults_AuthorizationConfig(b.Authorization)
+			}
+			if b.BasicAuth != nil {
+				SetDefaults_BasicAuthConfig(b.BasicAuth)
+			}
+		}
+		if a.Spec.ClientConfig != nil {
+			if a.Spec.ClientConfig.Service != nil {
+				SetDefaults_ServiceReference(a.Spec.ClientConfig.Service)
+			}
+		}
+	}
 }
 
 func SetObjectDefaults_CompositeControllerList(in *CompositeControllerList) {
@@ -274,6 +424,90 @@ func SetObjectDefaults_DecoratorController(in *DecoratorController) {
 		}
 		if a.BasicAuth != nil {
 			SetDefaults_BasicAuthConfig(a.BasicAuth)
+		}
+	}
+	for i := range in.Status.History {
+		a := &in.Status.History[i]
+		for j := range a.Spec.Attachments {
+			b := &a.Spec.Attachments[j]
+			SetDefaults_DecoratorControllerAttachmentRule(b)
+		}
+		if a.Spec.Hooks != nil {
+			if a.Spec.Hooks.Customize != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Customize)
+				if a.Spec.Hooks.Customize.Webhook != nil {
+					if a.Spec.Hooks.Customize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Customize.Webhook.Service)
+					}
+					if a.Spec.Hooks.Customize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Customize.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Customize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Customize.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Customize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Customize.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Customize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Customize.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.Sync != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Sync)
+				if a.Spec.Hooks.Sync.Webhook != nil {
+					if a.Spec.Hooks.Sync.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Sync.Webhook.Service)
+					}
+					if a.Spec.Hooks.Sync.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Sync.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Sync.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Sync.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Sync.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Sync.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Sync.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Sync.Webhook.BasicAuth)
+					}
+				}
+			}
+			if a.Spec.Hooks.Finalize != nil {
+				SetDefaults_Hook(a.Spec.Hooks.Finalize)
+				if a.Spec.Hooks.Finalize.Webhook != nil {
+					if a.Spec.Hooks.Finalize.Webhook.Service != nil {
+						SetDefaults_ServiceReference(a.Spec.Hooks.Finalize.Webhook.Service)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.CABundle != nil {
+						SetDefaults_CABundleConfig(a.Spec.Hooks.Finalize.Webhook.CABundle)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.ClientTLS != nil {
+						SetDefaults_ClientTLSConfig(a.Spec.Hooks.Finalize.Webhook.ClientTLS)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.Authorization != nil {
+						SetDefaults_AuthorizationConfig(a.Spec.Hooks.Finalize.Webhook.Authorization)
+					}
+					if a.Spec.Hooks.Finalize.Webhook.BasicAuth != nil {
+						SetDefaults_BasicAuthConfig(a.Spec.Hooks.Finalize.Webhook.BasicAuth)
+					}
+				}
+			}
+		}
+		for j := range a.Spec.EndpointConfigs {
+			b := &a.Spec.EndpointConfigs[j]
+			if b.CABundle != nil {
+				SetDefaults_CABundleConfig(b.CABundle)
+			}
+			if b.ClientTLS != nil {
+				SetDefaults_ClientTLSConfig(b.ClientTLS)
+			}
+			if b.Authorization != nil {
+				SetDefaults_AuthorizationConfig(b.Authorization)
+			}
+			if b.BasicAuth != nil {
+				SetDefaults_BasicAuthConfig(b.BasicAuth)
+			}
 		}
 	}
 }

@@ -87,6 +87,11 @@ func (in CompositeControllerParentResourceRule) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CompositeControllerRevision) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.CompositeControllerRevision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CompositeControllerRevisionHistory) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.CompositeControllerRevisionHistory"
 }
@@ -122,6 +127,11 @@ func (in ControllerRevisionList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ControllerRollout) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ControllerRollout"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DecoratorController) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorController"
 }
@@ -149,6 +159,11 @@ func (in DecoratorControllerList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DecoratorControllerResourceRule) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerResourceRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DecoratorControllerRevision) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.DecoratorControllerRevision"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -244,6 +259,31 @@ func (in PatchSelector) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceRule) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ResourceRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RevisionRecord) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RevisionRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutErrorBudget) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutErrorBudget"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutHealth) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutHealth"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutStatus) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutStep) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutStep"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

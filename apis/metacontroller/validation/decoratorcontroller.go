@@ -15,16 +15,16 @@ import (
 
 // ValidateDecoratorController validates a DecoratorController on creation.
 // It is cluster-scoped, as a CompositeController.
-func ValidateDecoratorController(dc *metacontroller.DecoratorController) field.ErrorList {
+func ValidateDecoratorController(dc *metacontroller.DecoratorController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&dc.ObjectMeta, false, path.ValidatePathSegmentName, field.NewPath("metadata"))
-	return append(allErrs, checkDecoratorSpec(&dc.Spec).errs...)
+	return append(allErrs, checkDecoratorSpec(&dc.Spec, exprs).errs...)
 }
 
 // ValidateDecoratorControllerUpdate validates an update: the spec has no
 // immutable fields, the loop restarts with the new one.
-func ValidateDecoratorControllerUpdate(newDC, oldDC *metacontroller.DecoratorController) field.ErrorList {
+func ValidateDecoratorControllerUpdate(newDC, oldDC *metacontroller.DecoratorController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newDC.ObjectMeta, &oldDC.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrs, checkDecoratorSpec(&newDC.Spec).errs...)
+	return append(allErrs, checkDecoratorSpec(&newDC.Spec, exprs).errs...)
 }
 
 // ValidateDecoratorControllerStatusUpdate validates an update through the
@@ -43,15 +43,15 @@ func ValidateDecoratorControllerStatusUpdate(newDC, oldDC *metacontroller.Decora
 // DecoratorWarnings are the warnings about an accepted DecoratorController,
 // each starting with the path of its field.
 func DecoratorWarnings(dc *metacontroller.DecoratorController) []string {
-	warnings := checkDecoratorSpec(&dc.Spec).warnings
+	warnings := checkDecoratorSpec(&dc.Spec, nil).warnings
 	if dc.Spec.Hooks != nil && dc.Spec.Hooks.Finalize != nil {
 		warnings = append(warnings, finalizerWarnings("decoratorcontroller-", dc.Name)...)
 	}
 	return warnings
 }
 
-func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
-	c := &checker{}
+func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec, exprs Expressions) *checker {
+	c := &checker{exprs: exprs}
 	fldPath := field.NewPath("spec")
 
 	resourcesPath := fldPath.Child("resources")
@@ -97,6 +97,7 @@ func checkDecoratorSpec(spec *metacontroller.DecoratorControllerSpec) *checker {
 	c.checkResyncPeriod(spec.ResyncPeriodSeconds, fldPath.Child("resyncPeriodSeconds"))
 	c.checkOwnChildWrites(spec.OwnChildWrites, fldPath.Child("ownChildWrites"))
 	c.checkOwnStatusWrites(spec.OwnStatusWrites, fldPath.Child("ownStatusWrites"))
+	c.checkRollout(spec.Rollout, spec.RevisionHistoryLimit, fldPath)
 	return c
 }
 

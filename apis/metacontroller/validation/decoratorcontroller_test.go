@@ -81,9 +81,9 @@ func TestValidateDecoratorController(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dc := validDecoratorController()
 			tc.modify(dc)
-			assertErrors(t, ValidateDecoratorController(dc), tc.want)
+			assertErrors(t, ValidateDecoratorController(dc, nil), tc.want)
 			old := validDecoratorController()
-			assertErrors(t, ValidateDecoratorControllerUpdate(dc, old), tc.want)
+			assertErrors(t, ValidateDecoratorControllerUpdate(dc, old, nil), tc.want)
 		})
 	}
 }
@@ -111,7 +111,7 @@ func TestDecoratorWarnings(t *testing.T) {
 			if len(w) != 1 || !strings.HasPrefix(w[0], tc.want) {
 				t.Errorf("warnings %q, want one starting %q", w, tc.want)
 			}
-			if errs := ValidateDecoratorController(dc); len(errs) != 0 {
+			if errs := ValidateDecoratorController(dc, nil); len(errs) != 0 {
 				t.Errorf("a warning is no error: %v", errs)
 			}
 		})

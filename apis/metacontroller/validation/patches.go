@@ -25,6 +25,9 @@ type Expressions interface {
 	CheckChildVariable(path string) error
 	// CheckTemplate parses a valueFrom.template.
 	CheckTemplate(text string) error
+	// CheckHealthCondition compiles a rollout's health condition as a
+	// new one.
+	CheckHealthCondition(expr string) error
 }
 
 var supportedJSONPatchOps = []metacontroller.JSONPatchOp{

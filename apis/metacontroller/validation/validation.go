@@ -257,6 +257,7 @@ func checkSpec(spec *metacontroller.CompositeControllerSpec, exprs Expressions) 
 	if sa := spec.ServiceAccount; sa != nil {
 		c.err(validateServiceAccountReference(sa, fldPath.Child("serviceAccount"))...)
 	}
+	c.checkRollout(spec.Rollout, spec.RevisionHistoryLimit, fldPath)
 	return c
 }
 

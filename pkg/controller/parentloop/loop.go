@@ -50,6 +50,9 @@ type parentLoop struct {
 	workers   int
 	// actor is whom the loop acts as for this controller.
 	actor *rights.Actor
+	// revision, during a rollout, is which parents this revision of the
+	// controller syncs; nil for all of them.
+	revision *Revision
 
 	parents  informers.GenericInformer
 	children map[schema.GroupVersionResource]informers.GenericInformer

@@ -73,6 +73,13 @@ func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, 
 	return run, nil
 }
 
+// Close gives back what NewRun made, for a loop never started.
+func (r *Run) Close() {
+	for _, pc := range r.pcs {
+		pc.hooks.Close()
+	}
+}
+
 // EnqueueWhere queues, in every parent loop, the parents whose key is in:
 // those of shards this replica just gained.
 func (r *Run) EnqueueWhere(in func(key string) bool) {

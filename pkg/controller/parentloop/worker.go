@@ -123,6 +123,13 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 		// of it may be checked or said here.
 		return 0, nil, nil
 	}
+	if !pc.runs(parent) {
+		// Another revision of the controller syncs it (a rollout).
+		return 0, nil, nil
+	}
+	if paused(parent) {
+		return 0, nil, pc.markPaused(ctx, parent)
+	}
 	if err := pc.checkActor(ctx, parent); err != nil {
 		pc.status.Authorized(err)
 		pc.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
@@ -131,6 +138,7 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 	res, err := pc.rec.Sync(ctx, pc.env(), parent, reconcile.Options{StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites})
 	if res.Plan != nil || err != nil {
 		pc.status.HookCalled(err)
+		pc.revisionSynced(parent, err)
 	}
 	pc.authorized(parent, err)
 	if pc.cfg.Unchanged != nil {

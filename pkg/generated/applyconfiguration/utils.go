@@ -56,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.CompositeControllerHooksApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerParentResourceRule"):
 		return &metacontrollerv1alpha1.CompositeControllerParentResourceRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerRevision"):
+		return &metacontrollerv1alpha1.CompositeControllerRevisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerRevisionHistory"):
 		return &metacontrollerv1alpha1.CompositeControllerRevisionHistoryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompositeControllerSpec"):
@@ -68,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.ControllerRevisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRevisionChildren"):
 		return &metacontrollerv1alpha1.ControllerRevisionChildrenApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ControllerRollout"):
+		return &metacontrollerv1alpha1.ControllerRolloutApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorController"):
 		return &metacontrollerv1alpha1.DecoratorControllerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerAttachmentRule"):
@@ -78,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.DecoratorControllerHooksApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerResourceRule"):
 		return &metacontrollerv1alpha1.DecoratorControllerResourceRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerRevision"):
+		return &metacontrollerv1alpha1.DecoratorControllerRevisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerSpec"):
 		return &metacontrollerv1alpha1.DecoratorControllerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DecoratorControllerStatus"):
@@ -100,6 +106,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.PatchSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceRule"):
 		return &metacontrollerv1alpha1.ResourceRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RevisionRecord"):
+		return &metacontrollerv1alpha1.RevisionRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutErrorBudget"):
+		return &metacontrollerv1alpha1.RolloutErrorBudgetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutHealth"):
+		return &metacontrollerv1alpha1.RolloutHealthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutStatus"):
+		return &metacontrollerv1alpha1.RolloutStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutStep"):
+		return &metacontrollerv1alpha1.RolloutStepApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &metacontrollerv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceAccountReference"):

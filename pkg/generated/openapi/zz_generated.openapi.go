@@ -46,6 +46,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.CompositeControllerHooks{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerHooks(ref),
 		v1alpha1.CompositeControllerList{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerList(ref),
 		v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName():       schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerParentResourceRule(ref),
+		v1alpha1.CompositeControllerRevision{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevision(ref),
 		v1alpha1.CompositeControllerRevisionHistory{}.OpenAPIModelName():          schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref),
 		v1alpha1.CompositeControllerSpec{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerSpec(ref),
 		v1alpha1.CompositeControllerStatus{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerStatus(ref),
@@ -53,12 +54,14 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ControllerRevision{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevision(ref),
 		v1alpha1.ControllerRevisionChildren{}.OpenAPIModelName():                  schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionChildren(ref),
 		v1alpha1.ControllerRevisionList{}.OpenAPIModelName():                      schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionList(ref),
+		v1alpha1.ControllerRollout{}.OpenAPIModelName():                           schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRollout(ref),
 		v1alpha1.DecoratorController{}.OpenAPIModelName():                         schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController(ref),
 		v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName():           schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentRule(ref),
 		v1alpha1.DecoratorControllerAttachmentUpdateStrategy{}.OpenAPIModelName(): schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerAttachmentUpdateStrategy(ref),
 		v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName():                    schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerHooks(ref),
 		v1alpha1.DecoratorControllerList{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerList(ref),
 		v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName():             schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerResourceRule(ref),
+		v1alpha1.DecoratorControllerRevision{}.OpenAPIModelName():                 schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerRevision(ref),
 		v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerSpec(ref),
 		v1alpha1.DecoratorControllerStatus{}.OpenAPIModelName():                   schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerStatus(ref),
 		v1alpha1.EndpointConfig{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_EndpointConfig(ref),
@@ -78,6 +81,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PatchHook{}.OpenAPIModelName():                                   schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchHook(ref),
 		v1alpha1.PatchSelector{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_PatchSelector(ref),
 		v1alpha1.ResourceRule{}.OpenAPIModelName():                                schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref),
+		v1alpha1.RevisionRecord{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_RevisionRecord(ref),
+		v1alpha1.RolloutErrorBudget{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutErrorBudget(ref),
+		v1alpha1.RolloutHealth{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutHealth(ref),
+		v1alpha1.RolloutStatus{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStatus(ref),
+		v1alpha1.RolloutStep{}.OpenAPIModelName():                                 schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStep(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
 		v1alpha1.ServiceAccountReference{}.OpenAPIModelName():                     schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceAccountReference(ref),
 		v1alpha1.ServiceReference{}.OpenAPIModelName():                            schema_composite_apiserver_apis_metacontroller_v1alpha1_ServiceReference(ref),
@@ -696,6 +704,49 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CompositeControllerRevision is an earlier spec of a CompositeController, kept in its status.history for rollouts and undo.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the revision's number; numbers grow with every change of the spec other than spec.rollout.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author wrote the revision's spec; its checks are this user's.",
+							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
+						},
+					},
+					"replacedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replacedTime is when a newer spec replaced it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is the controller's spec at that revision, without rollout.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.CompositeControllerSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"revision", "spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.CompositeControllerSpec{}.OpenAPIModelName(), v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeControllerRevisionHistory(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -847,12 +898,25 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "",
 						},
 					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout, when set, lands a change of this spec gradually, step by step, each step gated on the health of the parents it moved (see ControllerRollout); absent, a change re-syncs every parent at once, as Metacontroller does. Not in Metacontroller.",
+							Ref:         ref(v1alpha1.ControllerRollout{}.OpenAPIModelName()),
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revisionHistoryLimit is how many earlier specs status.history keeps for rollouts and kubectl composite rollout undo (default 10).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"parentResource"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ClientConfig{}.OpenAPIModelName(), v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
+			v1alpha1.ClientConfig{}.OpenAPIModelName(), v1alpha1.CompositeControllerChildResourceRule{}.OpenAPIModelName(), v1alpha1.CompositeControllerHooks{}.OpenAPIModelName(), v1alpha1.CompositeControllerParentResourceRule{}.OpenAPIModelName(), v1alpha1.ControllerRollout{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -931,11 +995,42 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
 						},
 					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the number of the spec as written; it grows with every change of the spec other than spec.rollout and revisionHistoryLimit. Recorded by the server.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "history are earlier revisions of the spec, newest first, recorded by the server when a write replaced them, at most spec.revisionHistoryLimit of them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.CompositeControllerRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout is where the rollout of the update revision is, when the spec has a rollout.",
+							Ref:         ref(v1alpha1.RolloutStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.CompositeControllerRevision{}.OpenAPIModelName(), v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1164,6 +1259,67 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRevisionL
 		},
 		Dependencies: []string{
 			v1alpha1.ControllerRevision{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_ControllerRollout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ControllerRollout lands a change of a controller's spec gradually: the parents are moved from the revision they run (the current one) to the spec as written (the update revision) step by step, each step gated on the health of the parents it moved. Not in Metacontroller, which re-syncs every parent at once; absent, so does this server.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"steps": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "steps are taken in order. Each step moves the parents it names, and every step before it, to the update revision; after the last step every parent is moved.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RolloutStep{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"health": {
+						SchemaProps: spec.SchemaProps{
+							Description: "health is what a step's parents must pass before the next step begins.",
+							Ref:         ref(v1alpha1.RolloutHealth{}.OpenAPIModelName()),
+						},
+					},
+					"errorBudget": {
+						SchemaProps: spec.SchemaProps{
+							Description: "errorBudget stops the rollout when the update revision fails too many syncs in one step.",
+							Ref:         ref(v1alpha1.RolloutErrorBudget{}.OpenAPIModelName()),
+						},
+					},
+					"onFailure": {
+						SchemaProps: spec.SchemaProps{
+							Description: "onFailure is what a failed step does: Pause (the default) stops the rollout where it is; Rollback moves every parent back to the current revision.\n\nPossible enum values:\n - `\"Pause\"` stops the rollout at the failed step.\n - `\"Rollback\"` moves every parent back to the current revision.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Pause", "Rollback"},
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "paused stops the rollout at its step until it is cleared (kubectl composite rollout pause and resume).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"steps"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RolloutErrorBudget{}.OpenAPIModelName(), v1alpha1.RolloutHealth{}.OpenAPIModelName(), v1alpha1.RolloutStep{}.OpenAPIModelName()},
 	}
 }
 
@@ -1411,6 +1567,49 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DecoratorControllerRevision is an earlier spec of a DecoratorController.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the revision's number; numbers grow with every change of the spec other than spec.rollout.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author wrote the revision's spec; its checks are this user's.",
+							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
+						},
+					},
+					"replacedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replacedTime is when a newer spec replaced it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is the controller's spec at that revision, without rollout.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"revision", "spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1alpha1.DecoratorControllerSpec{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorControllerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1510,12 +1709,25 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 							Ref:         ref(v1alpha1.ServiceAccountReference{}.OpenAPIModelName()),
 						},
 					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout, when set, lands a change of this spec gradually, step by step, each step gated on the health of the parents it moved (see ControllerRollout); absent, a change re-syncs every parent at once, as Metacontroller does. Not in Metacontroller.",
+							Ref:         ref(v1alpha1.ControllerRollout{}.OpenAPIModelName()),
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revisionHistoryLimit is how many earlier specs status.history keeps for rollouts and kubectl composite rollout undo (default 10).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"resources"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName(), v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName(), v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
+			v1alpha1.ControllerRollout{}.OpenAPIModelName(), v1alpha1.DecoratorControllerAttachmentRule{}.OpenAPIModelName(), v1alpha1.DecoratorControllerHooks{}.OpenAPIModelName(), v1alpha1.DecoratorControllerResourceRule{}.OpenAPIModelName(), v1alpha1.EndpointConfig{}.OpenAPIModelName(), v1alpha1.ServiceAccountReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1587,11 +1799,42 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
 						},
 					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the number of the spec as written; it grows with every change of the spec other than spec.rollout and revisionHistoryLimit. Recorded by the server.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "history are earlier revisions of the spec, newest first, recorded by the server when a write replaced them, at most spec.revisionHistoryLimit of them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DecoratorControllerRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout is where the rollout of the update revision is, when the spec has a rollout.",
+							Ref:         ref(v1alpha1.RolloutStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1alpha1.DecoratorControllerRevision{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2372,6 +2615,252 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_ResourceRule(ref co
 				Required: []string{"apiVersion", "resource"},
 			},
 		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RevisionRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RevisionRecord is what a revision of a controller is besides its spec: its number, who wrote it and when it was replaced.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the revision's number; numbers grow with every change of the spec other than spec.rollout.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author wrote the revision's spec; its checks are this user's.",
+							Ref:         ref(v1alpha1.ControllerAuthor{}.OpenAPIModelName()),
+						},
+					},
+					"replacedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replacedTime is when a newer spec replaced it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"revision"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ControllerAuthor{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutErrorBudget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutErrorBudget is how many failures of the update revision a step tolerates before it fails.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxSyncFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxSyncFailures is how many syncs of the update revision may fail (a hook that failed or answered wrongly, a child write refused) in one step; one more fails the step. Unset: no budget, only the deadline.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutHealth(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutHealth is the gate of each step.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"condition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "condition is a CEL expression over `parent` (the parent object as stored), true when the parent is healthy. Default: a parent whose status has a Ready condition is healthy when it is \"True\"; any other parent, once its last sync succeeded.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"deadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "deadlineSeconds is how long a step's parents have to be synced by the update revision and pass the condition (default 300).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutStatus is where a controller's rollout is.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"currentRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "currentRevision is the revision the parents not yet moved run.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"updateRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "updateRevision is the revision being rolled out: the spec's.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "step is the index of the step under way; the number of steps once the last one passed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"steps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "steps is how many steps the rollout has.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is Progressing, Paused, RolledBack or Complete.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason and message say why the rollout is in its phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"bucketLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "bucketLimit moves the parents whose bucket (a hash of their UID, 0 to 9999) is below it, with those the steps' selectors select; it is recorded when a step begins, so that a restart or another replica moves the same parents.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"stepStartTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "stepStartTime is when the step under way began (or was resumed).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"pausedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pausedTime is when a failed step paused or rolled back the rollout: a resume requested later (RolloutResumedAnnotation) resumes it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"updatedParents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "updatedParents are the parents moved to the update revision; healthyParents those of them synced by it and healthy.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"healthyParents": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"syncFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "syncFailures are the update revision's failed syncs in this step.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failingParents": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "failingParents name (namespace/name, at most 20) the step's parents that failed its gate.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStep(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutStep is one step of a rollout: which parents it moves, by share or by label. Exactly one of percent, maxParents and selector is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "percent moves this share of all parents, counting those of earlier steps: parents are ordered by a hash of their UID, so that which parents a share holds never changes.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxParents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxParents moves this many more parents than the steps before, in the same order as percent.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector moves the parents it selects.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"pauseSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pauseSeconds is how long the rollout waits once this step passed before it begins the next.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

@@ -1,5 +1,7 @@
 package variables
 
+import "github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+
 // Expressions is the compiler of this package as validation takes it
 // (validation.Expressions): the API's validation accepts exactly what the
 // patch engine runs, without apis/ importing pkg/.
@@ -16,3 +18,7 @@ func (Expressions) CheckTemplate(text string) error {
 	_, err := ParseTemplate(text)
 	return err
 }
+
+// CheckHealthCondition compiles a rollout's health condition with the
+// compiler the loop runs it with.
+func (Expressions) CheckHealthCondition(expr string) error { return rollout.CheckHealth(expr) }

@@ -90,6 +90,14 @@ type CompositeControllerSpecApplyConfiguration struct {
 	// stored or returned; childResources[].updateStrategy says how children
 	// are updated. No other value is accepted.
 	UpdateStrategy *string `json:"updateStrategy,omitempty"`
+	// rollout, when set, lands a change of this spec gradually, step by
+	// step, each step gated on the health of the parents it moved (see
+	// ControllerRollout); absent, a change re-syncs every parent at once,
+	// as Metacontroller does. Not in Metacontroller.
+	Rollout *ControllerRolloutApplyConfiguration `json:"rollout,omitempty"`
+	// revisionHistoryLimit is how many earlier specs status.history keeps
+	// for rollouts and kubectl composite rollout undo (default 10).
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // CompositeControllerSpecApplyConfiguration constructs a declarative configuration of the CompositeControllerSpec type for use with
@@ -201,5 +209,21 @@ func (b *CompositeControllerSpecApplyConfiguration) WithClientConfig(value *Clie
 // If called multiple times, the UpdateStrategy field is set to the value of the last call.
 func (b *CompositeControllerSpecApplyConfiguration) WithUpdateStrategy(value string) *CompositeControllerSpecApplyConfiguration {
 	b.UpdateStrategy = &value
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithRollout(value *ControllerRolloutApplyConfiguration) *CompositeControllerSpecApplyConfiguration {
+	b.Rollout = value
+	return b
+}
+
+// WithRevisionHistoryLimit sets the RevisionHistoryLimit field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RevisionHistoryLimit field is set to the value of the last call.
+func (b *CompositeControllerSpecApplyConfiguration) WithRevisionHistoryLimit(value int32) *CompositeControllerSpecApplyConfiguration {
+	b.RevisionHistoryLimit = &value
 	return b
 }

@@ -49,6 +49,17 @@ type CompositeControllerStatusApplyConfiguration struct {
 	// (spec.serviceAccount), the server checks this user's rights before
 	// the objects it reads reach a hook.
 	Author *ControllerAuthorApplyConfiguration `json:"author,omitempty"`
+	// revision is the number of the spec as written; it grows with every
+	// change of the spec other than spec.rollout and
+	// revisionHistoryLimit. Recorded by the server.
+	Revision *int64 `json:"revision,omitempty"`
+	// history are earlier revisions of the spec, newest first, recorded
+	// by the server when a write replaced them, at most
+	// spec.revisionHistoryLimit of them.
+	History []CompositeControllerRevisionApplyConfiguration `json:"history,omitempty"`
+	// rollout is where the rollout of the update revision is, when the
+	// spec has a rollout.
+	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 }
 
 // CompositeControllerStatusApplyConfiguration constructs a declarative configuration of the CompositeControllerStatus type for use with
@@ -123,5 +134,34 @@ func (b *CompositeControllerStatusApplyConfiguration) WithLastSyncError(value st
 // If called multiple times, the Author field is set to the value of the last call.
 func (b *CompositeControllerStatusApplyConfiguration) WithAuthor(value *ControllerAuthorApplyConfiguration) *CompositeControllerStatusApplyConfiguration {
 	b.Author = value
+	return b
+}
+
+// WithRevision sets the Revision field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Revision field is set to the value of the last call.
+func (b *CompositeControllerStatusApplyConfiguration) WithRevision(value int64) *CompositeControllerStatusApplyConfiguration {
+	b.Revision = &value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *CompositeControllerStatusApplyConfiguration) WithHistory(values ...*CompositeControllerRevisionApplyConfiguration) *CompositeControllerStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.History = append(b.History, *values[i])
+	}
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *CompositeControllerStatusApplyConfiguration) WithRollout(value *RolloutStatusApplyConfiguration) *CompositeControllerStatusApplyConfiguration {
+	b.Rollout = value
 	return b
 }

@@ -72,6 +72,14 @@ type DecoratorControllerSpecApplyConfiguration struct {
 	// as a CompositeController's: writing it requires the right to
 	// impersonate the ServiceAccount. Not in Metacontroller.
 	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
+	// rollout, when set, lands a change of this spec gradually, step by
+	// step, each step gated on the health of the parents it moved (see
+	// ControllerRollout); absent, a change re-syncs every parent at once,
+	// as Metacontroller does. Not in Metacontroller.
+	Rollout *ControllerRolloutApplyConfiguration `json:"rollout,omitempty"`
+	// revisionHistoryLimit is how many earlier specs status.history keeps
+	// for rollouts and kubectl composite rollout undo (default 10).
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // DecoratorControllerSpecApplyConfiguration constructs a declarative configuration of the DecoratorControllerSpec type for use with
@@ -156,5 +164,21 @@ func (b *DecoratorControllerSpecApplyConfiguration) WithResyncPeriodSeconds(valu
 // If called multiple times, the ServiceAccount field is set to the value of the last call.
 func (b *DecoratorControllerSpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *DecoratorControllerSpecApplyConfiguration {
 	b.ServiceAccount = value
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *DecoratorControllerSpecApplyConfiguration) WithRollout(value *ControllerRolloutApplyConfiguration) *DecoratorControllerSpecApplyConfiguration {
+	b.Rollout = value
+	return b
+}
+
+// WithRevisionHistoryLimit sets the RevisionHistoryLimit field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RevisionHistoryLimit field is set to the value of the last call.
+func (b *DecoratorControllerSpecApplyConfiguration) WithRevisionHistoryLimit(value int32) *DecoratorControllerSpecApplyConfiguration {
+	b.RevisionHistoryLimit = &value
 	return b
 }

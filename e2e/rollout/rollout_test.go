@@ -1,0 +1,363 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+)
+
+const rolloutParents = 60
+
+// rolloutController is a CompositeController of the hellos labelled
+// test=<name>, whose sync hook is revision's of hook, landing changes in
+// three steps: the parents labelled wave=1, those labelled wave=2, then
+// every parent.
+func rolloutController(name, hookURL, revision string) string {
+	return rolloutControllerWith(name, hookURL, revision, `    - selector: {matchLabels: {wave: "1"}}
+    - selector: {matchLabels: {wave: "2"}}
+    - percent: 100
+    health:
+      deadlineSeconds: 20
+`)
+}
+
+// rolloutControllerWith is rolloutController with rollout, the YAML under
+// spec.rollout from its steps' items on (four-space indented).
+func rolloutControllerWith(name, hookURL, revision, rollout string) string {
+	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata:
+  name: %[1]s
+spec:
+  generateSelector: true
+  parentResource:
+    apiVersion: example.com/v1
+    resource: hellos
+    labelSelector:
+      matchLabels: {test: %[1]s}
+  childResources:
+  - apiVersion: v1
+    resource: configmaps
+    updateStrategy:
+      method: InPlace
+  hooks:
+    sync:
+      webhook:
+        url: %[2]s/%[3]s/sync
+        timeout: 3s
+  rollout:
+    steps:
+%[4]s`, name, hookURL, revision, rollout)
+}
+
+// TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes lands a change of
+// a controller's hook over 60 parents in three steps, the new hook failing
+// for the three parents labelled bad in the second step: the rollout
+// passes the first step, pauses at the second naming exactly the bad
+// parents, and leaves every parent of the third on the old hook, through a
+// restart of the server. Once the hook is fixed, kubectl composite rollout
+// resume completes it; kubectl composite rollout undo brings every parent
+// back to the old hook's children.
+func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
+	setUp(t)
+	hook := startRevisionHook(t)
+	ctx := context.Background()
+	const name, ns = "rollout-steps", "rollout-steps"
+	if err := stack.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	var parents, wave1, wave2, wave3, bad []string
+	for i := 0; i < rolloutParents; i++ {
+		p := fmt.Sprintf("p-%02d", i)
+		wave := fmt.Sprint(1 + i/20)
+		labels := map[string]string{"test": name, "wave": wave}
+		if i == 25 || i == 30 || i == 35 {
+			labels["bad"] = "true"
+			bad = append(bad, ns+"/"+p)
+		}
+		createParent(t, ns, p, labels)
+		parents = append(parents, p)
+		switch wave {
+		case "1":
+			wave1 = append(wave1, p)
+		case "2":
+			wave2 = append(wave2, p)
+		default:
+			wave3 = append(wave3, p)
+		}
+	}
+	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 3*time.Minute)
+
+	// The new revision fails the bad parents: step 1 passes, step 2
+	// pauses at its deadline, naming them.
+	hook.broken.Store("v2")
+	changed := time.Now()
+	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 3 passed", changed)
+	controllerEvent(t, name, "RolloutPaused", "paused at step 2 of 3", changed)
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := got.Status.Rollout
+	if st == nil || st.Phase != v1alpha1.RolloutPaused || st.Step != 1 || st.CurrentRevision != 1 || st.UpdateRevision != 2 {
+		t.Fatalf("status.rollout = %+v, want paused at step index 1 rolling revision 2 over 1", st)
+	}
+	if !slices.Equal(st.FailingParents, bad) {
+		t.Errorf("status.rollout.failingParents = %v, want exactly the bad parents %v", st.FailingParents, bad)
+	}
+	good2 := slices.DeleteFunc(slices.Clone(wave2), func(p string) bool { return slices.Contains(bad, ns+"/"+p) })
+	want := func(p string) string {
+		if slices.Contains(wave1, p) || slices.Contains(good2, p) {
+			return "v2"
+		}
+		return "v1"
+	}
+	waitRevisions(t, ns, append(append(slices.Clone(wave1), good2...), wave3...), want, time.Minute)
+	for _, p := range wave3 {
+		if n := hook.callsOf(ns + "/" + p)["v2"]; n != 0 {
+			t.Errorf("%s, of the third step, was synced %d times by revision 2's hook while the rollout paused at the second", p, n)
+		}
+	}
+	status := kubectlComposite(t, "rollout", "status", name, "--watch=false")
+	if status.code != 1 || !strings.Contains(status.stdout, "paused at step 2 of 3") || !strings.Contains(status.stdout, bad[0]) {
+		t.Errorf("kubectl composite rollout status of a paused rollout: exit %d, %q; want exit 1 naming the step and the failing parents", status.code, status.stdout)
+	}
+	history := kubectlComposite(t, "rollout", "history", name)
+	if history.code != 0 || !strings.Contains(history.stdout, "1 ") || !strings.Contains(history.stdout, "2 ") {
+		t.Errorf("kubectl composite rollout history: exit %d, %q; want revisions 1 and 2", history.code, history.stdout)
+	}
+
+	// A live /sync (here a dry run, by kubectl composite preview) of a
+	// parent not yet moved calls the hook its revision runs.
+	third := ns + "/" + wave3[0]
+	v1Calls := hook.callsOf(third)["v1"]
+	if r := kubectlComposite(t, "preview", name, "--parent", third); r.code > 1 {
+		t.Fatalf("kubectl composite preview of %s: exit %d", third, r.code)
+	}
+	if calls := hook.callsOf(third); calls["v1"] != v1Calls+1 || calls["v2"] != 0 {
+		t.Errorf("a preview of %s, not yet moved, called the hooks %v; want one more call of revision 1's and none of revision 2's", third, calls)
+	}
+
+	// A restart resumes the rollout where it was: paused at step 2, no
+	// parent moving either way.
+	before := map[string]map[string]int{}
+	for _, p := range parents {
+		before[p] = hook.callsOf(ns + "/" + p)
+	}
+	restart(t)
+	eventually(t, "every parent synced again by the restarted server", 3*time.Minute, func() (bool, error) {
+		for _, p := range parents {
+			if sum(hook.callsOf(ns+"/"+p)) == sum(before[p]) {
+				return false, fmt.Errorf("%s not synced since the restart", p)
+			}
+		}
+		return true, nil
+	})
+	for _, p := range parents {
+		after := hook.callsOf(ns + "/" + p)
+		moved := want(p) == "v2" || slices.Contains(bad, ns+"/"+p)
+		if stale := map[bool]string{true: "v1", false: "v2"}[moved]; after[stale] != before[p][stale] {
+			t.Errorf("%s was synced by revision %s's hook after the restart: every parent has one revision", p, stale)
+		}
+	}
+	if got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutPaused || st.Step != 1 {
+		t.Fatalf("after a restart, status.rollout = %+v, want still paused at step index 1", st)
+	}
+
+	// Fixed, resumed: the rollout completes and every parent runs v2.
+	hook.broken.Store("")
+	if r := kubectlComposite(t, "rollout", "resume", name); r.code != 0 || !strings.Contains(r.stdout, "resumed") {
+		t.Fatalf("kubectl composite rollout resume: exit %d", r.code)
+	}
+	if r := kubectlComposite(t, "rollout", "status", name, "--timeout=4m"); r.code != 0 || !strings.Contains(r.stdout, "successfully rolled out") {
+		t.Fatalf("kubectl composite rollout status after resume: exit %d, %q", r.code, r.stdout)
+	}
+	waitRevisions(t, ns, parents, func(string) string { return "v2" }, time.Minute)
+
+	// Undone: revision 1's spec comes back, and every parent with it.
+	if r := kubectlComposite(t, "rollout", "undo", name); r.code != 0 || !strings.Contains(r.stdout, "rolled back") {
+		t.Fatalf("kubectl composite rollout undo: exit %d", r.code)
+	}
+	if r := kubectlComposite(t, "rollout", "status", name, "--timeout=4m"); r.code != 0 {
+		t.Fatalf("kubectl composite rollout status after undo: exit %d, %q", r.code, r.stdout)
+	}
+	waitRevisions(t, ns, parents, func(string) string { return "v1" }, time.Minute)
+	got, err = cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if url := *got.Spec.Hooks.Sync.Webhook.URL; !strings.HasSuffix(url, "/v1/sync") || got.Status.Revision != 3 {
+		t.Errorf("after undo: hook %s at revision %d, want revision 1's hook as revision 3", url, got.Status.Revision)
+	}
+}
+
+// TestRolloutRollsBackWhenTheErrorBudgetIsSpent: the first step's parents
+// take the new hook; the second moves every parent, and the new hook fails
+// the bad ones more often than the error budget allows: every parent,
+// those of the first step included, goes back to the old hook's children.
+func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
+	setUp(t)
+	hook := startRevisionHook(t)
+	ctx := context.Background()
+	const name, ns = "rollout-rollback", "rollout-rollback"
+	const rollout = `    - selector: {matchLabels: {wave: "1"}}
+    - percent: 100
+    errorBudget:
+      maxSyncFailures: 4
+    onFailure: Rollback
+`
+	if err := stack.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v1", rollout)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	var parents, wave1 []string
+	for i := 0; i < 20; i++ {
+		p := fmt.Sprintf("p-%02d", i)
+		labels := map[string]string{"test": name, "wave": "2"}
+		switch {
+		case i < 5:
+			labels["wave"] = "1"
+			wave1 = append(wave1, p)
+		case i%2 == 0:
+			labels["bad"] = "true"
+		}
+		createParent(t, ns, p, labels)
+		parents = append(parents, p)
+	}
+	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 2*time.Minute)
+
+	hook.broken.Store("v2")
+	changed := time.Now()
+	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", rollout)); err != nil {
+		t.Fatal(err)
+	}
+	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 2 passed", changed)
+	controllerEvent(t, name, "RolloutRolledBack", "rolled back to revision 1", changed)
+	for _, p := range wave1 {
+		if hook.callsOf(ns + "/" + p)["v2"] == 0 {
+			t.Errorf("%s, of the first step, was never synced by revision 2's hook", p)
+		}
+	}
+	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 2*time.Minute)
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutRolledBack || st.Reason != "ErrorBudgetExceeded" {
+		t.Errorf("status.rollout = %+v, want RolledBack for ErrorBudgetExceeded", st)
+	}
+	if r := kubectlComposite(t, "rollout", "status", name, "--watch=false"); r.code != 1 || !strings.Contains(r.stdout, "rolledback") {
+		t.Errorf("kubectl composite rollout status of a rolled-back rollout: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// TestPausedParentIsNotSynced annotates one parent paused: a change of its
+// spec calls no hook, its status says Paused; once the annotation is gone,
+// the next sync runs and the hook's status replaces the condition.
+func TestPausedParentIsNotSynced(t *testing.T) {
+	setUp(t)
+	hook := startRevisionHook(t)
+	ctx := context.Background()
+	const name, ns = "rollout-paused-parent", "rollout-paused-parent"
+	if err := stack.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	createParent(t, ns, "quiet", map[string]string{"test": name})
+	createParent(t, ns, "busy", map[string]string{"test": name})
+	waitRevisions(t, ns, []string{"quiet", "busy"}, func(string) string { return "v1" }, 2*time.Minute)
+
+	if _, stderr, err := stack.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"=true"); err != nil {
+		t.Fatalf("kubectl annotate: %v: %s", err, stderr)
+	}
+	eventually(t, "a Paused condition on the paused parent's status", time.Minute, func() (bool, error) {
+		return conditionOf(t, ns, "quiet", v1alpha1.ConditionPaused) == "True", nil
+	})
+	calls := sum(hook.callsOf(ns + "/quiet"))
+	for _, p := range []string{"quiet", "busy"} {
+		patch := `{"spec":{"greeting":"changed"}}`
+		if _, err := dyn.Resource(hellos).Namespace(ns).Patch(ctx, p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fresh signal that the loop went past the paused parent's change:
+	// the other parent's change was synced after it.
+	eventually(t, "the unpaused parent's change synced", time.Minute, func() (bool, error) {
+		return observedGeneration(t, ns, "busy") == 2, nil
+	})
+	if n := sum(hook.callsOf(ns + "/quiet")); n != calls {
+		t.Errorf("the paused parent's hook was called %d times after it was paused", n-calls)
+	}
+	if g := observedGeneration(t, ns, "quiet"); g == 2 {
+		t.Errorf("the paused parent's status observed generation 2: it was synced")
+	}
+	if _, stderr, err := stack.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"-"); err != nil {
+		t.Fatalf("kubectl annotate: %v: %s", err, stderr)
+	}
+	eventually(t, "the parent synced once unpaused, its Paused condition gone", time.Minute, func() (bool, error) {
+		return sum(hook.callsOf(ns+"/quiet")) > calls && observedGeneration(t, ns, "quiet") == 2 && conditionOf(t, ns, "quiet", v1alpha1.ConditionPaused) == "", nil
+	})
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func observedGeneration(t *testing.T, ns, name string) int64 {
+	t.Helper()
+	u, err := dyn.Resource(hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return g
+}
+
+func conditionOf(t *testing.T, ns, name, typ string) string {
+	t.Helper()
+	u, err := dyn.Resource(hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == typ {
+			return fmt.Sprint(m["status"])
+		}
+	}
+	return ""
+}

@@ -1,0 +1,109 @@
+package parentloop
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+)
+
+// Revision is what a rollout asks of the loop of one revision of a
+// controller while two of them run at once (pkg/rollout): which parents
+// this loop syncs, and how each of its syncs ended. Both loops take turns
+// on a parent at the server's Gate, and each asks Runs after its turn
+// begins, so that a parent is never synced by two revisions at once.
+type Revision struct {
+	// Runs tells whether this loop syncs the parent now.
+	Runs func(parent metav1.Object) bool
+	// Synced, when set, is told how each sync this loop ran ended.
+	Synced func(parent *unstructured.Unstructured, err error)
+}
+
+// SetRevision makes the loop sync only the parents rev runs; call it
+// before Start.
+func (r *Run) SetRevision(rev Revision) {
+	for _, pc := range r.pcs {
+		pc.revision = &rev
+	}
+}
+
+// Parents are the parents the controller handles, from the informers'
+// caches, whichever revision syncs them: not copies, not to be changed.
+func (r *Run) Parents() []*unstructured.Unstructured {
+	var parents []*unstructured.Unstructured
+	for _, pc := range r.pcs {
+		if pc.parents == nil {
+			continue
+		}
+		for _, obj := range pc.parents.Informer().GetStore().List() {
+			if u, ok := obj.(*unstructured.Unstructured); ok && pc.rec.Def.Handles(u) {
+				parents = append(parents, u)
+			}
+		}
+	}
+	return parents
+}
+
+// runs tells whether this loop syncs parent: not when another revision
+// of the controller does.
+func (pc *parentLoop) runs(parent metav1.Object) bool {
+	return pc.revision == nil || pc.revision.Runs(parent)
+}
+
+// revisionSynced tells the revision how the sync of parent ended.
+func (pc *parentLoop) revisionSynced(parent *unstructured.Unstructured, err error) {
+	if pc.revision != nil && pc.revision.Synced != nil {
+		pc.revision.Synced(parent, err)
+	}
+}
+
+// paused tells whether parent is paused (v1alpha1.ParentPausedAnnotation).
+func paused(parent metav1.Object) bool {
+	return parent.GetAnnotations()[v1alpha1.ParentPausedAnnotation] == "true"
+}
+
+// markPaused says on a paused parent's status, in a Paused condition, that
+// the loop does not sync it, once. The sync after the annotation is gone
+// writes the hook's status, which replaces it, as any status the hook
+// does not return.
+func (pc *parentLoop) markPaused(ctx context.Context, parent *unstructured.Unstructured) error {
+	if pc.rec.Def.Kind != definition.KindComposite || pc.rec.ParentWithoutStatus {
+		// A decorated object's status is not the loop's to write.
+		return nil
+	}
+	conditions, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	kept := conditions[:0:0]
+	for _, c := range conditions {
+		m, _ := c.(map[string]interface{})
+		if m["type"] == v1alpha1.ConditionPaused {
+			if m["status"] == "True" {
+				return nil
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	kept = append(kept, map[string]interface{}{
+		"type": v1alpha1.ConditionPaused, "status": "True", "reason": "PausedByAnnotation",
+		"message":            "not synced while annotated " + v1alpha1.ParentPausedAnnotation + "=true",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"observedGeneration": parent.GetGeneration(),
+	})
+	if err := unstructured.SetNestedSlice(parent.Object, kept, "status", "conditions"); err != nil {
+		return err
+	}
+	client := pc.cfg.Dynamic
+	if c := pc.actor.Clients; c != nil {
+		client = c.Dynamic
+	}
+	_, err := client.Resource(pc.rec.Def.Parent.GVR).Namespace(parent.GetNamespace()).UpdateStatus(ctx, parent, metav1.UpdateOptions{FieldManager: pc.rec.Def.FieldManager})
+	if err == nil {
+		klog.FromContext(ctx).V(2).Info("Parent paused by its annotation: not synced")
+	}
+	return err
+}

@@ -1,0 +1,65 @@
+package syncrequest
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	controllerrollout "github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+)
+
+// atParentsRevision is controller as its loop runs it for parent: during a
+// rollout (spec.rollout), a parent not yet moved to the update revision is
+// synced by the current revision's spec and author, from status.history,
+// so that a /sync of it calls the hooks the loop calls. It tells whether
+// that is another revision than the spec's.
+func atParentsRevision(controller runtime.Object, parent metav1.Object) (runtime.Object, bool) {
+	switch c := controller.(type) {
+	case *v1alpha1.CompositeController:
+		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
+			for _, h := range c.Status.History {
+				if h.Revision == rev {
+					at := c.DeepCopy()
+					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
+					return at, true
+				}
+			}
+		}
+	case *v1alpha1.DecoratorController:
+		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
+			for _, h := range c.Status.History {
+				if h.Revision == rev {
+					at := c.DeepCopy()
+					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
+					return at, true
+				}
+			}
+		}
+	}
+	return controller, false
+}
+
+// currentRevisionOf is the revision of a rollout under way that syncs a
+// parent not yet moved, and whether parent is one.
+func currentRevisionOf(spec *v1alpha1.ControllerRollout, status *v1alpha1.RolloutStatus, parent metav1.Object) (int64, bool) {
+	if spec == nil || status == nil || status.Phase == v1alpha1.RolloutComplete || status.CurrentRevision == status.UpdateRevision {
+		return 0, false
+	}
+	plan, err := controllerrollout.NewPlan(spec.Steps, status)
+	if err != nil || plan.Updated(parent) {
+		return 0, false
+	}
+	return status.CurrentRevision, true
+}
+
+// revisionOf is the revision of the spec of controller (status.revision):
+// with its UID, what a compiled controller is kept by.
+func revisionOf(controller runtime.Object) int64 {
+	switch c := controller.(type) {
+	case *v1alpha1.CompositeController:
+		return c.Status.Revision
+	case *v1alpha1.DecoratorController:
+		return c.Status.Revision
+	}
+	return 0
+}

@@ -22,6 +22,8 @@ func TestBenchmarksWanted(t *testing.T) {
 		"CRUD":                      true,
 		"Isolation":                 true,
 		"Shards":                    true,
+		// B10 only with -pods.parents: it skips without.
+		"PodChildren": false,
 	} {
 		if got := benchmarksWanted(pattern); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)

@@ -137,6 +137,7 @@ func podReady(pod *corev1.Pod) bool {
 type podWatcher struct {
 	mu        sync.Mutex
 	sent      map[string]time.Time // parent name -> when its creation was sent
+	created   map[string]time.Time // Pod name -> when first seen
 	ready     map[string]time.Time // Pod name -> when first seen Ready
 	uids      map[string]bool
 	deleted   int
@@ -147,7 +148,7 @@ type podWatcher struct {
 }
 
 func watchPods(ctx context.Context, namespace string) (*podWatcher, error) {
-	w := &podWatcher{sent: map[string]time.Time{}, ready: map[string]time.Time{}, uids: map[string]bool{}, pods: map[string]*corev1.Pod{}, stop: make(chan struct{})}
+	w := &podWatcher{sent: map[string]time.Time{}, created: map[string]time.Time{}, ready: map[string]time.Time{}, uids: map[string]bool{}, pods: map[string]*corev1.Pod{}, stop: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(env.kube, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -179,6 +180,9 @@ func (w *podWatcher) seen(obj interface{}) {
 	defer w.mu.Unlock()
 	w.uids[string(pod.UID)] = true
 	w.pods[pod.Name] = pod
+	if _, seen := w.created[pod.Name]; !seen {
+		w.created[pod.Name] = now
+	}
 	if _, seen := w.ready[pod.Name]; !seen && podReady(pod) {
 		w.ready[pod.Name] = now
 		w.lastReady = now
@@ -235,28 +239,40 @@ func (w *podWatcher) stragglers(limit int) string {
 }
 
 // latencies are, per parent all of whose perParent Pods are Ready, the
-// time from sending its creation to its last Pod seen Ready.
-func (w *podWatcher) latencies(perParent int) []time.Duration {
+// time from sending its creation to its last Pod seen Ready (total), split
+// in the time to its last Pod seen created (created: the client's or the
+// loop's part) and from there to the last Ready (ready: the stand-in's).
+func (w *podWatcher) latencies(perParent int) (total, created, ready []time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []time.Duration
 	for parent, sent := range w.sent {
-		var last time.Time
-		for i := 0; i < perParent; i++ {
-			t, ok := w.ready[fmt.Sprintf("%s-%d", parent, i)]
-			if !ok {
-				last = time.Time{}
-				break
-			}
-			if t.After(last) {
-				last = t
-			}
-		}
-		if !last.IsZero() {
-			out = append(out, last.Sub(sent))
+		lastCreated, lastReady, ok := w.lastOf(parent, perParent)
+		if ok {
+			total = append(total, lastReady.Sub(sent))
+			created = append(created, lastCreated.Sub(sent))
+			ready = append(ready, lastReady.Sub(lastCreated))
 		}
 	}
-	return sortedCopy(out)
+	return sortedCopy(total), sortedCopy(created), sortedCopy(ready)
+}
+
+// lastOf is when the last of parent's Pods was seen created and when the
+// last was seen Ready; ok once all are Ready. w.mu is held.
+func (w *podWatcher) lastOf(parent string, perParent int) (created, ready time.Time, ok bool) {
+	for i := 0; i < perParent; i++ {
+		name := fmt.Sprintf("%s-%d", parent, i)
+		r, isReady := w.ready[name]
+		if !isReady {
+			return time.Time{}, time.Time{}, false
+		}
+		if c := w.created[name]; c.After(created) {
+			created = c
+		}
+		if r.After(ready) {
+			ready = r
+		}
+	}
+	return created, ready, true
 }
 
 // churn is how many Pods beyond want were created (a second UID of a name)
@@ -310,7 +326,7 @@ type podResult struct {
 // lastReady, and logs it after what.
 func reportPods(b *testing.B, what string, w *podWatcher, parents, pods int, start, lastReady time.Time, createdIn time.Duration) podResult {
 	elapsed := lastReady.Sub(start)
-	lat := w.latencies(*podsPerParent)
+	lat, toCreated, toReady := w.latencies(*podsPerParent)
 	recreated, deleted := w.churn(pods)
 	r := podResult{rate: float64(pods) / elapsed.Seconds(), perParent: elapsed.Seconds() * 1000 / float64(parents)}
 	b.ReportMetric(0, "ns/op")
@@ -319,11 +335,15 @@ func reportPods(b *testing.B, what string, w *podWatcher, parents, pods int, sta
 	b.ReportMetric(r.perParent, "ms-per-parent")
 	b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(ms(percentile(toCreated, 0.5)), "created-p50-ms")
+	b.ReportMetric(ms(percentile(toReady, 0.5)), "ready-p50-ms")
 	b.ReportMetric(float64(recreated), "pods-recreated")
 	b.Logf("%s: %d parents × %d Pods, creations sent in %.1f s; all %d Pods Ready %.1f s after the first was sent: %.1f Pods/s, %.1f ms per parent; "+
-		"parent creation to its last Pod Ready p50 %.0f ms, p99 %.0f ms; %d Pods recreated, %d deleted meanwhile",
+		"parent creation to its last Pod Ready p50 %.0f ms, p99 %.0f ms: to its last Pod created p50 %.0f ms, p99 %.0f ms, and from there to Ready p50 %.0f ms, p99 %.0f ms; "+
+		"%d Pods recreated, %d deleted meanwhile",
 		what, parents, *podsPerParent, createdIn.Seconds(), pods, elapsed.Seconds(), r.rate, r.perParent,
-		ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), recreated, deleted)
+		ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), ms(percentile(toCreated, 0.5)), ms(percentile(toCreated, 0.99)),
+		ms(percentile(toReady, 0.5)), ms(percentile(toReady, 0.99)), recreated, deleted)
 	if recreated > 0 || deleted > 0 {
 		b.Errorf("%s: %d Pods were recreated and %d deleted while they became Ready: nothing should have replaced a Pod", what, recreated, deleted)
 	}
@@ -351,6 +371,7 @@ func runPodBaseline(b *testing.B, parents int) podResult {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpuBefore := cpuNow(b)
 	start := time.Now()
 	if _, err := forEach(ctx, parents, *loopBaselineWorkers, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("w%d", i)
@@ -381,6 +402,7 @@ func runPodBaseline(b *testing.B, parents int) podResult {
 	if err != nil {
 		b.Fatalf("client-go baseline: %v", err)
 	}
+	reportCPU(b, cpuBefore, pods)
 	logWrites(ctx, b, "client-go baseline", before)
 	return reportPods(b, fmt.Sprintf("client-go baseline (%d workers)", *loopBaselineWorkers), w, parents, pods, start, last, createdIn)
 }

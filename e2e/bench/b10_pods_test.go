@@ -138,6 +138,7 @@ type podWatcher struct {
 	mu        sync.Mutex
 	sent      map[string]time.Time // parent name -> when its creation was sent
 	created   map[string]time.Time // Pod name -> when first seen
+	scheduled map[string]time.Time // Pod name -> when first seen bound to a node
 	ready     map[string]time.Time // Pod name -> when first seen Ready
 	uids      map[string]bool
 	deleted   int
@@ -148,7 +149,7 @@ type podWatcher struct {
 }
 
 func watchPods(ctx context.Context, namespace string) (*podWatcher, error) {
-	w := &podWatcher{sent: map[string]time.Time{}, created: map[string]time.Time{}, ready: map[string]time.Time{}, uids: map[string]bool{}, pods: map[string]*corev1.Pod{}, stop: make(chan struct{})}
+	w := &podWatcher{sent: map[string]time.Time{}, created: map[string]time.Time{}, scheduled: map[string]time.Time{}, ready: map[string]time.Time{}, uids: map[string]bool{}, pods: map[string]*corev1.Pod{}, stop: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(env.kube, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -182,6 +183,9 @@ func (w *podWatcher) seen(obj interface{}) {
 	w.pods[pod.Name] = pod
 	if _, seen := w.created[pod.Name]; !seen {
 		w.created[pod.Name] = now
+	}
+	if _, seen := w.scheduled[pod.Name]; !seen && pod.Spec.NodeName != "" {
+		w.scheduled[pod.Name] = now
 	}
 	if _, seen := w.ready[pod.Name]; !seen && podReady(pod) {
 		w.ready[pod.Name] = now
@@ -256,6 +260,21 @@ func (w *podWatcher) latencies(perParent int) (total, created, ready []time.Dura
 	return sortedCopy(total), sortedCopy(created), sortedCopy(ready)
 }
 
+// stages are, per Ready Pod, the time from seeing it created to seeing it
+// bound to a node (kube-scheduler's part, its queue included), and from
+// there to seeing it Ready (kwok's).
+func (w *podWatcher) stages() (toScheduled, toReady []time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, ready := range w.ready {
+		if scheduled, ok := w.scheduled[name]; ok {
+			toScheduled = append(toScheduled, scheduled.Sub(w.created[name]))
+			toReady = append(toReady, ready.Sub(scheduled))
+		}
+	}
+	return sortedCopy(toScheduled), sortedCopy(toReady)
+}
+
 // lastOf is when the last of parent's Pods was seen created and when the
 // last was seen Ready; ok once all are Ready. w.mu is held.
 func (w *podWatcher) lastOf(parent string, perParent int) (created, ready time.Time, ok bool) {
@@ -327,6 +346,7 @@ type podResult struct {
 func reportPods(b *testing.B, what string, w *podWatcher, parents, pods int, start, lastReady time.Time, createdIn time.Duration) podResult {
 	elapsed := lastReady.Sub(start)
 	lat, toCreated, toReady := w.latencies(*podsPerParent)
+	toBound, toKwokReady := w.stages()
 	recreated, deleted := w.churn(pods)
 	r := podResult{rate: float64(pods) / elapsed.Seconds(), perParent: elapsed.Seconds() * 1000 / float64(parents)}
 	b.ReportMetric(0, "ns/op")
@@ -337,13 +357,16 @@ func reportPods(b *testing.B, what string, w *podWatcher, parents, pods int, sta
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
 	b.ReportMetric(ms(percentile(toCreated, 0.5)), "created-p50-ms")
 	b.ReportMetric(ms(percentile(toReady, 0.5)), "ready-p50-ms")
+	b.ReportMetric(ms(percentile(toBound, 0.5)), "pod-bound-p50-ms")
+	b.ReportMetric(ms(percentile(toKwokReady, 0.5)), "pod-bound-to-ready-p50-ms")
 	b.ReportMetric(float64(recreated), "pods-recreated")
 	b.Logf("%s: %d parents × %d Pods, creations sent in %.1f s; all %d Pods Ready %.1f s after the first was sent: %.1f Pods/s, %.1f ms per parent; "+
 		"parent creation to its last Pod Ready p50 %.0f ms, p99 %.0f ms: to its last Pod created p50 %.0f ms, p99 %.0f ms, and from there to Ready p50 %.0f ms, p99 %.0f ms; "+
-		"%d Pods recreated, %d deleted meanwhile",
+		"per Pod, created to bound to a node p50 %.0f ms, p99 %.0f ms, bound to Ready p50 %.0f ms, p99 %.0f ms; %d Pods recreated, %d deleted meanwhile",
 		what, parents, *podsPerParent, createdIn.Seconds(), pods, elapsed.Seconds(), r.rate, r.perParent,
 		ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), ms(percentile(toCreated, 0.5)), ms(percentile(toCreated, 0.99)),
-		ms(percentile(toReady, 0.5)), ms(percentile(toReady, 0.99)), recreated, deleted)
+		ms(percentile(toReady, 0.5)), ms(percentile(toReady, 0.99)), ms(percentile(toBound, 0.5)), ms(percentile(toBound, 0.99)),
+		ms(percentile(toKwokReady, 0.5)), ms(percentile(toKwokReady, 0.99)), recreated, deleted)
 	if recreated > 0 || deleted > 0 {
 		b.Errorf("%s: %d Pods were recreated and %d deleted while they became Ready: nothing should have replaced a Pod", what, recreated, deleted)
 	}

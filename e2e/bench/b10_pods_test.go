@@ -335,6 +335,34 @@ func podNamespace(ctx context.Context, b *testing.B, l layout) string {
 	return ns
 }
 
+// standIn is the CPU time the stand-in's processes, which cpuNow does not
+// count, have used so far.
+type standIn struct{ scheduler, kwok float64 }
+
+func standInNow(b *testing.B) standIn {
+	scheduler, err := stack.SchedulerCPUSeconds()
+	if err != nil {
+		b.Logf("can't read kube-scheduler's CPU time: %v", err)
+	}
+	kwok, err := stack.KwokCPUSeconds()
+	if err != nil {
+		b.Logf("can't read kwok's CPU time: %v", err)
+	}
+	return standIn{scheduler: scheduler, kwok: kwok}
+}
+
+// reportStandIn reports the CPU kube-scheduler and kwok spent per Pod
+// since before: whether the stand-in had more to do in one phase than in
+// the other, or only less of the two cores.
+func reportStandIn(b *testing.B, before standIn, pods int) {
+	after := standInNow(b)
+	scheduler := (after.scheduler - before.scheduler) * 1000 / float64(pods)
+	kwok := (after.kwok - before.kwok) * 1000 / float64(pods)
+	b.ReportMetric(scheduler, "scheduler-cpu-ms/pod")
+	b.ReportMetric(kwok, "kwok-cpu-ms/pod")
+	b.Logf("CPU per Pod of the stand-in: kube-scheduler %.2f ms, kwok %.2f ms", scheduler, kwok)
+}
+
 // podResult is what one phase measured.
 type podResult struct {
 	rate      float64 // Pods Ready a second, from the first creation sent
@@ -394,7 +422,7 @@ func runPodBaseline(b *testing.B, parents int) podResult {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpuBefore := cpuNow(b)
+	cpuBefore, standInBefore := cpuNow(b), standInNow(b)
 	start := time.Now()
 	if _, err := forEach(ctx, parents, *loopBaselineWorkers, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("w%d", i)
@@ -426,6 +454,7 @@ func runPodBaseline(b *testing.B, parents int) podResult {
 		b.Fatalf("client-go baseline: %v", err)
 	}
 	reportCPU(b, cpuBefore, pods)
+	reportStandIn(b, standInBefore, pods)
 	logWrites(ctx, b, "client-go baseline", before)
 	return reportPods(b, fmt.Sprintf("client-go baseline (%d workers)", *loopBaselineWorkers), w, parents, pods, start, last, createdIn)
 }
@@ -477,7 +506,7 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpuBefore := cpuNow(b)
+	cpuBefore, standInBefore := cpuNow(b), standInNow(b)
 	start := time.Now()
 	if err := w.createParents(ctx, name, l, parents, perParent, *loopCreators); err != nil {
 		b.Fatal(err)
@@ -503,6 +532,7 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	}
 	_, _, statusAt := w.progress()
 	reportCPU(b, cpuBefore, pods)
+	reportStandIn(b, standInBefore, pods)
 	logWrites(ctx, b, "loop", before)
 	r := reportPods(b, "loop", pw, parents, pods, start, last, createdIn)
 	statusLat := w.latencies()

@@ -337,7 +337,7 @@ func podNamespace(ctx context.Context, b *testing.B, l layout) string {
 
 // standIn is the CPU time the stand-in's processes, which cpuNow does not
 // count, have used so far.
-type standIn struct{ scheduler, kwok float64 }
+type standIn struct{ scheduler, kwok, patchSeconds, patches float64 }
 
 func standInNow(b *testing.B) standIn {
 	scheduler, err := stack.SchedulerCPUSeconds()
@@ -348,19 +348,61 @@ func standInNow(b *testing.B) standIn {
 	if err != nil {
 		b.Logf("can't read kwok's CPU time: %v", err)
 	}
-	return standIn{scheduler: scheduler, kwok: kwok}
+	sum, count, err := podStatusPatchSeconds(context.Background())
+	if err != nil {
+		b.Logf("no latency of the Pods' status patches: %v", err)
+	}
+	return standIn{scheduler: scheduler, kwok: kwok, patchSeconds: sum, patches: count}
 }
 
 // reportStandIn reports the CPU kube-scheduler and kwok spent per Pod
-// since before: whether the stand-in had more to do in one phase than in
-// the other, or only less of the two cores.
-func reportStandIn(b *testing.B, before standIn, pods int) {
+// since before, and how long kube-apiserver took on average to answer the
+// status patches of Pods (kwok's, which plays its Stages on 4 workers:
+// their latency bounds its rate): whether the stand-in had more to do in
+// one phase than in the other, or waited longer on kube-apiserver.
+func reportStandIn(ctx context.Context, b *testing.B, before standIn, pods int) {
 	after := standInNow(b)
 	scheduler := (after.scheduler - before.scheduler) * 1000 / float64(pods)
 	kwok := (after.kwok - before.kwok) * 1000 / float64(pods)
 	b.ReportMetric(scheduler, "scheduler-cpu-ms/pod")
 	b.ReportMetric(kwok, "kwok-cpu-ms/pod")
-	b.Logf("CPU per Pod of the stand-in: kube-scheduler %.2f ms, kwok %.2f ms", scheduler, kwok)
+	patch := 0.0
+	if sum, count, err := podStatusPatchSeconds(ctx); err != nil {
+		b.Logf("no latency of the Pods' status patches: %v", err)
+	} else if count > before.patches {
+		patch = (sum - before.patchSeconds) * 1000 / (count - before.patches)
+		b.ReportMetric(patch, "pod-status-patch-ms")
+	}
+	b.Logf("the stand-in: CPU per Pod kube-scheduler %.2f ms, kwok %.2f ms; kube-apiserver answered the Pods' status patches in %.1f ms on average", scheduler, kwok, patch)
+}
+
+// podStatusPatchSeconds reads the sum and count of
+// apiserver_request_duration_seconds of PATCH pods/status from
+// kube-apiserver's /metrics.
+func podStatusPatchSeconds(ctx context.Context) (sum, count float64, err error) {
+	data, err := env.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("can't read kube-apiserver's /metrics: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || (name != "apiserver_request_duration_seconds_sum" && name != "apiserver_request_duration_seconds_count") {
+			continue
+		}
+		labels, value, err := parseSample("{" + rest)
+		if err != nil {
+			return 0, 0, fmt.Errorf("can't parse %q: %w", line, err)
+		}
+		if labels["resource"] != "pods" || labels["subresource"] != "status" || labels["verb"] != "PATCH" || labels["dry_run"] != "" {
+			continue
+		}
+		if strings.HasSuffix(name, "_sum") {
+			sum += value
+		} else {
+			count += value
+		}
+	}
+	return sum, count, nil
 }
 
 // podResult is what one phase measured.
@@ -454,7 +496,7 @@ func runPodBaseline(b *testing.B, parents int) podResult {
 		b.Fatalf("client-go baseline: %v", err)
 	}
 	reportCPU(b, cpuBefore, pods)
-	reportStandIn(b, standInBefore, pods)
+	reportStandIn(ctx, b, standInBefore, pods)
 	logWrites(ctx, b, "client-go baseline", before)
 	return reportPods(b, fmt.Sprintf("client-go baseline (%d workers)", *loopBaselineWorkers), w, parents, pods, start, last, createdIn)
 }
@@ -532,7 +574,7 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	}
 	_, _, statusAt := w.progress()
 	reportCPU(b, cpuBefore, pods)
-	reportStandIn(b, standInBefore, pods)
+	reportStandIn(ctx, b, standInBefore, pods)
 	logWrites(ctx, b, "loop", before)
 	r := reportPods(b, "loop", pw, parents, pods, start, last, createdIn)
 	statusLat := w.latencies()

@@ -367,6 +367,10 @@ table() {
       if (has(l)) {
         row(what, sprintf("%.1f Pods/s (%.1f s); %.0f ms per parent; parent created → its Pods Ready p50 %s, p99 %s; the status of every parent Ready after %.1f s", v(l, "pods/s"), v(l, "elapsed-s"), v(l, "ms-per-parent"), secs(v(l, "p50-ms")), secs(v(l, "p99-ms")), v(l, "status-s")),
           base, x(v(l, "ratio-vs-baseline")), "—", "—")
+        if ((l, "pod-bound-to-ready-p50-ms") in m)
+          row(sprintf("B10 where the time goes at %s: parent created → its last Pod created, p50; per Pod created → bound to a node, and bound → Ready (kwok), p50; kube-apiserver mean latency of the Pods status patches", b10),
+            sprintf("%s; %s, %s; %.0f ms", secs(v(l, "created-p50-ms")), secs(v(l, "pod-bound-p50-ms")), secs(v(l, "pod-bound-to-ready-p50-ms")), v(l, "pod-status-patch-ms")),
+            has(c) ? sprintf("client-go: %s; %s, %s; %.0f ms", secs(v(c, "created-p50-ms")), secs(v(c, "pod-bound-p50-ms")), secs(v(c, "pod-bound-to-ready-p50-ms")), v(c, "pod-status-patch-ms")) : why(c), "—", "—", "—")
         row(sprintf("B10 hook calls per parent at %s, a hook whose status counts its Ready Pods (counted once the hook is idle)", b10),
           sprintf("%.2f; %d Pods recreated", v(l, "hook-calls-per-parent"), v(l, "pods-recreated")), "—", "—", "0 recreated", met(v(l, "pods-recreated") == 0))
       } else {

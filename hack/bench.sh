@@ -54,12 +54,20 @@ Options:
                       replica, then one of the three killed; not in the default
                       run: it starts two more servers, ~5 minutes more)
   --b7-parents N      B7 parents (default 3000)
+  --b10               also run B10: B2's shape with Pods as children, --b10-parents
+                      parents × 3 Pods from the loop's hook until every Pod is
+                      Ready, against client-go creating the same Pods, both made
+                      Ready by the same stand-in (kube-scheduler binds, kwok's
+                      Stages make them Ready); a go test run of its own after
+                      the others, on a stack with pods (framework.WithPods);
+                      off by default (500 parents: about 4 minutes more)
+  --b10-parents N     B10 parents (default 500)
   --bench REGEX       which benchmarks (go test -bench; default .)
   --out FILE          raw go test output (default _output/bench/bench-<time>.txt;
                       the table goes to the same name with .md)
   --table FILE        print the table of an earlier run's raw output (give
-                      the --b2-parents, --b3-parents and --b6-parents it ran
-                      with) and exit
+                      the --b2-parents, --b3-parents, --b6-parents and
+                      --b10-parents it ran with) and exit
   -h, --help          this help
 
 Environment: COMPOSITE_TEST_BINARIES as for hack/test.sh. Targets the table
@@ -70,7 +78,7 @@ each size, a new parent's p50 among the last size's converged parents <=
 1.5x among the first's, and the burst's p50 growth <= B2_MAX_P50_GROWTH
 when set; B3 0 child and status writes; B4 <= 1.2x; B5 create and get p50
 <= 1.5x and list <= 1x the CRD's; B6 <= 1.25x; B9 (with --b9) parents
-previewed/s >= 0.8x B1 direct's req/s.
+previewed/s >= 0.8x B1 direct's req/s; B10 (with --b10) no Pod recreated.
 EOF
 }
 
@@ -82,6 +90,7 @@ b9_parents=0
 b8_parents=0
 b7=false
 b7_parents=3000
+b10_parents=0
 bench=.
 out=""
 table_of=""
@@ -97,6 +106,8 @@ while [[ $# -gt 0 ]]; do
     --b8-parents) b8_parents=$2; shift 2 ;;
     --b7) b7=true; shift ;;
     --b7-parents) b7_parents=$2; shift 2 ;;
+    --b10) [[ $b10_parents -gt 0 ]] || b10_parents=500; shift ;;
+    --b10-parents) b10_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --table) table_of=$2; shift 2 ;;
@@ -108,7 +119,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -348,6 +359,25 @@ table() {
       row("B7 shards", why(n), "—", "—", "—", "**no**")
     }
 
+    if (b10 > 0) {
+      l = "BenchmarkPodChildren/parents=" b10 "/loop"
+      c = "BenchmarkPodChildren/parents=" b10 "/client-go-baseline"
+      what = sprintf("B10 Pods as children: %s parents × 3 Pods, one namespace, created at once, until every Pod is Ready (kube-scheduler binds them, kwok makes them Ready) (Pods/s)", b10)
+      base = has(c) ? sprintf("client-go creating the same Pods (and parents), 32 workers: %.1f Pods/s (%.1f s); %.0f ms per parent; p50 %s, p99 %s", v(c, "pods/s"), v(c, "elapsed-s"), v(c, "ms-per-parent"), secs(v(c, "p50-ms")), secs(v(c, "p99-ms"))) : why(c)
+      if (has(l)) {
+        row(what, sprintf("%.1f Pods/s (%.1f s); %.0f ms per parent; parent created → its Pods Ready p50 %s, p99 %s; the status of every parent Ready after %.1f s", v(l, "pods/s"), v(l, "elapsed-s"), v(l, "ms-per-parent"), secs(v(l, "p50-ms")), secs(v(l, "p99-ms")), v(l, "status-s")),
+          base, x(v(l, "ratio-vs-baseline")), "—", "—")
+        if ((l, "pod-bound-to-ready-p50-ms") in m)
+          row(sprintf("B10 where the time goes at %s: parent created → its last Pod created, p50; per Pod created → bound to a node, and bound → Ready (kwok), p50; kube-apiserver mean latency of the Pods status patches", b10),
+            sprintf("%s; %s, %s; %.0f ms", secs(v(l, "created-p50-ms")), secs(v(l, "pod-bound-p50-ms")), secs(v(l, "pod-bound-to-ready-p50-ms")), v(l, "pod-status-patch-ms")),
+            has(c) ? sprintf("client-go: %s; %s, %s; %.0f ms", secs(v(c, "created-p50-ms")), secs(v(c, "pod-bound-p50-ms")), secs(v(c, "pod-bound-to-ready-p50-ms")), v(c, "pod-status-patch-ms")) : why(c), "—", "—", "—")
+        row(sprintf("B10 hook calls per parent at %s, a hook whose status counts its Ready Pods (counted once the hook is idle)", b10),
+          sprintf("%.2f; %d Pods recreated", v(l, "hook-calls-per-parent"), v(l, "pods-recreated")), "—", "—", "0 recreated", met(v(l, "pods-recreated") == 0))
+      } else {
+        row(what, why(l), base, "—", "—", "**no**")
+      }
+    }
+
     n = "BenchmarkIsolation/hanging"
     n0 = "BenchmarkIsolation/without"
     what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)
@@ -388,6 +418,13 @@ go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 4
   "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
   "-memlimit.parents=$b8_parents" \
   "-shards.run=$b7" "-shards.parents=$b7_parents" "$@" 2>&1 | tee "$out" || status=$?
+# B10 runs on a stack with pods (kube-scheduler, kwok, kube-controller-
+# manager's pod controllers), which the other benchmarks must not share: a
+# go test run of its own, its output appended to the same file.
+if [[ $b10_parents -gt 0 ]]; then
+  go test ./e2e/bench/ -run '^$' -bench '^BenchmarkPodChildren$' -benchtime 1x -count 1 -timeout 45m \
+    "-pods.parents=$b10_parents" "$@" 2>&1 | tee -a "$out" || status=$?
+fi
 elapsed=$((SECONDS - start))
 
 table "$out" > "$table"

@@ -202,6 +202,17 @@ func newHookServer() *hookServer {
 // register serves controller's hook and returns the URL its webhook takes
 // (the manifest appends /sync).
 func (h *hookServer) register(controller string) string {
+	return h.serve(controller, func(st *hookStats, req *hookapi.SyncHookRequest) *hookapi.SyncHookResponse {
+		if st.tracking.Load() {
+			return trackingHookResponse(req)
+		}
+		return hookResponse(req.Parent)
+	})
+}
+
+// serve is register with the hook's answers from respond (given the
+// controller's stats), counted as register counts them.
+func (h *hookServer) serve(controller string, respond func(*hookStats, *hookapi.SyncHookRequest) *hookapi.SyncHookResponse) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.stats[controller]; !ok {
@@ -212,10 +223,7 @@ func (h *hookServer) register(controller string) string {
 				parent := req.Parent.GetNamespace() + "/" + req.Parent.GetName()
 				st.begin(ctx, parent)
 				defer st.end(parent)
-				if st.tracking.Load() {
-					return trackingHookResponse(req), nil
-				}
-				return hookResponse(req.Parent), nil
+				return respond(st, req), nil
 			}))))
 	}
 	return h.srv.URL + "/" + controller
@@ -319,8 +327,13 @@ func createController(ctx context.Context, name string) (*v1alpha1.CompositeCont
 func createControllerWith(ctx context.Context, name, hooks, extra string) (*v1alpha1.CompositeController, error) {
 	controller := benchController(name, env.hook.register(name))
 	controller.Hooks, controller.Extra = hooks, extra
-	manifest := controller.Manifest()
-	if err := stack.Apply(ctx, manifest); err != nil {
+	return applyController(ctx, controller)
+}
+
+// applyController applies controller and waits until its loop runs.
+func applyController(ctx context.Context, controller framework.ControllerFixture) (*v1alpha1.CompositeController, error) {
+	name := controller.Name
+	if err := stack.Apply(ctx, controller.Manifest()); err != nil {
 		return nil, err
 	}
 	var got *v1alpha1.CompositeController

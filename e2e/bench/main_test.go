@@ -31,6 +31,11 @@
 //     the loop with --shards against one replica in the same run: each
 //     one's share of the parents, the sum of hook calls, overlapping calls
 //     about a parent, and the takeover of a killed replica's parents.
+//   - BenchmarkPodChildren (B10, only with -pods.parents, and alone: its
+//     stack runs pods): B2's shape with Pods as children, from creating the
+//     parents until all their Pods are Ready (kube-scheduler binds them,
+//     kwok makes them Ready), against a plain client-go program creating
+//     the same Pods, made Ready by the same stand-in, in the same run.
 //
 // The stack starts only when -bench selects one of these benchmarks, so
 // `go test ./...` just compiles the package and runs its few unit tests.
@@ -148,7 +153,16 @@ var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "Be
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that
 // `go test ./... -bench Other` does not start a stack here for nothing.
+// B10 counts only with -pods.parents: without it, it skips.
 func benchmarksWanted(pattern string) bool {
+	if *podParents > 0 && matchesBenchmark(pattern, podBenchmark) {
+		return true
+	}
+	return matchesBenchmark(pattern, benchmarks...)
+}
+
+// matchesBenchmark tells whether the -bench pattern selects one of names.
+func matchesBenchmark(pattern string, names ...string) bool {
 	if pattern == "" {
 		return false
 	}
@@ -158,7 +172,7 @@ func benchmarksWanted(pattern string) bool {
 		// Let the testing package report the bad pattern.
 		return true
 	}
-	for _, name := range benchmarks {
+	for _, name := range names {
 		if re.MatchString(name) {
 			return true
 		}
@@ -172,7 +186,12 @@ func TestMain(m *testing.M) {
 		// No benchmark of this package asked for: nothing to start.
 		os.Exit(m.Run())
 	}
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: serverArgs()}, &stack))
+	opts, err := podStackOptions(flag.Lookup("test.bench").Value.String(), framework.Options{CompositeArgs: serverArgs()})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+	os.Exit(framework.TestMain(m, opts, &stack))
 }
 
 // serverArgs are the flags the benchmarks give composite-apiserver beyond

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // The helpers run in every `go test ./...`, without a stack.
@@ -22,6 +25,8 @@ func TestBenchmarksWanted(t *testing.T) {
 		"CRUD":                      true,
 		"Isolation":                 true,
 		"Shards":                    true,
+		// B10 only with -pods.parents: it skips without.
+		"PodChildren": false,
 	} {
 		if got := benchmarksWanted(pattern); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)
@@ -92,5 +97,30 @@ func TestHeapAllocOf(t *testing.T) {
 	}
 	if _, err := heapAllocOf([]byte("heap profile: 1\n")); err == nil {
 		t.Error("heapAllocOf of a profile without MemStats succeeded")
+	}
+}
+
+// B10's stack runs pods, which no other benchmark may share: with
+// -pods.parents, podStackOptions turns them on for B10 alone and refuses a
+// pattern that selects others too.
+func TestPodStackOptions(t *testing.T) {
+	saved := *podParents
+	t.Cleanup(func() { *podParents = saved })
+	*podParents = 0
+	if opts, err := podStackOptions("PodChildren", framework.Options{}); err != nil || opts.Pods != nil {
+		t.Errorf("without -pods.parents: pods %v, err %v; want no pods, no error", opts.Pods, err)
+	}
+	*podParents = 500
+	if opts, err := podStackOptions("^BenchmarkPodChildren$", framework.Options{}); err != nil || opts.Pods == nil {
+		t.Errorf("B10 alone: pods %v, err %v; want pods", opts.Pods, err)
+	}
+	if opts, err := podStackOptions("DryRunSync", framework.Options{}); err != nil || opts.Pods != nil {
+		t.Errorf("another benchmark alone: pods %v, err %v; want no pods, no error", opts.Pods, err)
+	}
+	if _, err := podStackOptions(".", framework.Options{}); err == nil || !strings.Contains(err.Error(), "alone") {
+		t.Errorf("B10 with the others: err %v, want a refusal", err)
+	}
+	if !benchmarksWanted("PodChildren") {
+		t.Errorf("benchmarksWanted(PodChildren) with -pods.parents is false")
 	}
 }

@@ -313,3 +313,10 @@ func (s *Stack) WaitDefaultServiceAccount(ctx context.Context, namespace string)
 	}
 	return nil
 }
+
+// SchedulerCPUSeconds is the CPU time kube-scheduler has used so far (pod
+// stack only).
+func (s *Stack) SchedulerCPUSeconds() (float64, error) { return s.scheduler.CPUSeconds() }
+
+// KwokCPUSeconds is the CPU time kwok has used so far (pod stack only).
+func (s *Stack) KwokCPUSeconds() (float64, error) { return s.kwok.CPUSeconds() }

@@ -1,6 +1,7 @@
 package hookapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 
@@ -103,13 +104,63 @@ func (m RelativeObjectMap) List() []*unstructured.Unstructured {
 // MarshalJSON encodes a nil map, and nil groups inside it, as {} rather than
 // null: Metacontroller always sends objects here, and hooks written against
 // it index into the map without checking for null.
+//
+// It writes what encoding/json writes for the same map (keys sorted, HTML
+// escaped) but encodes each object's content once: through the map and
+// Unstructured's own MarshalJSON, encoding/json would encode it, and then
+// scan and copy the result again, as it does every Marshaler's output. A
+// sync request's observed children are most of its bytes, and every hook
+// call of the loop sends them.
 func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
-	out := make(map[string]map[string]*unstructured.Unstructured, len(m))
-	for g, objs := range m {
-		if objs == nil {
-			objs = map[string]*unstructured.Unstructured{}
+	buf := bytes.NewBuffer(make([]byte, 0, 1024))
+	buf.WriteByte('{')
+	for i, g := range sortedKeys(m) {
+		if i > 0 {
+			buf.WriteByte(',')
 		}
-		out[g] = objs
+		if err := writeKey(buf, g); err != nil {
+			return nil, err
+		}
+		buf.WriteByte('{')
+		for j, k := range sortedKeys(m[g]) {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeKey(buf, k); err != nil {
+				return nil, err
+			}
+			var data []byte
+			var err error
+			if obj := m[g][k]; obj == nil {
+				data = []byte("null")
+			} else if data, err = json.Marshal(obj.Object); err != nil {
+				return nil, err
+			}
+			buf.Write(data)
+		}
+		buf.WriteByte('}')
 	}
-	return json.Marshal(out)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// writeKey writes key, JSON-encoded as encoding/json encodes a map key,
+// and a colon.
+func writeKey(buf *bytes.Buffer, key string) error {
+	data, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	buf.Write(data)
+	buf.WriteByte(':')
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -113,6 +113,9 @@ func (m RelativeObjectMap) List() []*unstructured.Unstructured {
 // call of the loop sends them.
 func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, 1024))
+	// An Encoder writes into buf from encoding/json's pooled buffers, where
+	// json.Marshal would return a new slice per object to copy.
+	enc := json.NewEncoder(buf)
 	buf.WriteByte('{')
 	for i, g := range sortedKeys(m) {
 		if i > 0 {
@@ -129,14 +132,16 @@ func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 			if err := writeKey(buf, k); err != nil {
 				return nil, err
 			}
-			var data []byte
-			var err error
-			if obj := m[g][k]; obj == nil {
-				data = []byte("null")
-			} else if data, err = json.Marshal(obj.Object); err != nil {
+			obj := m[g][k]
+			if obj == nil {
+				buf.WriteString("null")
+				continue
+			}
+			if err := enc.Encode(obj.Object); err != nil {
 				return nil, err
 			}
-			buf.Write(data)
+			// Encode ends each value with a newline.
+			buf.Truncate(buf.Len() - 1)
 		}
 		buf.WriteByte('}')
 	}

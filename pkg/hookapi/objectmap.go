@@ -3,6 +3,8 @@ package hookapi
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,7 +119,7 @@ func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 	// json.Marshal would return a new slice per object to copy.
 	enc := json.NewEncoder(buf)
 	buf.WriteByte('{')
-	for i, g := range sortedKeys(m) {
+	for i, g := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -125,7 +127,7 @@ func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		buf.WriteByte('{')
-		for j, k := range sortedKeys(m[g]) {
+		for j, k := range slices.Sorted(maps.Keys(m[g])) {
 			if j > 0 {
 				buf.WriteByte(',')
 			}
@@ -159,13 +161,4 @@ func writeKey(buf *bytes.Buffer, key string) error {
 	buf.Write(data)
 	buf.WriteByte(':')
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -17,12 +17,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 )
 
@@ -54,14 +57,27 @@ func installWidgets(ctx context.Context) error {
 // labelled as the loop labels them) and write its status, on
 // loop.baseline-workers goroutines with no client-side rate limit. Its
 // p50-ms and p99-ms are, like the loop's, from sending a parent's creation
-// to its status being written; req-p50-ms is per request.
-func runBaseline(b *testing.B, parents int) (rate float64) {
+// to its status being written; req-p50-ms is per request. With apply it
+// server-side-applies the ConfigMaps instead of creating them, under a
+// field manager of the loop's style and with force, as the loop does: the
+// write the loop must make (it applies so that it can prune and take
+// ownership), without the loop around it.
+func runBaseline(b *testing.B, parents int, apply bool) (rate float64) {
 	ctx := context.Background()
 	if err := installWidgets(ctx); err != nil {
 		b.Fatal(err)
 	}
 	children := *loopChildren
-	l := newLayout(uniqueName("bench-baseline"), parents, *loopPerNamespace)
+	base, what := "bench-baseline", "client-go baseline"
+	if apply {
+		base, what = "bench-apply", "client-go apply baseline"
+	}
+	writeChild := createChild
+	if apply {
+		manager := definition.FieldManager(uniqueName(base))
+		writeChild = func(ctx context.Context, cm *corev1.ConfigMap) error { return applyChild(ctx, cm, manager) }
+	}
+	l := newLayout(uniqueName(base), parents, *loopPerNamespace)
 	if err := l.create(ctx, parents); err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +95,7 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 	cpuBefore := cpuNow(b)
 	start := time.Now()
 	if dir := *loopCPUProfile; dir != "" {
-		go profileAPIServer(ctx, b, filepath.Join(dir, fmt.Sprintf("apiserver-baseline-%d.pprof", parents)))
+		go profileAPIServer(ctx, b, filepath.Join(dir, fmt.Sprintf("apiserver-%s-%d.pprof", strings.TrimPrefix(base, "bench-"), parents)))
 	}
 	perParent, err := forEach(ctx, parents, *loopBaselineWorkers, func(ctx context.Context, i int) error {
 		ns := l.namespace(i)
@@ -105,10 +121,7 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 				},
 				Data: map[string]string{"parent": created.GetName(), "index": strconv.Itoa(c)},
 			}
-			if err := timed(func() error {
-				_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-				return err
-			}); err != nil {
+			if err := timed(func() error { return writeChild(ctx, cm) }); err != nil {
 				return err
 			}
 		}
@@ -132,12 +145,32 @@ func runBaseline(b *testing.B, parents int) (rate float64) {
 	b.ReportMetric(ms(percentile(sortedParents, 0.99)), "p99-ms")
 	b.ReportMetric(ms(percentile(sorted, 0.5)), "req-p50-ms")
 	b.ReportMetric(elapsed.Seconds(), "elapsed-s")
-	b.Logf("client-go baseline: %d parents (%s) + %d ConfigMaps + %d status updates = %d objects in %.1f s with %d workers: %.0f objects/s; "+
+	b.Logf("%s: %d parents (%s) + %d ConfigMaps + %d status updates = %d objects in %.1f s with %d workers: %.0f objects/s; "+
 		"parent creation to status p50 %.0f ms, p99 %.0f ms; per request p50 %.1f ms, p99 %.1f ms",
-		parents, l, parents*children, parents, objects, elapsed.Seconds(), *loopBaselineWorkers, rate,
+		what, parents, l, parents*children, parents, objects, elapsed.Seconds(), *loopBaselineWorkers, rate,
 		ms(percentile(sortedParents, 0.5)), ms(percentile(sortedParents, 0.99)),
 		ms(percentile(sorted, 0.5)), ms(percentile(sorted, 0.99)))
 	return rate
+}
+
+// createChild is the baseline's write of a child: a plain create.
+func createChild(ctx context.Context, cm *corev1.ConfigMap) error {
+	_, err := env.kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	return err
+}
+
+// applyChild is the apply baseline's write of a child: client-go's typed
+// server-side apply of the same object, under manager, with force, as
+// pkg/apply applies the loop's children.
+func applyChild(ctx context.Context, cm *corev1.ConfigMap, manager string) error {
+	refs := make([]*metav1ac.OwnerReferenceApplyConfiguration, 0, len(cm.OwnerReferences))
+	for _, r := range cm.OwnerReferences {
+		refs = append(refs, metav1ac.OwnerReference().WithAPIVersion(r.APIVersion).WithKind(r.Kind).WithName(r.Name).WithUID(r.UID).
+			WithController(*r.Controller).WithBlockOwnerDeletion(*r.BlockOwnerDeletion))
+	}
+	ac := corev1ac.ConfigMap(cm.Name, cm.Namespace).WithLabels(cm.Labels).WithOwnerReferences(refs...).WithData(cm.Data)
+	_, err := env.kube.CoreV1().ConfigMaps(cm.Namespace).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: manager, Force: true})
+	return err
 }
 
 // layout spreads parents over namespaces: perNamespace parents in each of
@@ -464,7 +497,11 @@ func (w *watcher) missing(limit int) []string {
 // all), and the same two with one opt-out each. Each reports its hook
 // calls per parent once the hook is idle. The baseline, run at the same size
 // just before, is a plain client-go program writing the same objects (of
-// another CRD, in another namespace) to the same kube-apiserver. The last
+// another CRD, in another namespace) to the same kube-apiserver; the apply
+// baseline, run after it, is the same program server-side-applying the
+// children instead of creating them, the write the loop makes, and each
+// variant reports its rate against both (ratio-vs-baseline,
+// ratio-vs-apply-baseline). The last
 // size also reports its p50 against the first size's: how latency grows
 // with the number of parents.
 func BenchmarkLoopConvergence(b *testing.B) {
@@ -475,19 +512,27 @@ func BenchmarkLoopConvergence(b *testing.B) {
 	for i, parents := range loopParents {
 		var baselineRate float64
 		b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {
+			var applyRate float64
 			b.Run("client-go-baseline", func(b *testing.B) {
-				baselineRate = runBaseline(b, parents)
+				baselineRate = runBaseline(b, parents, false)
+			})
+			b.Run("client-go-apply-baseline", func(b *testing.B) {
+				applyRate = runBaseline(b, parents, true)
 			})
 			for _, variant := range loopVariants {
 				name := variant.name
 				b.Run(name, func(b *testing.B) {
 					if baselineRate == 0 {
 						b.Log("measuring the client-go baseline first")
-						baselineRate = runBaseline(b, parents)
+						baselineRate = runBaseline(b, parents, false)
 					}
 					// A p50 of the parents that did converge says nothing
 					// of the others: compare converged sizes only.
 					r := runLoop(b, parents, baselineRate, variant.opts)
+					if applyRate > 0 {
+						b.ReportMetric(r.rate/applyRate, "ratio-vs-apply-baseline")
+						b.Logf("loop: %.0f objects/s, %.3f× the client-go apply baseline's %.0f objects/s", r.rate, r.rate/applyRate, applyRate)
+					}
 					if r.converged {
 						switch {
 						case i == 0:
@@ -770,6 +815,20 @@ func reportCPU(b *testing.B, before cpuUse, objects int) {
 	if apiserver > 0 {
 		b.ReportMetric(apiserver, "apiserver-cpu-ms/object")
 	}
+	// The same in CPU-seconds of the whole phase, what each process spent
+	// on it: per object hides that the loop's phase and a baseline's write
+	// different numbers of objects when the loop did not converge.
+	secs := func(a, b float64) float64 {
+		if a == 0 || b == 0 {
+			return 0
+		}
+		return b - a
+	}
+	b.ReportMetric(secs(before.apiserver, after.apiserver), "apiserver-cpu-s")
+	b.ReportMetric(secs(before.etcd, after.etcd), "etcd-cpu-s")
+	b.ReportMetric(secs(before.kcm, after.kcm), "kcm-cpu-s")
+	b.ReportMetric(secs(before.composite, after.composite), "composite-cpu-s")
+	b.ReportMetric(secs(before.bench, after.bench), "bench-cpu-s")
 	b.ReportMetric(etcd, "etcd-cpu-ms/object")
 	b.ReportMetric(kcm, "kcm-cpu-ms/object")
 	b.ReportMetric(composite, "composite-cpu-ms/object")

@@ -12,7 +12,8 @@
 //   - BenchmarkLoopConvergence (B2): how fast the controller loop turns
 //     freshly created parents into children and status, at each size of
 //     -loop.parents, against a plain client-go program writing the same
-//     objects to the same kube-apiserver.
+//     objects to the same kube-apiserver, and against the same program
+//     server-side-applying the children (the write the loop makes).
 //   - BenchmarkConvergedResync (B3): a restart of composite-apiserver over
 //     converged parents must call the hook once per parent and write no
 //     child and no parent status; it fails otherwise.

@@ -28,23 +28,37 @@ const ControllerManagerPrefix = "metacontroller.k8s.io/"
 // costs no request, and the plan and the /sync preview, which apply the
 // same patch to this copy, see what the takeover leaves. Such children are
 // few, and lean again once taken over.
+//
+// It reads and filters the raw list in place: converting the entries to
+// ManagedFieldsEntry and back (GetManagedFields, SetManagedFields)
+// re-encodes every fieldsV1, and every watch event of every child passes
+// here, most of them with nothing to drop.
 func Lean(obj *unstructured.Unstructured) {
-	entries := obj.GetManagedFields()
-	if len(entries) == 0 || fromMetacontroller(obj) {
-		return
-	}
-	kept := entries[:0]
+	raw, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	entries, _ := raw.([]interface{})
+	drop := 0
 	for _, e := range entries {
-		if strings.HasPrefix(e.Manager, ControllerManagerPrefix) {
-			kept = append(kept, e)
+		m, ok := e.(map[string]interface{})
+		if !ok {
+			// Not a list the API server writes: left as it is.
+			return
+		}
+		if manager, _ := m["manager"].(string); !strings.HasPrefix(manager, ControllerManagerPrefix) {
+			drop++
 		}
 	}
-	if len(kept) == len(entries) {
+	if drop == 0 || fromMetacontroller(obj) {
 		return
 	}
-	if len(kept) == 0 {
+	if drop == len(entries) {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
 		return
 	}
-	obj.SetManagedFields(kept)
+	kept := make([]interface{}, 0, len(entries)-drop)
+	for _, e := range entries {
+		if manager, _ := e.(map[string]interface{})["manager"].(string); strings.HasPrefix(manager, ControllerManagerPrefix) {
+			kept = append(kept, e)
+		}
+	}
+	obj.Object["metadata"].(map[string]interface{})["managedFields"] = kept
 }

@@ -1,7 +1,10 @@
 package hookapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,13 +106,59 @@ func (m RelativeObjectMap) List() []*unstructured.Unstructured {
 // MarshalJSON encodes a nil map, and nil groups inside it, as {} rather than
 // null: Metacontroller always sends objects here, and hooks written against
 // it index into the map without checking for null.
+//
+// It writes what encoding/json writes for the same map (keys sorted, HTML
+// escaped) but encodes each object's content once: through the map and
+// Unstructured's own MarshalJSON, encoding/json would encode it, and then
+// scan and copy the result again, as it does every Marshaler's output. A
+// sync request's observed children are most of its bytes, and every hook
+// call of the loop sends them.
 func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
-	out := make(map[string]map[string]*unstructured.Unstructured, len(m))
-	for g, objs := range m {
-		if objs == nil {
-			objs = map[string]*unstructured.Unstructured{}
+	buf := bytes.NewBuffer(make([]byte, 0, 1024))
+	// An Encoder writes into buf from encoding/json's pooled buffers, where
+	// json.Marshal would return a new slice per object to copy.
+	enc := json.NewEncoder(buf)
+	buf.WriteByte('{')
+	for i, g := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			buf.WriteByte(',')
 		}
-		out[g] = objs
+		if err := writeKey(buf, g); err != nil {
+			return nil, err
+		}
+		buf.WriteByte('{')
+		for j, k := range slices.Sorted(maps.Keys(m[g])) {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeKey(buf, k); err != nil {
+				return nil, err
+			}
+			obj := m[g][k]
+			if obj == nil {
+				buf.WriteString("null")
+				continue
+			}
+			if err := enc.Encode(obj.Object); err != nil {
+				return nil, err
+			}
+			// Encode ends each value with a newline.
+			buf.Truncate(buf.Len() - 1)
+		}
+		buf.WriteByte('}')
 	}
-	return json.Marshal(out)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// writeKey writes key, JSON-encoded as encoding/json encodes a map key,
+// and a colon.
+func writeKey(buf *bytes.Buffer, key string) error {
+	data, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	buf.Write(data)
+	buf.WriteByte(':')
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // revisionHook serves one sync hook per revision of the controller, at
@@ -19,13 +20,15 @@ type revisionHook struct {
 	url    string
 	broken atomic.Value // string: the revision that fails bad parents
 	mu     sync.Mutex
-	// calls are the calls about each parent (namespace/name), by revision.
+	// calls are the calls about each parent (namespace/name), by revision;
+	// first when the first of them came.
 	calls map[string]map[string]int
+	first map[string]map[string]time.Time
 }
 
 func startRevisionHook(t *testing.T) *revisionHook {
 	t.Helper()
-	h := &revisionHook{calls: map[string]map[string]int{}}
+	h := &revisionHook{calls: map[string]map[string]int{}, first: map[string]map[string]time.Time{}}
 	h.broken.Store("")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -38,14 +41,19 @@ func startRevisionHook(t *testing.T) *revisionHook {
 	return h
 }
 
+// syncRequest is what the hook reads of a CompositeController's request
+// (parent) or a DecoratorController's (object).
 type syncRequest struct {
-	Parent struct {
-		Metadata struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-	} `json:"parent"`
+	Object *parentMeta `json:"object"`
+	Parent *parentMeta `json:"parent"`
+}
+
+type parentMeta struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
 }
 
 func (h *revisionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,11 +68,22 @@ func (h *revisionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	p := req.Parent.Metadata
+	kind, parent := "children", req.Parent
+	if req.Object != nil {
+		kind, parent = "attachments", req.Object
+	}
+	if parent == nil {
+		http.Error(w, "no parent and no object", http.StatusBadRequest)
+		return
+	}
+	p := parent.Metadata
 	key := p.Namespace + "/" + p.Name
 	h.mu.Lock()
 	if h.calls[key] == nil {
-		h.calls[key] = map[string]int{}
+		h.calls[key], h.first[key] = map[string]int{}, map[string]time.Time{}
+	}
+	if h.calls[key][revision] == 0 {
+		h.first[key][revision] = time.Now()
 	}
 	h.calls[key][revision]++
 	h.mu.Unlock()
@@ -74,7 +93,7 @@ func (h *revisionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := map[string]any{
 		"status": map[string]any{"revision": revision, "conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Synced"}}},
-		"children": []any{map[string]any{
+		kind: []any{map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": p.Name},
 			"data":     map[string]any{"revision": revision},
@@ -82,6 +101,13 @@ func (h *revisionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// firstCall is when the hook of revision was first called about key.
+func (h *revisionHook) firstCall(key, revision string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first[key][revision]
 }
 
 // callsOf are the calls about parent key, by revision, now.

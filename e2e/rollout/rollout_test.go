@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,9 +105,25 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 3*time.Minute)
 
+	// A fleet preview of the change previews its first step: the parents
+	// of wave 1, and no other.
+	hook.broken.Store("v2")
+	proposal := filepath.Join(t.TempDir(), "proposal.yaml")
+	if err := os.WriteFile(proposal, []byte(rolloutController(name, hook.url, "v2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	preview := kubectlComposite(t, "preview", "--all-parents", "-f", proposal)
+	if preview.code != 1 {
+		t.Errorf("kubectl composite preview --all-parents of the change: exit %d, want 1 (it changes children)", preview.code)
+	}
+	for _, p := range parents {
+		if shown := strings.Contains(preview.stdout, ns+"/"+p+" ") || strings.Contains(preview.stdout, " "+p+" "); shown != slices.Contains(wave1, p) {
+			t.Errorf("the preview of the change shows %s: %v; want only the first step's parents", p, shown)
+		}
+	}
+
 	// The new revision fails the bad parents: step 1 passes, step 2
 	// pauses at its deadline, naming them.
-	hook.broken.Store("v2")
 	changed := time.Now()
 	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v2")); err != nil {
 		t.Fatal(err)

@@ -62,7 +62,11 @@ func (r *Runner) Preview(ctx context.Context, controller runtime.Object, propose
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	return r.previewDefinition(ctx, def, proposed, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
+	var firstStep func(metav1.Object) bool
+	if proposed {
+		firstStep = firstStepOf(controller)
+	}
+	return r.previewDefinition(ctx, def, proposed, firstStep, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
 		// Compiled once per request: the stored controller's hooks are
 		// kept compiled as def, or built from it.
 		_, built, err := r.controllers.getCompiled(ctx, controller, func() (*definition.Definition, error) { return def, nil }, secretsFor)
@@ -76,7 +80,8 @@ var noFleetWithoutCluster = apierrors.NewBadRequest("a fleet preview reads the l
 // parent resource (one of def.Parents()) the request's continue token is
 // at. stored gives the stored controller's hooks, built once for every
 // request; a proposal's are built for this request only.
-func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definition, proposed bool, spec *v1alpha1.FleetPreviewSpec, stored func(secretsFunc) (*hooks.ControllerHooks, error)) (*v1alpha1.FleetPreviewStatus, error) {
+func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definition, proposed bool, firstStep func(metav1.Object) bool,
+	spec *v1alpha1.FleetPreviewSpec, stored func(secretsFunc) (*hooks.ControllerHooks, error)) (*v1alpha1.FleetPreviewStatus, error) {
 	start, err := parsePosition(spec.Continue)
 	if err != nil {
 		return nil, err
@@ -89,7 +94,7 @@ func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definiti
 	if err != nil {
 		return nil, err
 	}
-	f.view, f.views = start.View, len(views)
+	f.view, f.views, f.firstStep = start.View, len(views), firstStep
 	// The caller is the author here: related objects reach the hook only
 	// where they (or the controller's identity) may list them.
 	if f.act, err = r.fleetActor(ctx, def); err != nil {
@@ -129,7 +134,10 @@ type fleet struct {
 	mu         sync.Mutex
 	allowed    map[string]error
 
-	selector      labels.Selector
+	selector labels.Selector
+	// firstStep, for a proposal with a rollout, keeps the parents its
+	// first step would move; nil keeps every one.
+	firstStep     func(metav1.Object) bool
 	limit         int
 	allNamespaces bool
 	start         position
@@ -234,6 +242,9 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	cands, next, done, err := f.gather(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if f.firstStep != nil {
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return !f.firstStep(c.parent) })
 	}
 	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false, f.act)
 	owners := make(map[types.UID]bool, len(cands))

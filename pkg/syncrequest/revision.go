@@ -63,3 +63,27 @@ func revisionOf(controller runtime.Object) int64 {
 	}
 	return 0
 }
+
+// firstStepOf tells, for a proposed controller with a rollout, which
+// parents its first step would move: a fleet preview of the proposal
+// previews those, what landing it would do first. nil (every parent)
+// without a rollout, or when the first step counts parents (maxParents),
+// which needs every parent's bucket, not a page's.
+func firstStepOf(controller runtime.Object) func(metav1.Object) bool {
+	var r *v1alpha1.ControllerRollout
+	switch c := controller.(type) {
+	case *v1alpha1.CompositeController:
+		r = c.Spec.Rollout
+	case *v1alpha1.DecoratorController:
+		r = c.Spec.Rollout
+	}
+	if r == nil || len(r.Steps) == 0 || r.Steps[0].MaxParents != nil {
+		return nil
+	}
+	status := &v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, BucketLimit: controllerrollout.LimitOf(r.Steps[0], 0, nil)}
+	plan, err := controllerrollout.NewPlan(r.Steps, status)
+	if err != nil {
+		return nil
+	}
+	return plan.Updated
+}

@@ -158,6 +158,9 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 	if status.code != 1 || !strings.Contains(status.stdout, "paused at step 2 of 3") || !strings.Contains(status.stdout, bad[0]) {
 		t.Errorf("kubectl composite rollout status of a paused rollout: exit %d, %q; want exit 1 naming the step and the failing parents", status.code, status.stdout)
 	}
+	if out, stderr, err := stack.Kubectl(ctx, "get", "compositecontroller", name, "-o", "wide"); err != nil || !strings.Contains(out, "Paused 2/3") {
+		t.Errorf("kubectl get compositecontroller %s -o wide: %v %s\n%s; want its ROLLOUT column saying Paused 2/3", name, err, stderr, out)
+	}
 	history := kubectlComposite(t, "rollout", "history", name)
 	if history.code != 0 || !strings.Contains(history.stdout, "1 ") || !strings.Contains(history.stdout, "2 ") {
 		t.Errorf("kubectl composite rollout history: exit %d, %q; want revisions 1 and 2", history.code, history.stdout)

@@ -77,12 +77,14 @@ func TestKubectlGetPrintsControllerColumns(t *testing.T) {
 			"CUSTOMIZE HOOK": "hooks/hello-customize:80/customize",
 			"FINALIZE HOOK":  "<none>",
 			"LAST SYNC":      "<never>",
+			"REVISION":       "1",
+			"ROLLOUT":        "<none>",
 			"MESSAGE":        "",
 		}
 		for k, v := range wantRow {
 			wide[k] = v
 		}
-		columns := append(append([]string{}, wantColumns...), "CUSTOMIZE HOOK", "FINALIZE HOOK", "LAST SYNC", "MESSAGE")
+		columns := append(append([]string{}, wantColumns...), "CUSTOMIZE HOOK", "FINALIZE HOOK", "LAST SYNC", "REVISION", "ROLLOUT", "MESSAGE")
 		checkRow(t, s.mustKubectl(t, "get", "cc", name, "-o", "wide"), columns, wide)
 	})
 }

@@ -24,6 +24,8 @@ var tableConvertor = controllerregistry.TableConvertor[*metacontroller.Composite
 		{Name: "Customize Hook", Type: "string", Priority: 1, Description: "Where the customize hook is called."},
 		controllerregistry.FinalizeHookColumn,
 		{Name: "Last Sync", Type: "string", Priority: 1, Description: "How long ago a parent was last synced."},
+		controllerregistry.RevisionColumn,
+		controllerregistry.RolloutColumn,
 		controllerregistry.MessageColumn,
 	},
 	Cells: func(cc *metacontroller.CompositeController, name, age string) []interface{} {
@@ -38,6 +40,8 @@ var tableConvertor = controllerregistry.TableConvertor[*metacontroller.Composite
 			controllerregistry.HookString(hook(cc, func(h *metacontroller.CompositeControllerHooks) *metacontroller.Hook { return h.Customize })),
 			controllerregistry.HookString(hook(cc, func(h *metacontroller.CompositeControllerHooks) *metacontroller.Hook { return h.Finalize })),
 			controllerregistry.SinceString(cc.Status.LastSyncTime),
+			max(cc.Status.Revision, 1),
+			controllerregistry.RolloutString(cc.Status.Rollout),
 			cc.Status.LastSyncError,
 		}
 	},

@@ -24,6 +24,8 @@ var (
 	ReadyColumn        = metav1.TableColumnDefinition{Name: "Ready", Type: "string", Description: "The Ready condition: whether the controller's loop runs."}
 	AgeColumn          = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: ObjectMetaDescriptions["creationTimestamp"]}
 	FinalizeHookColumn = metav1.TableColumnDefinition{Name: "Finalize Hook", Type: "string", Priority: 1, Description: "Where the finalize hook is called."}
+	RevisionColumn     = metav1.TableColumnDefinition{Name: "Revision", Type: "integer", Priority: 1, Description: "The spec's revision (status.revision)."}
+	RolloutColumn      = metav1.TableColumnDefinition{Name: "Rollout", Type: "string", Priority: 1, Description: "Where the rollout of the spec is (spec.rollout): its phase and step."}
 	MessageColumn      = metav1.TableColumnDefinition{Name: "Message", Type: "string", Priority: 1, Description: "The last sync error, if any."}
 )
 
@@ -103,4 +105,15 @@ func SinceString(t *metav1.Time) string {
 		return "<never>"
 	}
 	return duration.HumanDuration(time.Since(t.Time))
+}
+
+// RolloutString is a rollout's phase and step, "<none>" without one.
+func RolloutString(st *metacontroller.RolloutStatus) string {
+	switch {
+	case st == nil:
+		return "<none>"
+	case st.Phase == metacontroller.RolloutComplete:
+		return string(st.Phase)
+	}
+	return fmt.Sprintf("%s %d/%d", st.Phase, min(st.Step+1, st.Steps), st.Steps)
 }

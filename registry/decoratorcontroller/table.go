@@ -23,6 +23,8 @@ var tableConvertor = controllerregistry.TableConvertor[*metacontroller.Decorator
 		controllerregistry.AgeColumn,
 		controllerregistry.FinalizeHookColumn,
 		{Name: "Last Sync", Type: "string", Priority: 1, Description: "How long ago an object was last synced."},
+		controllerregistry.RevisionColumn,
+		controllerregistry.RolloutColumn,
 		controllerregistry.MessageColumn,
 	},
 	Cells: func(dc *metacontroller.DecoratorController, name, age string) []interface{} {
@@ -47,6 +49,8 @@ var tableConvertor = controllerregistry.TableConvertor[*metacontroller.Decorator
 			age,
 			controllerregistry.HookString(finalize),
 			controllerregistry.SinceString(dc.Status.LastSyncTime),
+			max(dc.Status.Revision, 1),
+			controllerregistry.RolloutString(dc.Status.Rollout),
 			dc.Status.LastSyncError,
 		}
 	},

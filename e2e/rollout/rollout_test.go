@@ -324,6 +324,10 @@ func TestPausedParentIsNotSynced(t *testing.T) {
 	eventually(t, "a Paused condition on the paused parent's status", time.Minute, func() (bool, error) {
 		return conditionOf(t, ns, "quiet", v1alpha1.ConditionPaused) == "True", nil
 	})
+	eventually(t, "the controller's status counting one paused parent", time.Minute, func() (bool, error) {
+		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.PausedParents == 1, err
+	})
 	calls := sum(hook.callsOf(ns + "/quiet"))
 	for _, p := range []string{"quiet", "busy"} {
 		patch := `{"spec":{"greeting":"changed"}}`

@@ -77,6 +77,7 @@ func TestKubectlGetPrintsControllerColumns(t *testing.T) {
 			"CUSTOMIZE HOOK": "hooks/hello-customize:80/customize",
 			"FINALIZE HOOK":  "<none>",
 			"LAST SYNC":      "<never>",
+			"PAUSED":         "0",
 			"REVISION":       "1",
 			"ROLLOUT":        "<none>",
 			"MESSAGE":        "",
@@ -84,7 +85,7 @@ func TestKubectlGetPrintsControllerColumns(t *testing.T) {
 		for k, v := range wantRow {
 			wide[k] = v
 		}
-		columns := append(append([]string{}, wantColumns...), "CUSTOMIZE HOOK", "FINALIZE HOOK", "LAST SYNC", "REVISION", "ROLLOUT", "MESSAGE")
+		columns := append(append([]string{}, wantColumns...), "CUSTOMIZE HOOK", "FINALIZE HOOK", "LAST SYNC", "PAUSED", "REVISION", "ROLLOUT", "MESSAGE")
 		checkRow(t, s.mustKubectl(t, "get", "cc", name, "-o", "wide"), columns, wide)
 	})
 }

@@ -109,14 +109,15 @@ var (
 		},
 		readStatus: func(cc *v1alpha1.CompositeController) trackedStatus {
 			st := &cc.Status
-			return trackedStatus{st.ObservedGeneration, st.Conditions, st.Parents, st.Children, st.RollingParents, st.LastSyncTime, st.LastSyncError, st.Rollout}
+			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Parents, Children: st.Children,
+				RollingParents: st.RollingParents, PausedParents: st.PausedParents, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
 		},
 		writeStatus: func(cc *v1alpha1.CompositeController, t trackedStatus) {
 			// The server's own fields (author, revisions) are kept by the
 			// status strategy whatever is written here.
 			cc.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError,
-				Rollout: t.Rollout}
+				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, PausedParents: t.PausedParents, LastSyncTime: t.LastSyncTime,
+				LastSyncError: t.LastSyncError, Rollout: t.Rollout}
 		},
 		updateStatus: func(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, cc, metav1.UpdateOptions{})
@@ -148,11 +149,12 @@ var (
 		readStatus: func(dc *v1alpha1.DecoratorController) trackedStatus {
 			st := &dc.Status
 			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
-				LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
+				PausedParents: st.PausedObjects, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
 		},
 		writeStatus: func(dc *v1alpha1.DecoratorController, t trackedStatus) {
 			dc.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Objects: t.Parents, Attachments: t.Children, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError, Rollout: t.Rollout}
+				Objects: t.Parents, Attachments: t.Children, PausedObjects: t.PausedParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError,
+				Rollout: t.Rollout}
 		},
 		updateStatus: func(ctx context.Context, m *Manager, dc *v1alpha1.DecoratorController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, dc, metav1.UpdateOptions{})
@@ -208,6 +210,7 @@ type trackedStatus struct {
 	Conditions         []metav1.Condition
 	Parents, Children  int32
 	RollingParents     int32
+	PausedParents      int32
 	LastSyncTime       *metav1.Time
 	LastSyncError      string
 	// Rollout is written by the rollout's driver only (rollout.go); the

@@ -27,7 +27,7 @@ type statusTracker struct {
 	interval time.Duration
 	// counts are the controller's parents, children and parents
 	// mid-rollout (parentloop.Run.Counts), set once its loop is made.
-	counts func() (parents, children, rolling int)
+	counts func() parentloop.Counts
 
 	mu sync.Mutex
 	// starting counts the parent loops whose informers have not synced.
@@ -109,15 +109,16 @@ func (s *statusTracker) Run(ctx context.Context) {
 }
 
 func (s *statusTracker) desired() trackedStatus {
-	parents, children, rolling := s.counts()
+	n := s.counts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	generation := s.owner.GetGeneration()
 	status := trackedStatus{
 		ObservedGeneration: generation,
-		Parents:            int32(parents),
-		Children:           int32(children),
-		RollingParents:     int32(rolling),
+		Parents:            int32(n.Parents),
+		Children:           int32(n.Children),
+		RollingParents:     int32(n.Rolling),
+		PausedParents:      int32(n.Paused),
 		LastSyncError:      s.lastSyncError,
 	}
 	conditions := []metav1.Condition{s.ready}

@@ -196,6 +196,10 @@ type DecoratorControllerStatus struct {
 	// attachments is the number of attachments the decorated objects own.
 	// +optional
 	Attachments int32 `json:"attachments,omitempty"`
+	// pausedObjects is the number of objects the loop does not sync
+	// because they are annotated composite.metacontroller.k8s.io/paused.
+	// +optional
+	PausedObjects int32 `json:"pausedObjects,omitempty"`
 	// lastSyncTime is when an object was last synced.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -624,6 +624,10 @@ type CompositeControllerStatus struct {
 	// under way: some child still follows an older revision.
 	// +optional
 	RollingParents int32 `json:"rollingParents,omitempty"`
+	// pausedParents is the number of parents the loop does not sync
+	// because they are annotated composite.metacontroller.k8s.io/paused.
+	// +optional
+	PausedParents int32 `json:"pausedParents,omitempty"`
 	// lastSyncTime is when a parent was last synced.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -1202,6 +1202,7 @@ func autoConvert_v1alpha1_CompositeControllerStatus_To_metacontroller_CompositeC
 	out.Parents = in.Parents
 	out.Children = in.Children
 	out.RollingParents = in.RollingParents
+	out.PausedParents = in.PausedParents
 	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
 	out.LastSyncError = in.LastSyncError
 	out.Author = (*metacontroller.ControllerAuthor)(unsafe.Pointer(in.Author))
@@ -1232,6 +1233,7 @@ func autoConvert_metacontroller_CompositeControllerStatus_To_v1alpha1_CompositeC
 	out.Parents = in.Parents
 	out.Children = in.Children
 	out.RollingParents = in.RollingParents
+	out.PausedParents = in.PausedParents
 	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
 	out.LastSyncError = in.LastSyncError
 	out.Author = (*ControllerAuthor)(unsafe.Pointer(in.Author))
@@ -1657,6 +1659,7 @@ func autoConvert_v1alpha1_DecoratorControllerStatus_To_metacontroller_DecoratorC
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
 	out.Objects = in.Objects
 	out.Attachments = in.Attachments
+	out.PausedObjects = in.PausedObjects
 	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
 	out.LastSyncError = in.LastSyncError
 	out.Author = (*metacontroller.ControllerAuthor)(unsafe.Pointer(in.Author))
@@ -1686,6 +1689,7 @@ func autoConvert_metacontroller_DecoratorControllerStatus_To_v1alpha1_DecoratorC
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
 	out.Objects = in.Objects
 	out.Attachments = in.Attachments
+	out.PausedObjects = in.PausedObjects
 	out.LastSyncTime = (*v1.Time)(unsafe.Pointer(in.LastSyncTime))
 	out.LastSyncError = in.LastSyncError
 	out.Author = (*ControllerAuthor)(unsafe.Pointer(in.Author))

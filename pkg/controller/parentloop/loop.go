@@ -312,17 +312,21 @@ func (pc *parentLoop) addHandler(inf cache.SharedIndexInformer, h cache.Resource
 	pc.handlers = append(pc.handlers, handlerRegistration{informer: inf, reg: reg})
 }
 
-// counts are the parents, their children, and the parents mid-rollout:
-// those whose Updated condition (written by a rolling update) is not True,
-// from the informers' caches.
-func (pc *parentLoop) counts() (parents, children, rolling int) {
+// counts are the parents, their children, the parents mid-rollout (those
+// whose Updated condition, written by a rolling update, is not True) and
+// the paused ones, from the informers' caches.
+func (pc *parentLoop) counts() Counts {
+	var n Counts
 	uids := map[string]bool{}
 	for _, obj := range pc.parents.Informer().GetStore().List() {
 		u := obj.(*unstructured.Unstructured)
 		if pc.rec.Def.Selects(u) {
 			uids[string(u.GetUID())] = true
 			if c := engine.StatusCondition(u, engine.UpdatedCondition); c != nil && c["status"] != "True" {
-				rolling++
+				n.Rolling++
+			}
+			if paused(u) {
+				n.Paused++
 			}
 		}
 	}
@@ -339,10 +343,11 @@ func (pc *parentLoop) counts() (parents, children, rolling int) {
 			}
 			for _, obj := range objs {
 				if pc.rec.Def.OwnsChild(obj.(*unstructured.Unstructured)) {
-					children++
+					n.Children++
 				}
 			}
 		}
 	}
-	return len(uids), children, rolling
+	n.Parents = len(uids)
+	return n
 }

@@ -88,14 +88,23 @@ func (r *Run) EnqueueWhere(in func(key string) bool) {
 	}
 }
 
-// Counts are the controller's parents, their children, and the parents
-// mid-rollout, from the informers' caches (for its status).
-func (r *Run) Counts() (parents, children, rolling int) {
+// Counts are what a controller's status counts of its parents.
+type Counts struct {
+	// Parents and their Children; Rolling are the parents mid-rollout of
+	// their children, Paused those annotated paused.
+	Parents, Children, Rolling, Paused int
+}
+
+// Counts are the controller's parents, their children, the parents
+// mid-rollout and the paused ones, from the informers' caches (for its
+// status).
+func (r *Run) Counts() Counts {
+	var sum Counts
 	for _, pc := range r.pcs {
-		p, c, ro := pc.counts()
-		parents, children, rolling = parents+p, children+c, rolling+ro
+		n := pc.counts()
+		sum.Parents, sum.Children, sum.Rolling, sum.Paused = sum.Parents+n.Parents, sum.Children+n.Children, sum.Rolling+n.Rolling, sum.Paused+n.Paused
 	}
-	return parents, children, rolling
+	return sum
 }
 
 // queueKey is the key of the parent of key (namespace/name) of view in a

@@ -976,6 +976,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 							Format:      "int32",
 						},
 					},
+					"pausedParents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pausedParents is the number of parents the loop does not sync because they are annotated composite.metacontroller.k8s.io/paused.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"lastSyncTime": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lastSyncTime is when a parent was last synced.",
@@ -1776,6 +1783,13 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 					"attachments": {
 						SchemaProps: spec.SchemaProps{
 							Description: "attachments is the number of attachments the decorated objects own.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pausedObjects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pausedObjects is the number of objects the loop does not sync because they are annotated composite.metacontroller.k8s.io/paused.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

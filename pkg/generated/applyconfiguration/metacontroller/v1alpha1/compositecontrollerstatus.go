@@ -39,6 +39,9 @@ type CompositeControllerStatusApplyConfiguration struct {
 	// rollingParents is the number of parents whose rolling update is
 	// under way: some child still follows an older revision.
 	RollingParents *int32 `json:"rollingParents,omitempty"`
+	// pausedParents is the number of parents the loop does not sync
+	// because they are annotated composite.metacontroller.k8s.io/paused.
+	PausedParents *int32 `json:"pausedParents,omitempty"`
 	// lastSyncTime is when a parent was last synced.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// lastSyncError is the last sync's error, empty after a success.
@@ -110,6 +113,14 @@ func (b *CompositeControllerStatusApplyConfiguration) WithChildren(value int32) 
 // If called multiple times, the RollingParents field is set to the value of the last call.
 func (b *CompositeControllerStatusApplyConfiguration) WithRollingParents(value int32) *CompositeControllerStatusApplyConfiguration {
 	b.RollingParents = &value
+	return b
+}
+
+// WithPausedParents sets the PausedParents field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PausedParents field is set to the value of the last call.
+func (b *CompositeControllerStatusApplyConfiguration) WithPausedParents(value int32) *CompositeControllerStatusApplyConfiguration {
+	b.PausedParents = &value
 	return b
 }
 

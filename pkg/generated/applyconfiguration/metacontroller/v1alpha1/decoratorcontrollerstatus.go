@@ -37,6 +37,9 @@ type DecoratorControllerStatusApplyConfiguration struct {
 	Objects *int32 `json:"objects,omitempty"`
 	// attachments is the number of attachments the decorated objects own.
 	Attachments *int32 `json:"attachments,omitempty"`
+	// pausedObjects is the number of objects the loop does not sync
+	// because they are annotated composite.metacontroller.k8s.io/paused.
+	PausedObjects *int32 `json:"pausedObjects,omitempty"`
 	// lastSyncTime is when an object was last synced.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// lastSyncError is the last sync's error, empty after a success.
@@ -97,6 +100,14 @@ func (b *DecoratorControllerStatusApplyConfiguration) WithObjects(value int32) *
 // If called multiple times, the Attachments field is set to the value of the last call.
 func (b *DecoratorControllerStatusApplyConfiguration) WithAttachments(value int32) *DecoratorControllerStatusApplyConfiguration {
 	b.Attachments = &value
+	return b
+}
+
+// WithPausedObjects sets the PausedObjects field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PausedObjects field is set to the value of the last call.
+func (b *DecoratorControllerStatusApplyConfiguration) WithPausedObjects(value int32) *DecoratorControllerStatusApplyConfiguration {
+	b.PausedObjects = &value
 	return b
 }
 

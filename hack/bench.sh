@@ -64,12 +64,23 @@ Options:
                       the others, on a stack with pods (framework.WithPods);
                       off by default (500 parents: about 4 minutes more)
   --b10-parents N     B10 parents (default 500)
+  --b11               also run B11: spec.rollout (issue 33's measurement); two
+                      controllers converge --b11-parents parents × 3 ConfigMaps
+                      each, one created with a rollout of four steps (25, 50,
+                      75, 100 percent), the other without (the loop's
+                      throughput with spec.rollout set against without); then
+                      each changes its hook to one whose children name v2,
+                      the first through its steps until status.rollout is
+                      Complete, the other all at once, until every child
+                      names v2; off by default (2,000 parents: about 4 minutes
+                      more)
+  --b11-parents N     B11 parents of each controller (default 2000)
   --bench REGEX       which benchmarks (go test -bench; default .)
   --out FILE          raw go test output (default _output/bench/bench-<time>.txt;
                       the table goes to the same name with .md)
   --table FILE        print the table of an earlier run's raw output (give
-                      the --b2-parents, --b3-parents, --b6-parents and
-                      --b10-parents it ran with) and exit
+                      the --b2-parents, --b3-parents, --b6-parents,
+                      --b10-parents and --b11-parents it ran with) and exit
   -h, --help          this help
 
 Environment: COMPOSITE_TEST_BINARIES as for hack/test.sh. Targets the table
@@ -81,7 +92,8 @@ children (issue 34's), a new parent's p50 among the last size's converged parent
 1.5x among the first's, and the burst's p50 growth <= B2_MAX_P50_GROWTH
 when set; B3 0 child and status writes; B4 <= 1.2x; B5 create and get p50
 <= 1.5x and list <= 1x the CRD's; B6 <= 1.25x; B9 (with --b9) parents
-previewed/s >= 0.8x B1 direct's req/s; B10 (with --b10) no Pod recreated.
+previewed/s >= 0.8x B1 direct's req/s; B10 (with --b10) no Pod recreated;
+B11 (with --b11) the loop's throughput with spec.rollout set >= 0.9x without.
 EOF
 }
 
@@ -94,6 +106,7 @@ b8_parents=0
 b7=false
 b7_parents=3000
 b10_parents=0
+b11_parents=0
 bench=.
 out=""
 table_of=""
@@ -111,6 +124,8 @@ while [[ $# -gt 0 ]]; do
     --b7-parents) b7_parents=$2; shift 2 ;;
     --b10) [[ $b10_parents -gt 0 ]] || b10_parents=500; shift ;;
     --b10-parents) b10_parents=$2; shift 2 ;;
+    --b11) [[ $b11_parents -gt 0 ]] || b11_parents=2000; shift ;;
+    --b11-parents) b11_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --table) table_of=$2; shift 2 ;;
@@ -122,7 +137,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -404,6 +419,23 @@ table() {
       }
     }
 
+    n = "BenchmarkRollout"
+    if (b11 > 0) {
+      what = sprintf("B11 a change of the sync hook of a controller over %s converged parents × 3 ConfigMaps in four steps of spec.rollout (25, 50, 75, 100 percent), until every child names the new revision and the rollout is Complete", b11)
+      if (has(n)) {
+        row(what, sprintf("%.1f s (every child on the new revision after %.1f s); hook calls per parent: %.2f of the new hook, %.2f of the old meanwhile", v(n, "progressive-s"), v(n, "progressive-children-s"), v(n, "progressive-hook-calls-per-parent"), v(n, "progressive-old-hook-calls-per-parent")),
+          sprintf("the same change of another controller over as many parents, all at once: %.1f s; %.2f hook calls per parent", v(n, "all-at-once-s"), v(n, "all-at-once-hook-calls-per-parent")),
+          x(v(n, "all-at-once-vs-progressive")) " (all at once ÷ steps)", "—", "—")
+        r = v(n, "throughput-with-vs-without")
+        row(sprintf("B11 the loop convergence of %s fresh parents × 3 ConfigMaps with spec.rollout set (no rollout under way) (objects/s)", b11),
+          sprintf("%.0f objects/s (%.1f s)", v(n, "objects/s-with"), v(n, "converge-with-s")),
+          sprintf("the same controller without spec.rollout, just before: %.0f objects/s (%.1f s)", v(n, "objects/s-without"), v(n, "converge-without-s")),
+          x(r), "≥ 0.9×", met(r >= 0.9))
+      } else {
+        row(what, why(n), "—", "—", "≥ 0.9×", "**no**")
+      }
+    }
+
     n = "BenchmarkIsolation/hanging"
     n0 = "BenchmarkIsolation/without"
     what = sprintf("B6 isolation: %s parents × 10 ConfigMaps converge while the hook of another controller hangs (until its 10 s timeout) for each of its %s parents", b6, b6)
@@ -443,7 +475,7 @@ go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 4
   "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
   "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
   "-memlimit.parents=$b8_parents" \
-  "-shards.run=$b7" "-shards.parents=$b7_parents" "$@" 2>&1 | tee "$out" || status=$?
+  "-shards.run=$b7" "-shards.parents=$b7_parents" "-rollout.parents=$b11_parents" "$@" 2>&1 | tee "$out" || status=$?
 # B10 runs on a stack with pods (kube-scheduler, kwok, kube-controller-
 # manager's pod controllers), which the other benchmarks must not share: a
 # go test run of its own, its output appended to the same file.

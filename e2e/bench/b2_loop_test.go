@@ -209,6 +209,9 @@ type loopOptions struct {
 	// ignoreOwnStatusWrites sets spec.ownStatusWrites: Ignore, as a hook
 	// that does not read its own status may.
 	ignoreOwnStatusWrites bool
+	// extra is appended to the spec (two-space indented YAML), e.g. B11's
+	// spec.rollout.
+	extra string
 }
 
 // loopVariants are B2's controllers at each size, by sub-benchmark name:
@@ -250,6 +253,7 @@ func startMeasured(ctx context.Context, b *testing.B, name string, parents, perN
 	if opts.ignoreOwnStatusWrites {
 		extra += "  ownStatusWrites: Ignore\n"
 	}
+	extra += opts.extra
 	env.hook.register(name)
 	env.hook.of(name).tracking.Store(opts.tracking)
 	if _, err := createControllerWith(ctx, name, "", extra); err != nil {

@@ -37,6 +37,11 @@
 //     parents until all their Pods are Ready (kube-scheduler binds them,
 //     kwok makes them Ready), against a plain client-go program creating
 //     the same Pods, made Ready by the same stand-in, in the same run.
+//   - BenchmarkRollout (B11, only with -rollout.parents): a change of a
+//     controller's hook landed on that many converged parents in four
+//     steps of spec.rollout, against the same change of another controller
+//     over as many parents all at once, in the same run; and the loop's
+//     convergence of fresh parents with spec.rollout set against without.
 //
 // The stack starts only when -bench selects one of these benchmarks, so
 // `go test ./...` just compiles the package and runs its few unit tests.
@@ -154,9 +159,13 @@ var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "Be
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element), so that
 // `go test ./... -bench Other` does not start a stack here for nothing.
-// B10 counts only with -pods.parents: without it, it skips.
+// B10 counts only with -pods.parents, B11 only with -rollout.parents:
+// without it, each skips.
 func benchmarksWanted(pattern string) bool {
 	if *podParents > 0 && matchesBenchmark(pattern, podBenchmark) {
+		return true
+	}
+	if *rolloutParents > 0 && matchesBenchmark(pattern, rolloutBenchmark) {
 		return true
 	}
 	return matchesBenchmark(pattern, benchmarks...)

@@ -99,13 +99,12 @@ var (
 		},
 		author: func(cc *v1alpha1.CompositeController) *v1alpha1.ControllerAuthor { return cc.Status.Author },
 		revisions: func(cc *v1alpha1.CompositeController) revisions {
-			return revisionsOf(cc.Status.Revision, cc.Spec.Rollout, cc.Status.Rollout, cc.Status.History,
-				func(h v1alpha1.CompositeControllerRevision) v1alpha1.RevisionRecord { return h.RevisionRecord },
-				func(h v1alpha1.CompositeControllerRevision) controllerObject {
-					at := cc.DeepCopy()
-					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
-					return at
-				})
+			r := revisions{revision: max(cc.Status.Revision, 1), rollout: cc.Spec.Rollout, status: cc.Status.Rollout,
+				at: func(revision int64) (controllerObject, bool) { return cc.AtRevision(revision) }}
+			if len(cc.Status.History) > 0 {
+				r.newest = cc.Status.History[0].Revision
+			}
+			return r
 		},
 		readStatus: func(cc *v1alpha1.CompositeController) trackedStatus {
 			st := &cc.Status
@@ -138,13 +137,12 @@ var (
 		},
 		author: func(dc *v1alpha1.DecoratorController) *v1alpha1.ControllerAuthor { return dc.Status.Author },
 		revisions: func(dc *v1alpha1.DecoratorController) revisions {
-			return revisionsOf(dc.Status.Revision, dc.Spec.Rollout, dc.Status.Rollout, dc.Status.History,
-				func(h v1alpha1.DecoratorControllerRevision) v1alpha1.RevisionRecord { return h.RevisionRecord },
-				func(h v1alpha1.DecoratorControllerRevision) controllerObject {
-					at := dc.DeepCopy()
-					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
-					return at
-				})
+			r := revisions{revision: max(dc.Status.Revision, 1), rollout: dc.Spec.Rollout, status: dc.Status.Rollout,
+				at: func(revision int64) (controllerObject, bool) { return dc.AtRevision(revision) }}
+			if len(dc.Status.History) > 0 {
+				r.newest = dc.Status.History[0].Revision
+			}
+			return r
 		},
 		readStatus: func(dc *v1alpha1.DecoratorController) trackedStatus {
 			st := &dc.Status
@@ -245,23 +243,4 @@ func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, c
 		s.entry.writeStatus(updated, t)
 		return s.entry.updateStatus(ctx, s.m, updated)
 	})
-}
-
-// revisionsOf reads the revisions of a controller of either kind, whose
-// history entries are E.
-func revisionsOf[E any](revision int64, rollout *v1alpha1.ControllerRollout, status *v1alpha1.RolloutStatus, history []E,
-	record func(E) v1alpha1.RevisionRecord, at func(E) controllerObject) revisions {
-	r := revisions{revision: max(revision, 1), rollout: rollout, status: status}
-	if len(history) > 0 {
-		r.newest = record(history[0]).Revision
-	}
-	r.at = func(revision int64) (controllerObject, bool) {
-		for _, h := range history {
-			if record(h).Revision == revision {
-				return at(h), true
-			}
-		}
-		return nil, false
-	}
-	return r
 }

@@ -212,9 +212,8 @@ func (r *rolloutRun) advance(ctx context.Context) (*rollout.Plan, []event) {
 	} else if len(e) > 0 {
 		// Resumed: the moved parents are synced again, for the gate,
 		// which counts the syncs since.
-		if _, e := r.replanned(e); true {
-			return &rollout.Plan{None: true}, e
-		}
+		_, e = r.replanned(e)
+		return &rollout.Plan{None: true}, e
 	}
 	if st.Phase != v1alpha1.RolloutProgressing || time.Now().Before(r.notBefore) {
 		return nil, nil
@@ -449,9 +448,7 @@ func (m *Manager) rolloutToRun(ctx context.Context, k kind, obj controllerObject
 	if m.cfg.Shards != nil {
 		// The gate reads the update revision's syncs, which each replica
 		// sees only of its own shards: not yet with --shards.
-		next := &v1alpha1.RolloutStatus{CurrentRevision: revs.revision, UpdateRevision: revs.revision, Steps: int32(len(revs.rollout.Steps)),
-			Step: int32(len(revs.rollout.Steps)), Phase: v1alpha1.RolloutComplete, Reason: "ShardsUnsupported",
-			Message: "with --shards a change lands on every parent at once: spec.rollout needs one replica, or --leader-elect"}
+		next := landed(revs, "ShardsUnsupported", "with --shards a change lands on every parent at once: spec.rollout needs one replica, or --leader-elect")
 		m.event(obj, corev1.EventTypeWarning, "RolloutUnsupported", next.Message)
 		return next, store.mutate(ctx, obj.GetName(), obj.GetUID(), func(t *trackedStatus) { t.Rollout = next })
 	}
@@ -471,12 +468,19 @@ func (m *Manager) rolloutToRun(ctx context.Context, k kind, obj controllerObject
 		// No earlier revision runs (a new controller, a server that was
 		// down at the change, kubectl composite rollout undo mid-way):
 		// nothing to roll.
-		next = &v1alpha1.RolloutStatus{CurrentRevision: revs.revision, UpdateRevision: revs.revision, Steps: steps, Step: steps,
-			Phase: v1alpha1.RolloutComplete, Reason: "NothingToRoll", Message: fmt.Sprintf("every parent runs revision %d", revs.revision)}
+		next = landed(revs, "NothingToRoll", fmt.Sprintf("every parent runs revision %d", revs.revision))
 	} else {
 		m.event(obj, corev1.EventTypeNormal, "RolloutBegun", next.Message)
 	}
 	return next, store.mutate(ctx, obj.GetName(), obj.GetUID(), func(t *trackedStatus) { t.Rollout = next })
+}
+
+// landed is the status of a rollout with nothing to roll: every parent
+// runs the spec's revision.
+func landed(revs revisions, reason, message string) *v1alpha1.RolloutStatus {
+	steps := int32(len(revs.rollout.Steps))
+	return &v1alpha1.RolloutStatus{CurrentRevision: revs.revision, UpdateRevision: revs.revision, Steps: steps, Step: steps,
+		Phase: v1alpha1.RolloutComplete, Reason: reason, Message: message}
 }
 
 // withRollout adds to r, just made, the rollout it runs, if any: the

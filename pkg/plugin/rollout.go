@@ -362,37 +362,17 @@ rolled out as any change.`,
 // controller's, keeping its rollout and history limit, as an update of the
 // controller read: a write in between is a conflict, reported.
 func undo(ctx context.Context, client ccclient.MetacontrollerV1alpha1Interface, target controllerArg, to int64) error {
-	pick := func(history []v1alpha1.RevisionRecord, st *v1alpha1.RolloutStatus) (int, error) {
-		if to == 0 {
-			if st != nil && st.Phase != v1alpha1.RolloutComplete && st.CurrentRevision != st.UpdateRevision {
-				to = st.CurrentRevision
-			} else if len(history) > 0 {
-				to = history[0].Revision
-			}
-		}
-		for i, h := range history {
-			if h.Revision == to {
-				return i, nil
-			}
-		}
-		return 0, errors.New("no earlier revision in status.history to undo to")
-	}
 	if target.kind == definition.KindDecorator {
 		dc, err := client.DecoratorControllers().Get(ctx, target.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		var records []v1alpha1.RevisionRecord
-		for _, h := range dc.Status.History {
-			records = append(records, h.RevisionRecord)
-		}
-		i, err := pick(records, dc.Status.Rollout)
+		at, err := revisionToUndo(to, dc.Status.Rollout, dc.Status.History, func(h v1alpha1.DecoratorControllerRevision) int64 { return h.Revision }, dc.AtRevision)
 		if err != nil {
 			return err
 		}
-		spec := *dc.Status.History[i].Spec.DeepCopy()
-		spec.Rollout, spec.RevisionHistoryLimit = dc.Spec.Rollout, dc.Spec.RevisionHistoryLimit
-		dc.Spec = spec
+		at.Spec.Rollout, at.Spec.RevisionHistoryLimit = dc.Spec.Rollout, dc.Spec.RevisionHistoryLimit
+		dc.Spec = at.Spec
 		_, err = client.DecoratorControllers().Update(ctx, dc, metav1.UpdateOptions{})
 		return err
 	}
@@ -400,17 +380,30 @@ func undo(ctx context.Context, client ccclient.MetacontrollerV1alpha1Interface, 
 	if err != nil {
 		return err
 	}
-	var records []v1alpha1.RevisionRecord
-	for _, h := range cc.Status.History {
-		records = append(records, h.RevisionRecord)
-	}
-	i, err := pick(records, cc.Status.Rollout)
+	at, err := revisionToUndo(to, cc.Status.Rollout, cc.Status.History, func(h v1alpha1.CompositeControllerRevision) int64 { return h.Revision }, cc.AtRevision)
 	if err != nil {
 		return err
 	}
-	spec := *cc.Status.History[i].Spec.DeepCopy()
-	spec.Rollout, spec.RevisionHistoryLimit = cc.Spec.Rollout, cc.Spec.RevisionHistoryLimit
-	cc.Spec = spec
+	at.Spec.Rollout, at.Spec.RevisionHistoryLimit = cc.Spec.Rollout, cc.Spec.RevisionHistoryLimit
+	cc.Spec = at.Spec
 	_, err = client.CompositeControllers().Update(ctx, cc, metav1.UpdateOptions{})
 	return err
+}
+
+// revisionToUndo is the controller at revision to, of a history of E;
+// to 0 is, during a rollout, the revision its parents not yet moved run,
+// else the newest of the history.
+func revisionToUndo[T, E any](to int64, st *v1alpha1.RolloutStatus, history []E, number func(E) int64, at func(int64) (T, bool)) (T, error) {
+	if to == 0 {
+		if st != nil && st.Phase != v1alpha1.RolloutComplete && st.CurrentRevision != st.UpdateRevision {
+			to = st.CurrentRevision
+		} else if len(history) > 0 {
+			to = number(history[0])
+		}
+	}
+	if c, ok := at(to); ok {
+		return c, nil
+	}
+	var none T
+	return none, errors.New("no earlier revision in status.history to undo to")
 }

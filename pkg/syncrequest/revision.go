@@ -17,22 +17,14 @@ func atParentsRevision(controller runtime.Object, parent metav1.Object) (runtime
 	switch c := controller.(type) {
 	case *v1alpha1.CompositeController:
 		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
-			for _, h := range c.Status.History {
-				if h.Revision == rev {
-					at := c.DeepCopy()
-					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
-					return at, true
-				}
+			if at, ok := c.AtRevision(rev); ok {
+				return at, true
 			}
 		}
 	case *v1alpha1.DecoratorController:
 		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
-			for _, h := range c.Status.History {
-				if h.Revision == rev {
-					at := c.DeepCopy()
-					at.Spec, at.Status.Author, at.Status.Revision = *h.Spec.DeepCopy(), h.Author, h.Revision
-					return at, true
-				}
+			if at, ok := c.AtRevision(rev); ok {
+				return at, true
 			}
 		}
 	}

@@ -96,3 +96,51 @@ func TestTheServerWritingALegacyControllerDoesNotBecomeItsAuthor(t *testing.T) {
 		})
 	}
 }
+
+// The server numbers a controller's revisions and keeps the specs they
+// replaced with their authors, in the write of the spec: a status writer
+// can neither forge an earlier revision (whose hooks would run as its
+// recorded author) nor renumber them, and a change of spec.rollout alone
+// is no revision and keeps the author.
+func TestRevisionsAreTheServersAndCannotBeForged(t *testing.T) {
+	storage := newStorage(t)
+	obj, err := storage.CompositeController.Create(as(t, "alice"), validCompositeController("revised"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := obj.(*metacontroller.CompositeController)
+	if created.Status.Revision != 1 || len(created.Status.History) != 0 {
+		t.Fatalf("after create: revision %d, history %d; want 1 and none", created.Status.Revision, len(created.Status.History))
+	}
+	write := func(ctx context.Context, updater rest.Updater, cc *metacontroller.CompositeController) *metacontroller.CompositeController {
+		t.Helper()
+		obj, _, err := updater.Update(ctx, cc.Name, rest.DefaultUpdatedObjectInfo(cc), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*metacontroller.CompositeController)
+	}
+	changed := created.DeepCopy()
+	changed.Spec.ResyncPeriodSeconds = ptr.To[int32](30)
+	changed = write(as(t, "carol"), storage.CompositeController, changed)
+	if h := changed.Status.History; changed.Status.Revision != 2 || len(h) != 1 || h[0].Revision != 1 || h[0].Author.Username != "alice" || h[0].Spec.ResyncPeriodSeconds != nil {
+		t.Fatalf("after a spec change: revision %d, history %+v; want 2, with alice's revision 1", changed.Status.Revision, h)
+	}
+
+	forged := changed.DeepCopy()
+	forged.Status.Revision = 7
+	forged.Status.History[0].Author = &metacontroller.ControllerAuthor{Username: "bob", Groups: []string{"system:masters"}}
+	forged.Status.History[0].Spec.Hooks.Sync.Webhook.URL = ptr.To("http://bob.example/sync")
+	got := write(as(t, "bob"), storage.Status, forged)
+	if h := got.Status.History[0]; got.Status.Revision != 2 || h.Author.Username != "alice" || *h.Spec.Hooks.Sync.Webhook.URL == "http://bob.example/sync" {
+		t.Errorf("a status write changed the revisions: revision %d, history[0] by %s calling %s", got.Status.Revision, h.Author.Username, *h.Spec.Hooks.Sync.Webhook.URL)
+	}
+
+	paused := got.DeepCopy()
+	paused.Spec.Rollout = &metacontroller.ControllerRollout{Steps: []metacontroller.RolloutStep{{Percent: ptr.To[int32](50)}}, Paused: true}
+	paused = write(as(t, "dave"), storage.CompositeController, paused)
+	if paused.Status.Revision != 2 || len(paused.Status.History) != 1 || paused.Status.Author.Username != "carol" || paused.Generation != got.Generation+1 {
+		t.Errorf("after a change of spec.rollout alone: revision %d, history %d, author %s, generation %d; want revision 2 by carol, a new generation",
+			paused.Status.Revision, len(paused.Status.History), paused.Status.Author.Username, paused.Generation)
+	}
+}

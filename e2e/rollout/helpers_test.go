@@ -177,17 +177,23 @@ func kubectlComposite(t *testing.T, args ...string) pluginResult {
 // until kube-apiserver proxies to it again.
 func restart(t *testing.T) {
 	t.Helper()
+	if err := restartComposite(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restartComposite stops the stack's composite-apiserver and starts it
+// with its usual flags and args.
+func restartComposite(args ...string) error {
 	ctx := context.Background()
 	if err := stack.StopComposite(); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := stack.StartComposite(ctx); err != nil {
-		t.Fatal(err)
+	if err := stack.StartComposite(ctx, args...); err != nil {
+		return err
 	}
 	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := stack.WaitAuthenticatedRequests(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return stack.WaitAuthenticatedRequests(ctx)
 }

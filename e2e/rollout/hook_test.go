@@ -24,11 +24,19 @@ type revisionHook struct {
 	// first when the first of them came.
 	calls map[string]map[string]int
 	first map[string]map[string]time.Time
+	// spans are the calls about each parent in the order they came: which
+	// revision, and when each began and ended.
+	spans map[string][]span
+}
+
+type span struct {
+	revision   string
+	start, end time.Time
 }
 
 func startRevisionHook(t *testing.T) *revisionHook {
 	t.Helper()
-	h := &revisionHook{calls: map[string]map[string]int{}, first: map[string]map[string]time.Time{}}
+	h := &revisionHook{calls: map[string]map[string]int{}, first: map[string]map[string]time.Time{}, spans: map[string][]span{}}
 	h.broken.Store("")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,7 +94,14 @@ func (h *revisionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.first[key][revision] = time.Now()
 	}
 	h.calls[key][revision]++
+	i := len(h.spans[key])
+	h.spans[key] = append(h.spans[key], span{revision: revision, start: time.Now()})
 	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.spans[key][i].end = time.Now()
+		h.mu.Unlock()
+	}()
 	if h.broken.Load() == revision && p.Labels["bad"] == "true" {
 		http.Error(w, "revision "+revision+" fails bad parents", http.StatusInternalServerError)
 		return
@@ -117,6 +132,31 @@ func (h *revisionHook) callsOf(key string) map[string]int {
 	out := map[string]int{}
 	for r, n := range h.calls[key] {
 		out[r] = n
+	}
+	return out
+}
+
+// twoRevisions names, for each parent of keys, what shows it synced by two
+// revisions: a call of from after one of to began (the rollout moves
+// parents from one to the other, never back), or two calls at once.
+func (h *revisionHook) twoRevisions(keys []string, from, to string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, key := range keys {
+		var moved time.Time
+		spans := h.spans[key]
+		for i, sp := range spans {
+			if sp.revision == to && moved.IsZero() {
+				moved = sp.start
+			}
+			if sp.revision == from && !moved.IsZero() {
+				out = append(out, fmt.Sprintf("%s: a call of %s at %s after its first of %s at %s", key, from, sp.start.Format(time.StampMilli), to, moved.Format(time.StampMilli)))
+			}
+			if i > 0 && (spans[i-1].end.IsZero() || sp.start.Before(spans[i-1].end)) {
+				out = append(out, fmt.Sprintf("%s: a call of %s at %s while one of %s was in flight", key, sp.revision, sp.start.Format(time.StampMilli), spans[i-1].revision))
+			}
+		}
 	}
 	return out
 }

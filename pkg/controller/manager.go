@@ -125,6 +125,9 @@ type Manager struct {
 	dcLister  getter[*v1alpha1.DecoratorController]
 	// identities work out whom each controller's loop acts as.
 	identities *identities
+	// group is Config.Shards as rollouts need it (rolloutshards.go), nil
+	// without --shards.
+	group shardGroup
 	// loops is what every controller's loop shares, once Run has made
 	// the recorder and the shared informers.
 	loops parentloop.Config
@@ -207,6 +210,7 @@ func NewManager(cfg Config) *Manager {
 		unchanged:  newUnchanged(cfg.Schemas),
 		identities: newIdentities(cfg),
 	}
+	m.group, _ = cfg.Shards.(shardGroup)
 	if cfg.Shards != nil {
 		// Before the replica acquires any shard: a gain unheard of would
 		// leave parents listed before it unsynced until the next resync.
@@ -318,6 +322,9 @@ func (m *Manager) enqueueGained(gained func(key string) bool) {
 	defer m.mu.Unlock()
 	for _, r := range m.running {
 		r.loop.EnqueueWhere(gained)
+		if r.rollout != nil {
+			r.rollout.previous.EnqueueWhere(gained)
+		}
 	}
 }
 
@@ -409,6 +416,12 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 			return err
 		}
 	}
+	if m.awaitsDriver(k, key, obj) {
+		// Until the rollout's driver has said how the new revision lands,
+		// the running loop goes on.
+		m.queue.AddAfter(key, time.Second)
+		return nil
+	}
 	var previous int64
 	if current != nil {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
@@ -425,6 +438,19 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 	run.start(ctx)
 	m.event(obj, corev1.EventTypeNormal, "Started", "Started controller: "+name)
 	return nil
+}
+
+// awaitsDriver tells whether, with --shards, this replica must wait for
+// the driver of the controller obj's rollout (the holder of its driverKey's
+// shard) to begin the rollout of its new revision: until its status does,
+// a replica that ran the revision before runs it on, and a replica that
+// does not drive can't tell which parents the new one runs.
+func (m *Manager) awaitsDriver(k kind, key string, obj controllerObject) bool {
+	if m.group == nil {
+		return false
+	}
+	revs := k.revisions(obj)
+	return revs.rollout != nil && (revs.status == nil || revs.status.UpdateRevision != revs.revision) && !m.group.Owns(driverKey(key))
 }
 
 // unchangedRun tells whether the running loop r runs obj as it is now,

@@ -32,6 +32,9 @@ import (
 // replica resumes it where it was with no record per parent. The driver
 // below moves the steps: it begins one, watches the update revision's
 // syncs of the parents it moved, and passes it, pauses it or rolls it back.
+// With --shards every replica runs both loops for the parents of its
+// shards and reports how its syncs went (rolloutshards.go); one of them,
+// the holder of the shard of the controller's key, drives.
 
 // defaultDeadline is how long a step's parents have to pass its gate
 // unless spec.rollout.health.deadlineSeconds says otherwise.
@@ -70,8 +73,38 @@ type rolloutRun struct {
 	// results are the update revision's last sync of each parent, since
 	// the rollout (or its last resume) began.
 	results map[types.UID]syncResult
-	// notBefore delays the next step by the step's pauseSeconds.
-	notBefore time.Time
+	// failures are the update revision's failed syncs in the step of
+	// failuresOf.
+	failures   int32
+	failuresOf stepKey
+
+	// shards are the replica's part of its group with --shards; nil
+	// without (this replica syncs every parent and drives).
+	shards *rolloutShards
+}
+
+// stepKey names a step under way: a resumed step is another.
+type stepKey struct {
+	revision int64
+	step     int32
+	start    time.Time
+}
+
+func keyOf(st *v1alpha1.RolloutStatus) stepKey {
+	k := stepKey{revision: st.UpdateRevision, step: st.Step}
+	if st.StepStartTime != nil {
+		k.start = st.StepStartTime.Time
+	}
+	return k
+}
+
+// failuresNow are the update revision's failed syncs in the step under
+// way; under mu.
+func (r *rolloutRun) failuresNow() int32 {
+	if k := keyOf(&r.status); k != r.failuresOf {
+		r.failures, r.failuresOf = 0, k
+	}
+	return r.failures
 }
 
 type syncResult struct {
@@ -86,6 +119,10 @@ func newRolloutRun(m *Manager, k kind, key string, owner controllerObject, spec 
 	update, previous *parentloop.Run) (*rolloutRun, error) {
 	r := &rolloutRun{m: m, k: k, key: key, store: k.status(m), update: update, previous: previous, owner: owner,
 		status: *status.DeepCopy(), results: map[types.UID]syncResult{}, began: time.Now()}
+	r.status.Replicas = nil
+	if m.group != nil {
+		r.shards = &rolloutShards{group: m.group, driverKey: driverKey(key)}
+	}
 	if err := r.setSpec(spec); err != nil {
 		return nil, err
 	}
@@ -140,7 +177,8 @@ func (r *rolloutRun) synced(parent *unstructured.Unstructured, err error) {
 	defer r.mu.Unlock()
 	r.results[parent.GetUID()] = syncResult{err: err, generation: parent.GetGeneration()}
 	if err != nil && r.status.Phase == v1alpha1.RolloutProgressing {
-		r.status.SyncFailures++
+		r.failuresNow()
+		r.failures++
 	}
 }
 
@@ -170,8 +208,26 @@ func (r *rolloutRun) stop() {
 }
 
 // tick moves the rollout on, as far as its parents allow, and writes its
-// status when that changed it.
+// status when that changed it. With --shards, a replica that does not
+// drive follows the driver's status and reports its own parents instead.
 func (r *rolloutRun) tick(ctx context.Context) {
+	if r.shards != nil {
+		driveCtx, done, driving := r.shards.group.Begin(ctx, r.shards.driverKey)
+		if !driving || !r.shards.driving {
+			// Following, or just now driving: from the status as the
+			// driver before wrote it.
+			r.adopt()
+		}
+		r.shards.driving = driving
+		if !driving {
+			r.report(ctx)
+			return
+		}
+		defer done()
+		ctx = driveCtx
+		// After its status: the driver's own parents, for all to see.
+		defer r.report(ctx)
+	}
 	r.mu.Lock()
 	moved, events := r.advance(ctx)
 	status, owner := r.status.DeepCopy(), r.owner
@@ -185,7 +241,7 @@ func (r *rolloutRun) tick(ctx context.Context) {
 	if r.written != nil && equality.Semantic.DeepEqual(r.written, status) {
 		return
 	}
-	err := r.store.mutate(ctx, owner.GetName(), owner.GetUID(), func(t *trackedStatus) { t.Rollout = status })
+	err := r.store.mutate(ctx, owner.GetName(), owner.GetUID(), func(t *trackedStatus) { t.Rollout = r.withReports(status, t.Rollout) })
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't write the controller's rollout status", "err", err)
 		return
@@ -215,7 +271,7 @@ func (r *rolloutRun) advance(ctx context.Context) (*rollout.Plan, []event) {
 		_, e = r.replanned(e)
 		return &rollout.Plan{None: true}, e
 	}
-	if st.Phase != v1alpha1.RolloutProgressing || time.Now().Before(r.notBefore) {
+	if st.Phase != v1alpha1.RolloutProgressing || (st.NextStepTime != nil && time.Now().Before(st.NextStepTime.Time)) {
 		return nil, nil
 	}
 	if st.StepStartTime == nil {
@@ -267,7 +323,7 @@ func (r *rolloutRun) resume(message string) []event {
 	st.Phase, st.Reason, st.Message = v1alpha1.RolloutProgressing, "Resumed", message
 	st.PausedTime, st.FailingParents, st.SyncFailures = nil, nil, 0
 	r.results = map[types.UID]syncResult{}
-	now := metav1.Now()
+	now := stamp(time.Now())
 	st.StepStartTime = &now
 	if restart {
 		st.StepStartTime, st.BucketLimit = nil, 0
@@ -286,8 +342,8 @@ func (r *rolloutRun) beginStep() []event {
 		}
 	}
 	st.BucketLimit = rollout.LimitOf(step, st.BucketLimit, waiting)
-	now := metav1.Now()
-	st.StepStartTime, st.SyncFailures, st.FailingParents = &now, 0, nil
+	now := stamp(time.Now())
+	st.StepStartTime, st.NextStepTime, st.SyncFailures, st.FailingParents = &now, nil, 0, nil
 	st.Reason, st.Message = "StepBegun", fmt.Sprintf("step %d of %d began", st.Step+1, st.Steps)
 	return []event{{corev1.EventTypeNormal, "RolloutStepBegun", fmt.Sprintf("Rollout of revision %d: step %d of %d began", st.UpdateRevision, st.Step+1, st.Steps)}}
 }
@@ -297,27 +353,14 @@ func (r *rolloutRun) beginStep() []event {
 // within its deadline, or spends its error budget, fails.
 func (r *rolloutRun) gate(ctx context.Context) (*rollout.Plan, []event) {
 	st := &r.status
-	var moved, healthy int32
-	var failing []string
-	for _, p := range r.update.Parents() {
-		if !r.updated(p) {
-			continue
-		}
-		moved++
-		if r.healthy(ctx, p) {
-			healthy++
-		} else {
-			key, _ := cache.MetaNamespaceKeyFunc(p)
-			failing = append(failing, key)
-		}
-	}
-	st.UpdatedParents, st.HealthyParents = moved, healthy
-	slices.Sort(failing)
+	t := r.tally(ctx)
+	st.UpdatedParents, st.HealthyParents, st.SyncFailures = t.Updated, t.Healthy, t.SyncFailures
+	failing, moved := t.Failing, t.Updated
 	if budget := r.spec.ErrorBudget; budget != nil && budget.MaxSyncFailures != nil && st.SyncFailures > *budget.MaxSyncFailures {
 		return r.fail("ErrorBudgetExceeded", fmt.Sprintf("%d syncs of revision %d failed in step %d, more than the budget of %d",
 			st.SyncFailures, st.UpdateRevision, st.Step+1, *budget.MaxSyncFailures), failing)
 	}
-	if len(failing) == 0 {
+	if len(failing) == 0 && len(t.Unreported) == 0 {
 		return r.pass()
 	}
 	deadline := defaultDeadline
@@ -325,11 +368,40 @@ func (r *rolloutRun) gate(ctx context.Context) (*rollout.Plan, []event) {
 		deadline = time.Duration(*h.DeadlineSeconds) * time.Second
 	}
 	if since := laterOf(st.StepStartTime.Time, r.began); time.Since(since) > deadline {
+		if len(failing) == 0 {
+			return r.fail("HealthCheckFailed", fmt.Sprintf("step %d was not reported on within %s: %s", st.Step+1, deadline, t.Waiting()), nil)
+		}
 		return r.fail("HealthCheckFailed", fmt.Sprintf("%d of %d parents of step %d were not synced by revision %d and healthy within %s",
 			len(failing), moved, st.Step+1, st.UpdateRevision, deadline), failing)
 	}
-	st.Reason, st.Message = "WaitingForHealthy", fmt.Sprintf("step %d of %d: %d of %d parents healthy", st.Step+1, st.Steps, healthy, moved)
+	st.Reason, st.Message = "WaitingForHealthy", fmt.Sprintf("step %d of %d: %d of %d parents healthy", st.Step+1, st.Steps, t.Healthy, moved)
+	if len(t.Unreported) > 0 {
+		st.Message += "; " + t.Waiting()
+	}
 	return nil, nil
+}
+
+// look is the gate's view of the parents this replica syncs: those the
+// step moved, those of them healthy, and the others' names; under mu.
+func (r *rolloutRun) look(ctx context.Context) rollout.Tally {
+	t := rollout.Tally{SyncFailures: r.failuresNow()}
+	for _, p := range r.update.Parents() {
+		if !r.updated(p) {
+			continue
+		}
+		key, _ := cache.MetaNamespaceKeyFunc(p)
+		if r.shards != nil && !r.shards.group.Owns(key) {
+			continue
+		}
+		t.Updated++
+		if r.healthy(ctx, p) {
+			t.Healthy++
+		} else {
+			t.Failing = append(t.Failing, key)
+		}
+	}
+	slices.Sort(t.Failing)
+	return t
 }
 
 // healthy tells whether a parent moved passes the gate: the update
@@ -354,7 +426,8 @@ func (r *rolloutRun) pass() (*rollout.Plan, []event) {
 	st := &r.status
 	events := []event{{corev1.EventTypeNormal, "RolloutStepPassed", fmt.Sprintf("Rollout of revision %d: step %d of %d passed, %d parents healthy", st.UpdateRevision, st.Step+1, st.Steps, st.HealthyParents)}}
 	if pause := r.spec.Steps[st.Step].PauseSeconds; pause != nil {
-		r.notBefore = time.Now().Add(time.Duration(*pause) * time.Second)
+		next := stamp(time.Now().Add(time.Duration(*pause) * time.Second))
+		st.NextStepTime = &next
 	}
 	st.Step++
 	st.StepStartTime, st.FailingParents = nil, nil
@@ -371,7 +444,7 @@ func (r *rolloutRun) pass() (*rollout.Plan, []event) {
 // fail ends the step as spec.rollout.onFailure says.
 func (r *rolloutRun) fail(reason, message string, failing []string) (*rollout.Plan, []event) {
 	st := &r.status
-	now := metav1.Now()
+	now := stamp(time.Now())
 	st.PausedTime, st.Reason, st.Message = &now, reason, message
 	st.FailingParents = failing[:min(len(failing), maxFailingNamed)]
 	if p := r.spec.OnFailure; p != nil && *p == v1alpha1.RolloutRollback {
@@ -402,6 +475,11 @@ func (r *rolloutRun) enqueueMoved(before *rollout.Plan) {
 	r.update.EnqueueWhere(func(key string) bool { return movedUp[key] })
 	r.previous.EnqueueWhere(func(key string) bool { return movedBack[key] })
 }
+
+// stamp is t as the status stores it, to the second: the driver's own
+// status is then the one every replica reads, and its report of a step
+// names the step as theirs do.
+func stamp(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
 
 func laterOf(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -444,13 +522,6 @@ func (m *Manager) rolloutToRun(ctx context.Context, k kind, obj controllerObject
 	st := revs.status
 	if st != nil && st.UpdateRevision == revs.revision {
 		return st, nil
-	}
-	if m.cfg.Shards != nil {
-		// The gate reads the update revision's syncs, which each replica
-		// sees only of its own shards: not yet with --shards.
-		next := landed(revs, "ShardsUnsupported", "with --shards a change lands on every parent at once: spec.rollout needs one replica, or --leader-elect")
-		m.event(obj, corev1.EventTypeWarning, "RolloutUnsupported", next.Message)
-		return next, store.mutate(ctx, obj.GetName(), obj.GetUID(), func(t *trackedStatus) { t.Rollout = next })
 	}
 	current := previous
 	switch {

@@ -51,7 +51,13 @@ func NewPlan(steps []v1alpha1.RolloutStep, status *v1alpha1.RolloutStatus) (*Pla
 		return &Plan{None: true}, nil
 	}
 	p := &Plan{BucketLimit: status.BucketLimit}
-	for i := 0; i <= int(status.Step); i++ {
+	// A step passed whose next one has not begun (its pause) moves none
+	// of the next step's parents yet.
+	last := int(status.Step)
+	if status.StepStartTime == nil {
+		last--
+	}
+	for i := 0; i <= last; i++ {
 		if s := steps[i].Selector; s != nil {
 			sel, err := metav1.LabelSelectorAsSelector(s)
 			if err != nil {

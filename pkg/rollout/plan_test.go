@@ -65,6 +65,8 @@ func TestPlanMovesParentsStepByStep(t *testing.T) {
 			}
 		}
 		st.BucketLimit = LimitOf(step, st.BucketLimit, waiting)
+		began := metav1.Now()
+		st.StepStartTime = &began
 		p, err := NewPlan(steps, st)
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +128,33 @@ func TestHealth(t *testing.T) {
 	for _, bad := range []string{"parent.status.", "1 + 1", "nosuch.field"} {
 		if err := CheckHealth(bad); err == nil {
 			t.Errorf("CheckHealth(%q) accepted it", bad)
+		}
+	}
+}
+
+// TestPlanMovesNoParentOfAStepNotBegun: between a step that passed and the
+// next (its pause), the next step's selector moves none of its parents,
+// on a replica that reads the status as well as on the driver.
+func TestPlanMovesNoParentOfAStepNotBegun(t *testing.T) {
+	ps := parents(100)
+	steps := []v1alpha1.RolloutStep{
+		{Percent: ptr.To[int32](0)},
+		{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}},
+	}
+	began := metav1.Now()
+	for _, tc := range []struct {
+		status *v1alpha1.RolloutStatus
+		want   int
+	}{
+		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 1}, 0},
+		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 1, StepStartTime: &began}, 10},
+	} {
+		p, err := NewPlan(steps, tc.status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := updated(p, ps); n != tc.want {
+			t.Errorf("step %d begun %v: %d parents updated, want %d", tc.status.Step, tc.status.StepStartTime != nil, n, tc.want)
 		}
 	}
 }

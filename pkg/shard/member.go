@@ -74,7 +74,9 @@ type Member struct {
 	// seen is, for every Lease of the group, its last record and when
 	// this replica saw it change, on its own clock: as client-go's
 	// leader election, it never compares its clock with a holder's.
-	seen      map[string]observation
+	seen map[string]observation
+	// listed are the group's Leases as the last round read them, by name.
+	listed    map[string]*coordinationv1.Lease
 	listeners []func(gained func(key string) bool)
 	// leader holds the group's leader-election Lease as last read, "" for
 	// nobody: while it does, this replica syncs no parent.
@@ -207,6 +209,30 @@ func (m *Member) Owned() []int {
 	return out
 }
 
+// Identity is this replica's in the group.
+func (m *Member) Identity() string { return m.cfg.Identity }
+
+// Holders are the replicas that hold each shard now, as this replica saw
+// the group's Leases in its last round ("" for a shard nobody holds, or
+// whose Lease expired): a rollout's driver counts each shard's report
+// from its holder only.
+func (m *Member) Holders() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	out := make([]string, m.cfg.Shards)
+	for s := range out {
+		if m.ownsLocked(s) {
+			out[s] = m.cfg.Identity
+			continue
+		}
+		if l := m.listed[m.shardLeaseName(s)]; l != nil && holder(l) != m.cfg.Identity && !m.expiredLocked(l, now) {
+			out[s] = holder(l)
+		}
+	}
+	return out
+}
+
 // Run keeps this replica's part until ctx is done, then stops syncing and
 // releases its Leases, so that the others take its shards at once.
 func (m *Member) Run(ctx context.Context) {
@@ -253,6 +279,7 @@ func (m *Member) step(ctx context.Context) {
 	var members, disagree []string
 	var stale []*coordinationv1.Lease
 	m.mu.Lock()
+	m.listed = byName
 	for i := range list.Items {
 		l := &list.Items[i]
 		byName[l.Name] = l

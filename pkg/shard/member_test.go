@@ -465,3 +465,37 @@ func TestAReplicaThatCannotReadTheGroupKeepsItsShards(t *testing.T) {
 		t.Errorf("a owns %d shards after failing to list the group for two lease durations, want all %d", got, testShards)
 	}
 }
+
+// TestEveryReplicaSeesWhoHoldsEachShard: once settled, every replica's
+// Holders names each shard's owner (as of its last round); a dead
+// replica's shards are their new owner's once its Leases expired.
+func TestEveryReplicaSeesWhoHoldsEachShard(t *testing.T) {
+	c := newCluster()
+	a, b, d := c.join(t, "a"), c.join(t, "b"), c.join(t, "d")
+	c.settle(t, a, b, d)
+	// A replica sees the Leases of the others as of its last round.
+	c.round(t, a, b, d)
+	want := make([]string, testShards)
+	for _, r := range []*replica{a, b, d} {
+		for _, s := range r.Owned() {
+			want[s] = r.Identity()
+		}
+	}
+	for _, r := range []*replica{a, b, d} {
+		if got := r.Holders(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s sees the holders %v, want %v", r.Identity(), got, want)
+		}
+	}
+	dead := d.Owned()
+	d.cut.Store(true)
+	c.settle(t, a, b)
+	c.round(t, a, b)
+	for _, r := range []*replica{a, b} {
+		got := r.Holders()
+		for _, s := range dead {
+			if got[s] == "d" || got[s] == "" {
+				t.Errorf("%s sees shard %d of the dead d held by %q, want a or b", r.Identity(), s, got[s])
+			}
+		}
+	}
+}

@@ -72,7 +72,9 @@ func firstStepOf(controller runtime.Object) func(metav1.Object) bool {
 	if r == nil || len(r.Steps) == 0 || r.Steps[0].MaxParents != nil {
 		return nil
 	}
-	status := &v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, BucketLimit: controllerrollout.LimitOf(r.Steps[0], 0, nil)}
+	// The first step, begun.
+	began := metav1.Now()
+	status := &v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, BucketLimit: controllerrollout.LimitOf(r.Steps[0], 0, nil), StepStartTime: &began}
 	plan, err := controllerrollout.NewPlan(r.Steps, status)
 	if err != nil {
 		return nil

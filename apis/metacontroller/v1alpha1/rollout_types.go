@@ -170,6 +170,50 @@ type RolloutStatus struct {
 	// +optional
 	// +listType=atomic
 	FailingParents []string `json:"failingParents,omitempty"`
+	// nextStepTime is when the next step may begin, after the pause of
+	// the step that passed (its pauseSeconds).
+	// +optional
+	NextStepTime *metav1.Time `json:"nextStepTime,omitempty"`
+	// driver is the replica that moves the rollout's steps, with --shards:
+	// the holder of the shard of the controller's name.
+	// +optional
+	Driver string `json:"driver,omitempty"`
+	// replicas are, with --shards, what each replica saw of the step
+	// under way among the parents of the shards it holds: the driver sums
+	// the reports of every shard's holder to gate the step.
+	// +optional
+	// +listType=map
+	// +listMapKey=replica
+	Replicas []RolloutReplicaReport `json:"replicas,omitempty"`
+}
+
+// RolloutReplicaReport is what one replica of a group run with --shards
+// saw of a rollout's step among the parents of the shards it holds.
+type RolloutReplicaReport struct {
+	// replica is the replica's identity in the shard group.
+	Replica string `json:"replica"`
+	// shards are the shards it held when it reported.
+	// +optional
+	// +listType=set
+	Shards []int32 `json:"shards,omitempty"`
+	// updateRevision, step and stepStartTime name the step reported on.
+	// +optional
+	UpdateRevision int64 `json:"updateRevision,omitempty"`
+	// +optional
+	Step int32 `json:"step,omitempty"`
+	// +optional
+	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
+	// updatedParents, healthyParents, syncFailures and failingParents are
+	// RolloutStatus's, among the parents of its shards.
+	// +optional
+	UpdatedParents int32 `json:"updatedParents,omitempty"`
+	// +optional
+	HealthyParents int32 `json:"healthyParents,omitempty"`
+	// +optional
+	SyncFailures int32 `json:"syncFailures,omitempty"`
+	// +optional
+	// +listType=atomic
+	FailingParents []string `json:"failingParents,omitempty"`
 }
 
 // RevisionRecord is what a revision of a controller is besides its spec:

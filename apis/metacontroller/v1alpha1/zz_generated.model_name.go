@@ -277,6 +277,11 @@ func (in RolloutHealth) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutReplicaReport) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutReplicaReport"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RolloutStatus) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.RolloutStatus"
 }

@@ -112,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &metacontrollerv1alpha1.RolloutErrorBudgetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutHealth"):
 		return &metacontrollerv1alpha1.RolloutHealthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutReplicaReport"):
+		return &metacontrollerv1alpha1.RolloutReplicaReportApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutStatus"):
 		return &metacontrollerv1alpha1.RolloutStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutStep"):

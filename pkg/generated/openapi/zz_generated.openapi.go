@@ -84,6 +84,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.RevisionRecord{}.OpenAPIModelName():                              schema_composite_apiserver_apis_metacontroller_v1alpha1_RevisionRecord(ref),
 		v1alpha1.RolloutErrorBudget{}.OpenAPIModelName():                          schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutErrorBudget(ref),
 		v1alpha1.RolloutHealth{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutHealth(ref),
+		v1alpha1.RolloutReplicaReport{}.OpenAPIModelName():                        schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutReplicaReport(ref),
 		v1alpha1.RolloutStatus{}.OpenAPIModelName():                               schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStatus(ref),
 		v1alpha1.RolloutStep{}.OpenAPIModelName():                                 schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStep(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                             schema_composite_apiserver_apis_metacontroller_v1alpha1_SecretReference(ref),
@@ -2715,6 +2716,104 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutHealth(ref c
 	}
 }
 
+func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutReplicaReport(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutReplicaReport is what one replica of a group run with --shards saw of a rollout's step among the parents of the shards it holds.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replica is the replica's identity in the shard group.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"shards": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "shards are the shards it held when it reported.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+					"updateRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "updateRevision, step and stepStartTime name the step reported on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"stepStartTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"updatedParents": {
+						SchemaProps: spec.SchemaProps{
+							Description: "updatedParents, healthyParents, syncFailures and failingParents are RolloutStatus's, among the parents of its shards.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"healthyParents": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"syncFailures": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"failingParents": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"replica"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2828,11 +2927,45 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_RolloutStatus(ref c
 							},
 						},
 					},
+					"nextStepTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nextStepTime is when the next step may begin, after the pause of the step that passed (its pauseSeconds).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"driver": {
+						SchemaProps: spec.SchemaProps{
+							Description: "driver is the replica that moves the rollout's steps, with --shards: the holder of the shard of the controller's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replicas": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"replica",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "replicas are, with --shards, what each replica saw of the step under way among the parents of the shards it holds: the driver sums the reports of every shard's holder to gate the step.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RolloutReplicaReport{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName()},
+			v1alpha1.RolloutReplicaReport{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -61,6 +61,16 @@ type RolloutStatusApplyConfiguration struct {
 	// failingParents name (namespace/name, at most 20) the step's parents
 	// that failed its gate.
 	FailingParents []string `json:"failingParents,omitempty"`
+	// nextStepTime is when the next step may begin, after the pause of
+	// the step that passed (its pauseSeconds).
+	NextStepTime *v1.Time `json:"nextStepTime,omitempty"`
+	// driver is the replica that moves the rollout's steps, with --shards:
+	// the holder of the shard of the controller's name.
+	Driver *string `json:"driver,omitempty"`
+	// replicas are, with --shards, what each replica saw of the step
+	// under way among the parents of the shards it holds: the driver sums
+	// the reports of every shard's holder to gate the step.
+	Replicas []RolloutReplicaReportApplyConfiguration `json:"replicas,omitempty"`
 }
 
 // RolloutStatusApplyConfiguration constructs a declarative configuration of the RolloutStatus type for use with
@@ -179,6 +189,35 @@ func (b *RolloutStatusApplyConfiguration) WithSyncFailures(value int32) *Rollout
 func (b *RolloutStatusApplyConfiguration) WithFailingParents(values ...string) *RolloutStatusApplyConfiguration {
 	for i := range values {
 		b.FailingParents = append(b.FailingParents, values[i])
+	}
+	return b
+}
+
+// WithNextStepTime sets the NextStepTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NextStepTime field is set to the value of the last call.
+func (b *RolloutStatusApplyConfiguration) WithNextStepTime(value v1.Time) *RolloutStatusApplyConfiguration {
+	b.NextStepTime = &value
+	return b
+}
+
+// WithDriver sets the Driver field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Driver field is set to the value of the last call.
+func (b *RolloutStatusApplyConfiguration) WithDriver(value string) *RolloutStatusApplyConfiguration {
+	b.Driver = &value
+	return b
+}
+
+// WithReplicas adds the given value to the Replicas field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Replicas field.
+func (b *RolloutStatusApplyConfiguration) WithReplicas(values ...*RolloutReplicaReportApplyConfiguration) *RolloutStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReplicas")
+		}
+		b.Replicas = append(b.Replicas, *values[i])
 	}
 	return b
 }

@@ -422,13 +422,19 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 		m.queue.AddAfter(key, time.Second)
 		return nil
 	}
-	var previous int64
 	if current != nil {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
-		previous = current.revision
-		m.stopRun(key, current)
 	}
-	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject), previous)
+	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject), current)
+	if current != nil {
+		if run != nil && run.rollout != nil && run.rollout.previous == current.loop {
+			// Its loop runs on as the previous revision's of the
+			// rollout begun: its parents are not synced again.
+			current.tracker.retire(run.tracker)
+		} else {
+			m.stopRun(key, current)
+		}
+	}
 	if err != nil {
 		return m.notStarted(ctx, logger, k, key, obj, err)
 	}
@@ -471,8 +477,9 @@ func (m *Manager) stopRun(key string, r *running) {
 
 // newRun compiles owner, a controller of kind k, checks its author, and
 // makes its loop, reporting to a new status tracker, with the rollout it
-// runs, begun from previous, the revision its loop ran until now.
-func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject, previous int64) (*running, error) {
+// runs, begun from current, the controller's loop until now (nil for
+// none), which the rollout may take on as its previous revision's.
+func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject, current *running) (*running, error) {
 	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
 		return nil, err
@@ -487,7 +494,7 @@ func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controll
 	}
 	status.counts = loop.Counts
 	r := &running{owner: owner, def: def, loop: loop, tracker: status, revision: k.revisions(owner).revision}
-	if err := m.withRollout(ctx, k, key, r, previous); err != nil {
+	if err := m.withRollout(ctx, k, key, r, current); err != nil {
 		loop.Close()
 		return nil, err
 	}

@@ -52,8 +52,10 @@ type rolloutRun struct {
 	k     kind
 	key   string
 	store statusStore
-	// previous is the current revision's loop.
-	previous *parentloop.Run
+	// previous is the current revision's loop; previousRunning when it is
+	// the controller's loop until the rollout began, running already.
+	previous        *parentloop.Run
+	previousRunning bool
 	// update is the update revision's loop, for its parents.
 	update *parentloop.Run
 	plan   atomic.Pointer[rollout.Plan]
@@ -193,7 +195,9 @@ func (r *rolloutRun) complete() bool {
 func (r *rolloutRun) start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done = make(chan struct{})
-	r.previous.Start(ctx)
+	if !r.previousRunning {
+		r.previous.Start(ctx)
+	}
 	go func() {
 		defer close(r.done)
 		wait.UntilWithContext(ctx, r.tick, rolloutTick)
@@ -555,10 +559,15 @@ func landed(revs revisions, reason, message string) *v1alpha1.RolloutStatus {
 }
 
 // withRollout adds to r, just made, the rollout it runs, if any: the
-// previous revision's loop and the driver. previous is the revision the
-// controller's loop ran until now.
-func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *running, previous int64) error {
+// previous revision's loop and the driver. current is the controller's
+// loop until now, nil for none: when it ran the previous revision as the
+// rollout's previous revision runs it, the rollout takes it on as it is.
+func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *running, current *running) error {
 	revs := k.revisions(r.owner)
+	var previous int64
+	if current != nil {
+		previous = current.revision
+	}
 	st, err := m.rolloutToRun(ctx, k, r.owner, revs, previous)
 	if err != nil || st == nil || st.Phase == v1alpha1.RolloutComplete {
 		return err
@@ -566,6 +575,13 @@ func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *runnin
 	at, ok := revs.at(st.CurrentRevision)
 	if !ok {
 		return fmt.Errorf("revision %d, which the rollout's parents not yet moved run, is no longer in status.history", st.CurrentRevision)
+	}
+	if m.continues(k, current, at, st.CurrentRevision) {
+		r.rollout, err = newRolloutRun(m, k, key, r.owner, revs.rollout, st, r.loop, current.loop)
+		if err == nil {
+			r.rollout.previousRunning = true
+		}
+		return err
 	}
 	def, err := k.compile(at, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
@@ -583,6 +599,16 @@ func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *runnin
 		return err
 	}
 	return nil
+}
+
+// continues tells whether current, the controller's loop until now, runs
+// revision at (numbered revision) exactly as a new loop of it would: then
+// it goes on as the rollout's previous revision's loop, and the parents
+// not moved are not synced again because a rollout began.
+func (m *Manager) continues(k kind, current *running, at controllerObject, revision int64) bool {
+	return current != nil && current.rollout == nil && current.revision == revision &&
+		equality.Semantic.DeepEqual(current.def.Author, k.author(at)) &&
+		!current.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known()))
 }
 
 // followRollout takes a change of the controller r runs that kept its

@@ -38,6 +38,25 @@ type statusTracker struct {
 	lastSync      time.Time
 	lastSyncError string
 	written       *trackedStatus
+	// successor, once set, is the tracker of the controller's next
+	// revision, whose rollout took this one's loop on as its previous
+	// revision's: this one writes nothing more, and passes what its loop
+	// reports on to it.
+	successor *statusTracker
+}
+
+// retire makes successor the tracker this one's loop reports to.
+func (s *statusTracker) retire(successor *statusTracker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.successor = successor
+}
+
+// next is the successor to report to, nil while this tracker is current.
+func (s *statusTracker) next() *statusTracker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.successor
 }
 
 var _ parentloop.Status = &statusTracker{}
@@ -69,6 +88,10 @@ func (s *statusTracker) Started(message string) {
 // HookCalled records whether the hooks answered; an invalid answer is a
 // reachable hook with a wrong answer.
 func (s *statusTracker) HookCalled(err error) {
+	if n := s.next(); n != nil {
+		n.HookCalled(err)
+		return
+	}
 	var call *hooks.CallError
 	c := metav1.Condition{Type: v1alpha1.ConditionHookReachable, Status: metav1.ConditionTrue, Reason: "HookAnswered", Message: "the last hook call was answered"}
 	if err != nil && errors.As(err, &call) {
@@ -83,6 +106,10 @@ func (s *statusTracker) HookCalled(err error) {
 // needed as the controller's subject: a refusal names the subject and the
 // right.
 func (s *statusTracker) Authorized(err error) {
+	if n := s.next(); n != nil {
+		n.Authorized(err)
+		return
+	}
 	c := metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionTrue, Reason: "Allowed", Message: "the last sync was allowed everything it did"}
 	if err != nil {
 		c = metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionFalse, Reason: "Forbidden", Message: truncate(err.Error(), 1024)}
@@ -94,6 +121,10 @@ func (s *statusTracker) Authorized(err error) {
 
 // Synced records how the last sync ended.
 func (s *statusTracker) Synced(err error) {
+	if n := s.next(); n != nil {
+		n.Synced(err)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastSync = time.Now()
@@ -140,6 +171,9 @@ func (s *statusTracker) desired() trackedStatus {
 }
 
 func (s *statusTracker) write(ctx context.Context) {
+	if s.next() != nil {
+		return
+	}
 	status := s.desired()
 	if s.written != nil && sameStatus(*s.written, status) {
 		return

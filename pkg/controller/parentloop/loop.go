@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
@@ -52,7 +53,7 @@ type parentLoop struct {
 	actor *rights.Actor
 	// revision, during a rollout, is which parents this revision of the
 	// controller syncs; nil for all of them.
-	revision *Revision
+	revision atomic.Pointer[Revision]
 
 	parents  informers.GenericInformer
 	children map[schema.GroupVersionResource]informers.GenericInformer

@@ -24,11 +24,12 @@ type Revision struct {
 	Synced func(parent *unstructured.Unstructured, err error)
 }
 
-// SetRevision makes the loop sync only the parents rev runs; call it
-// before Start.
+// SetRevision makes the loop sync only the parents rev runs, from its
+// next turn on a parent: before Start, or while it runs (the loop that
+// ran every parent becomes the previous revision's of a rollout).
 func (r *Run) SetRevision(rev Revision) {
 	for _, pc := range r.pcs {
-		pc.revision = &rev
+		pc.revision.Store(&rev)
 	}
 }
 
@@ -52,13 +53,14 @@ func (r *Run) Parents() []*unstructured.Unstructured {
 // runs tells whether this loop syncs parent: not when another revision
 // of the controller does.
 func (pc *parentLoop) runs(parent metav1.Object) bool {
-	return pc.revision == nil || pc.revision.Runs(parent)
+	rev := pc.revision.Load()
+	return rev == nil || rev.Runs(parent)
 }
 
 // revisionSynced tells the revision how the sync of parent ended.
 func (pc *parentLoop) revisionSynced(parent *unstructured.Unstructured, err error) {
-	if pc.revision != nil && pc.revision.Synced != nil {
-		pc.revision.Synced(parent, err)
+	if rev := pc.revision.Load(); rev != nil && rev.Synced != nil {
+		rev.Synced(parent, err)
 	}
 }
 

@@ -135,7 +135,10 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 		pc.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
 		return 0, nil, err
 	}
-	res, err := pc.rec.Sync(ctx, pc.env(), parent, reconcile.Options{StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites})
+	res, err := pc.rec.Sync(ctx, pc.env(), parent, reconcile.Options{
+		StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites,
+		Encodings:              pc.encodings.Parent(key),
+	})
 	if res.Plan != nil || err != nil {
 		pc.status.HookCalled(err)
 		pc.revisionSynced(parent, err)
@@ -172,6 +175,7 @@ func (pc *parentLoop) parent(key string) (*unstructured.Unstructured, error) {
 	}
 	if apierrors.IsNotFound(err) {
 		pc.expectations.Forget(key)
+		pc.encodings.Forget(key)
 		return nil, nil
 	}
 	if err != nil {

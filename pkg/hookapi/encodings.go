@@ -55,11 +55,14 @@ func unstructuredContent(obj *unstructured.Unstructured) any {
 // an object alike, so the same UID and resourceVersion mean the same
 // bytes.
 //
-// Its memory is bounded by the children of the live parents: each sync
-// of a parent replaces the parent's entries with those its request used
-// (a deleted child drops out at its parent's next sync), and Forget drops
-// a parent that is gone. The zero value is ready to use; it is safe for
-// concurrent use by syncs of different parents.
+// Its memory is bounded by the children of the parents it holds: each
+// sync of a parent replaces the parent's entries with those its request
+// used (a deleted child drops out at its parent's next sync), and Forget
+// drops a parent, which the loop does when it is gone and when its sync
+// wrote nothing (converged: no echo will call the hook again soon), so
+// that only the parents converging hold encodings. The zero value is
+// ready to use; it is safe for concurrent use by syncs of different
+// parents.
 type EncodingCache struct {
 	mu      sync.Mutex
 	parents map[string]*Encodings

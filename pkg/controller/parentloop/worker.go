@@ -153,6 +153,14 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 	}
 	writes := writesOf(res.Done, res.ParentWrites)
 	writes.StatusDeferred = res.StatusDeferred
+	if err == nil && len(writes.Children) == 0 && len(writes.Parent) == 0 {
+		// Converged: no echo of this sync will call the hook again, and
+		// the next sync, whenever something changes, may be hours away.
+		// Keeping the children's encodings only while a parent's writes
+		// are in flight bounds them by the parents converging, not by
+		// every parent.
+		pc.encodings.Forget(key)
+	}
 	if err != nil {
 		return 0, writes, err
 	}

@@ -89,6 +89,10 @@ type Input struct {
 	// defaulting and admission make of an apply, which the local merge
 	// does not see. Nil (no cluster) goes by Ownership alone.
 	DryRun DryRunner
+	// Encodings, when set, keep the encoding of the observed children
+	// the hook request sends, for the parent's next sync to reuse (the
+	// loop's EncodingCache); nil encodes them on every call.
+	Encodings *hookapi.Encodings
 }
 
 // DryRunner server-side applies a desired child, as the apply of a plan
@@ -153,7 +157,9 @@ func InProcess(h hookapi.SyncHook) SyncHook {
 type inProcess struct{ hookapi.SyncHook }
 
 func (h inProcess) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
-	resp, err := h.Sync(ctx, req)
+	// The request holds the caller's objects, which may be an informer
+	// cache's: Go code gets copies, which it may modify.
+	resp, err := h.Sync(ctx, req.DeepCopy())
 	if err != nil || resp == nil {
 		return resp, nil, err
 	}
@@ -204,8 +210,9 @@ func asDecodedObjects(objs []*unstructured.Unstructured) []*unstructured.Unstruc
 // and answered, and what to do to each child.
 type Plan struct {
 	// HookRequest is exactly what was sent to the sync or finalize hook;
-	// nil when no hook was called. It holds copies of the observed objects;
-	// an in-process hook that modifies its request modifies only these.
+	// nil when no hook was called. It holds the observed objects of Input,
+	// not copies: read it, don't modify it. An in-process hook gets a deep
+	// copy of it, which it may modify.
 	HookRequest *hookapi.SyncHookRequest
 	// HookRequestJSON is HookRequest as it was sent, when the hook says
 	// (a webhook does): the same bytes json.Marshal makes of HookRequest,
@@ -403,12 +410,15 @@ func (c *computation) desire(ctx context.Context, h chosenHook, parent *unstruct
 	if err != nil {
 		return nil, nil, err
 	}
+	// No copies: a webhook only encodes its request, and an in-process
+	// hook gets a copy (InProcess).
 	req := &hookapi.SyncHookRequest{
-		Controller: c.in.Definition.Object.DeepCopy(),
-		Parent:     parent.DeepCopy(),
+		Controller: c.in.Definition.Object,
+		Parent:     parent,
 		Children:   c.in.observedMap(h.version),
 		Related:    related,
 		Finalizing: c.plan.Finalizing,
+		Encodings:  c.in.Encodings,
 	}
 	if c.plan.HookRequest == nil {
 		c.plan.HookRequest = req
@@ -454,8 +464,9 @@ func (c *computation) leaveChildren() error {
 
 // observedMap is the children of the hook request: the owned children and
 // the orphans about to be adopted (Metacontroller sends those too), keyed as
-// the hook version wants. The objects are copies, so that an in-process hook
-// that modifies its request cannot corrupt an informer cache or the plan.
+// the hook version wants. The objects are the caller's, not copies: an
+// in-process hook gets a copy of its request (InProcess), and a webhook only
+// encodes it.
 func (in *Input) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjectMap {
 	m := hookapi.RelativeObjectMap{}
 	// Send an empty group for each declared child resource, so a hook can
@@ -478,7 +489,7 @@ func (in *Input) observedMap(version v1alpha1.HookVersion) hookapi.RelativeObjec
 	for _, list := range [][]*unstructured.Unstructured{ch.Owned, ch.Adopt} {
 		for _, obj := range list {
 			if obj != nil {
-				m.InsertRelative(version, in.Parent, obj.DeepCopy())
+				m.InsertRelative(version, in.Parent, obj)
 			}
 		}
 	}
@@ -548,7 +559,8 @@ func (c *computation) related(ctx context.Context, parent *unstructured.Unstruct
 		}
 		for _, obj := range objs {
 			if obj != nil {
-				m.InsertRelative(version, parent, obj.DeepCopy())
+				// Not copied, as the observed children (observedMap).
+				m.InsertRelative(version, parent, obj)
 			}
 		}
 	}

@@ -402,8 +402,13 @@ func TestComputeHookRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if plan.HookRequest != req {
-				t.Errorf("plan.HookRequest is not the request sent")
+			// The hook got a copy of plan.HookRequest, with the same
+			// objects.
+			if !reflect.DeepEqual(plan.HookRequest, req) || plan.HookRequest == req {
+				t.Errorf("plan.HookRequest is not a copy of the request sent")
+			}
+			if plan.HookRequest.Children["ConfigMap.v1"][tc.wantKeys[0]] != children.Owned[0] {
+				t.Errorf("plan.HookRequest holds a copy of the observed child, not the child itself")
 			}
 			var keys []string
 			for k := range req.Children["ConfigMap.v1"] {
@@ -609,7 +614,7 @@ func TestComputeFinalizing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sent == nil || !sent.Finalizing || plan.HookRequest != sent {
+		if sent == nil || !sent.Finalizing || !reflect.DeepEqual(plan.HookRequest, sent) {
 			t.Fatalf("finalize request %+v", sent)
 		}
 		if !plan.Finalizing || plan.Response == nil || !plan.Response.Finalized {

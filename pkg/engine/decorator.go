@@ -49,7 +49,8 @@ func InProcessDecorator(h hookapi.DecoratorHook) DecoratorHook {
 type inProcessDecorator struct{ hookapi.DecoratorHook }
 
 func (h inProcessDecorator) DecorateSent(ctx context.Context, req *hookapi.DecoratorHookRequest) (*hookapi.DecoratorHookResponse, []byte, error) {
-	resp, err := h.Decorate(ctx, req)
+	// As InProcess: Go code gets copies of the caller's objects.
+	resp, err := h.Decorate(ctx, req.DeepCopy())
 	if err != nil || resp == nil {
 		return resp, nil, err
 	}
@@ -77,7 +78,7 @@ func (c *computation) callHook(ctx context.Context, h chosenHook, req *hookapi.S
 		return h.sync.SyncSent(ctx, req)
 	}
 	resp, sent, err := h.decorator.DecorateSent(ctx, &hookapi.DecoratorHookRequest{
-		Controller:  def.Decorator.DeepCopy(),
+		Controller:  def.Decorator,
 		Object:      req.Parent,
 		Attachments: req.Children,
 		Related:     req.Related,

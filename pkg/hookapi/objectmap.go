@@ -117,14 +117,22 @@ func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, 1024))
 	// An Encoder writes into buf from encoding/json's pooled buffers, where
 	// json.Marshal would return a new slice per object to copy.
-	enc := json.NewEncoder(buf)
+	if err := m.writeJSON(buf, json.NewEncoder(buf), nil); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSON writes MarshalJSON's bytes to buf through enc, which writes
+// into buf; the objects' from encodings when set.
+func (m RelativeObjectMap) writeJSON(buf *bytes.Buffer, enc *json.Encoder, encodings *Encodings) error {
 	buf.WriteByte('{')
 	for i, g := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		if err := writeKey(buf, g); err != nil {
-			return nil, err
+			return err
 		}
 		buf.WriteByte('{')
 		for j, k := range slices.Sorted(maps.Keys(m[g])) {
@@ -132,23 +140,26 @@ func (m RelativeObjectMap) MarshalJSON() ([]byte, error) {
 				buf.WriteByte(',')
 			}
 			if err := writeKey(buf, k); err != nil {
-				return nil, err
+				return err
 			}
 			obj := m[g][k]
-			if obj == nil {
+			var err error
+			switch {
+			case obj == nil:
 				buf.WriteString("null")
-				continue
+			case encodings != nil:
+				err = encodings.write(buf, enc, obj)
+			default:
+				err = encodeObject(buf, enc, obj.Object)
 			}
-			if err := enc.Encode(obj.Object); err != nil {
-				return nil, err
+			if err != nil {
+				return err
 			}
-			// Encode ends each value with a newline.
-			buf.Truncate(buf.Len() - 1)
 		}
 		buf.WriteByte('}')
 	}
 	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return nil
 }
 
 // writeKey writes key, JSON-encoded as encoding/json encodes a map key,

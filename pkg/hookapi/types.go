@@ -24,6 +24,10 @@ type SyncHookRequest struct {
 	// Finalizing is true when the finalize hook is called because the parent
 	// is being deleted.
 	Finalizing bool `json:"finalizing"`
+	// Encodings, when set, are where the request's encoding takes the
+	// observed children's JSON from and keeps it for the parent's next
+	// sync (EncodingCache); not sent. The loop sets them.
+	Encodings *Encodings `json:"-"`
 }
 
 // SyncHookResponse is what the sync and finalize hooks answer.

@@ -26,6 +26,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
 // finalizingResync is how soon a parent whose finalize hook did not finalize
@@ -96,6 +97,9 @@ type Options struct {
 	// out; an error stops the sync there. A live /sync checks the caller's
 	// own rights with it.
 	Allow func(ctx context.Context, plan *engine.Plan) error
+	// Encodings keep the observed children's encoding for the parent's
+	// next sync (engine.Input.Encodings); the loop sets them.
+	Encodings *hookapi.Encodings
 }
 
 // Result is what one Sync found and did.
@@ -219,6 +223,7 @@ func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructu
 		Ownership:  env.Ownership,
 		DryRun:     c.dryRunner(env),
 		Existing:   c.existing(env, opts),
+		Encodings:  opts.Encodings,
 	})
 	if err != nil {
 		c.computeFailedEvent(env, opts, parent, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
@@ -80,7 +81,10 @@ type parentLoop struct {
 	// expectations tell the watch events of the loop's own writes (their
 	// echoes) from others'.
 	expectations *expectations.Expectations
-	status       Status
+	// encodings keep each parent's observed children as its last hook
+	// request encoded them, for its next sync.
+	encodings hookapi.EncodingCache
+	status    Status
 	// writesStatus: this loop runs the status tracker it shares with its
 	// controller's other parent loops.
 	writesStatus bool

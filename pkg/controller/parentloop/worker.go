@@ -135,7 +135,10 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 		pc.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
 		return 0, nil, err
 	}
-	res, err := pc.rec.Sync(ctx, pc.env(), parent, reconcile.Options{StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites})
+	res, err := pc.rec.Sync(ctx, pc.env(), parent, reconcile.Options{
+		StatusAfterChildEchoes: mayDefer && !pc.rec.Def.IgnoreOwnChildWrites,
+		Encodings:              pc.encodings.Parent(key),
+	})
 	if res.Plan != nil || err != nil {
 		pc.status.HookCalled(err)
 		pc.revisionSynced(parent, err)
@@ -150,6 +153,14 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 	}
 	writes := writesOf(res.Done, res.ParentWrites)
 	writes.StatusDeferred = res.StatusDeferred
+	if err == nil && len(writes.Children) == 0 && len(writes.Parent) == 0 {
+		// Converged: no echo of this sync will call the hook again, and
+		// the next sync, whenever something changes, may be hours away.
+		// Keeping the children's encodings only while a parent's writes
+		// are in flight bounds them by the parents converging, not by
+		// every parent.
+		pc.encodings.Forget(key)
+	}
 	if err != nil {
 		return 0, writes, err
 	}
@@ -172,6 +183,7 @@ func (pc *parentLoop) parent(key string) (*unstructured.Unstructured, error) {
 	}
 	if apierrors.IsNotFound(err) {
 		pc.expectations.Forget(key)
+		pc.encodings.Forget(key)
 		return nil, nil
 	}
 	if err != nil {

@@ -1,0 +1,210 @@
+package hookapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// MarshalJSON writes what encoding/json writes for the request's fields,
+// the observed children taken from r.Encodings when set. It writes every
+// field into one buffer: through json.Marshal of the fields, the bytes of
+// each Marshaler among them (the objects, the maps of objects) would be
+// scanned and copied once more.
+func (r SyncHookRequest) MarshalJSON() ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, 4096))
+	enc := json.NewEncoder(buf)
+	buf.WriteString(`{"controller":`)
+	if err := encodeObject(buf, enc, r.Controller); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"parent":`)
+	if err := encodeObject(buf, enc, unstructuredContent(r.Parent)); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"children":`)
+	if err := r.Children.writeJSON(buf, enc, r.Encodings); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"related":`)
+	if err := r.Related.writeJSON(buf, enc, nil); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(buf, `,"finalizing":%t}`, r.Finalizing)
+	return buf.Bytes(), nil
+}
+
+// unstructuredContent is what encoding/json encodes for obj through its
+// MarshalJSON: its content, or null.
+func unstructuredContent(obj *unstructured.Unstructured) any {
+	if obj == nil {
+		return nil
+	}
+	return obj.Object
+}
+
+// EncodingCache keeps, for each parent of a loop, the JSON encoding of
+// the observed children its last sync request sent, by UID and
+// resourceVersion: a child that did not change since is not encoded
+// again. An object of the API server does not change without a new
+// resourceVersion, and the loop's informers transform every version of
+// an object alike, so the same UID and resourceVersion mean the same
+// bytes.
+//
+// Its memory is bounded by the children of the parents it holds: each
+// sync of a parent replaces the parent's entries with those its request
+// used (a deleted child drops out at its parent's next sync), and Forget
+// drops a parent, which the loop does when it is gone and when its sync
+// wrote nothing (converged: no echo will call the hook again soon), so
+// that only the parents converging hold encodings. The zero value is
+// ready to use; it is safe for concurrent use by syncs of different
+// parents.
+type EncodingCache struct {
+	mu      sync.Mutex
+	parents map[string]*Encodings
+}
+
+// Parent returns the encodings for one sync of the parent of key, to set
+// as a SyncHookRequest's Encodings: they start from what the parent's
+// previous sync encoded, and keep only what this sync encodes.
+func (c *EncodingCache) Parent(key string) *Encodings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parents == nil {
+		c.parents = map[string]*Encodings{}
+	}
+	e := &Encodings{}
+	if prev := c.parents[key]; prev != nil {
+		prev.mu.Lock()
+		e.last = prev.used
+		prev.mu.Unlock()
+	}
+	c.parents[key] = e
+	return e
+}
+
+// Forget drops the encodings of the parent of key, once it is gone.
+func (c *EncodingCache) Forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.parents, key)
+}
+
+// Encodings are the children's encodings of one sync of one parent
+// (EncodingCache.Parent). Hook requests of the same sync share them: a
+// rolling update calls the hook once per revision with the same
+// children.
+type Encodings struct {
+	mu sync.Mutex
+	// last are the previous sync's encodings, used are this one's.
+	last, used map[types.UID]encoded
+	// Encoded counts the objects encoded, Reused those taken from the
+	// cache, for tests and benchmarks.
+	Encoded, Reused int
+}
+
+type encoded struct {
+	resourceVersion string
+	json            []byte
+}
+
+// write writes obj's JSON, as enc encodes obj.Object, to buf: from the
+// cache when the object's UID and resourceVersion were encoded before.
+// An object without both is encoded every time.
+func (e *Encodings) write(buf *bytes.Buffer, enc *json.Encoder, obj *unstructured.Unstructured) error {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if uid == "" || rv == "" {
+		e.Encoded++
+		return encodeObject(buf, enc, obj.Object)
+	}
+	if c, ok := e.used[uid]; ok && c.resourceVersion == rv {
+		e.Reused++
+		buf.Write(c.json)
+		return nil
+	}
+	if c, ok := e.last[uid]; ok && c.resourceVersion == rv {
+		e.remember(uid, c)
+		e.Reused++
+		buf.Write(c.json)
+		return nil
+	}
+	start := buf.Len()
+	if err := encodeObject(buf, enc, obj.Object); err != nil {
+		return err
+	}
+	e.Encoded++
+	// A copy: buf's bytes are the request's, sent and then dropped.
+	e.remember(uid, encoded{resourceVersion: rv, json: bytes.Clone(buf.Bytes()[start:])})
+	return nil
+}
+
+func (e *Encodings) remember(uid types.UID, c encoded) {
+	if e.used == nil {
+		e.used = map[types.UID]encoded{}
+	}
+	e.used[uid] = c
+}
+
+// encodeObject writes v's JSON to buf through enc, which writes into buf,
+// without the newline Encode ends a value with.
+func encodeObject(buf *bytes.Buffer, enc *json.Encoder, v any) error {
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	return nil
+}
+
+// DeepCopy copies the request and every object in it; Encodings, not
+// objects of the request, are shared.
+func (r *SyncHookRequest) DeepCopy() *SyncHookRequest {
+	if r == nil {
+		return nil
+	}
+	out := *r
+	out.Controller = r.Controller.DeepCopy()
+	out.Parent = r.Parent.DeepCopy()
+	out.Children = r.Children.DeepCopy()
+	out.Related = r.Related.DeepCopy()
+	return &out
+}
+
+// DeepCopy copies the request and every object in it.
+func (r *DecoratorHookRequest) DeepCopy() *DecoratorHookRequest {
+	if r == nil {
+		return nil
+	}
+	out := *r
+	out.Controller = r.Controller.DeepCopy()
+	out.Object = r.Object.DeepCopy()
+	out.Attachments = r.Attachments.DeepCopy()
+	out.Related = r.Related.DeepCopy()
+	return &out
+}
+
+// DeepCopy copies the map and every object in it; nil stays nil, and so
+// does a nil group.
+func (m RelativeObjectMap) DeepCopy() RelativeObjectMap {
+	if m == nil {
+		return nil
+	}
+	out := make(RelativeObjectMap, len(m))
+	for g, objs := range m {
+		if objs == nil {
+			out[g] = nil
+			continue
+		}
+		copied := make(map[string]*unstructured.Unstructured, len(objs))
+		for k, obj := range objs {
+			copied[k] = obj.DeepCopy()
+		}
+		out[g] = copied
+	}
+	return out
+}

@@ -168,7 +168,7 @@ table() {
   function x(r) { return sprintf("%.2f×", r) }
   function row(a, b, c, d, e, f) { printf "| %s | %s | %s | %s | %s | %s |\n", a, b, c, d, e, f }
   function met(ok) { return ok ? "yes" : "**no**" }
-  function cpus(name) { return has(name) ? sprintf("%.1f, %.1f, %.1f, %.1f s", v(name, "apiserver-cpu-s"), v(name, "etcd-cpu-s"), v(name, "kcm-cpu-s"), v(name, "composite-cpu-s")) : "not run" }
+  function cpus(name) { return has(name) ? sprintf("%.1f, %.1f, %.1f, %.1f, %.1f s", v(name, "apiserver-cpu-s"), v(name, "etcd-cpu-s"), v(name, "kcm-cpu-s"), v(name, "composite-cpu-s"), v(name, "bench-cpu-s")) : "not run" }
   function secs(msv) { return msv >= 1000 ? sprintf("%.1f s", msv / 1000) : sprintf("%.0f ms", msv) }
 
   END {
@@ -245,13 +245,26 @@ table() {
             sprintf("client-go server-side apply (force, one field manager), 32 workers: %.0f objects/s; p50 %s, p99 %s", v(ca, "objects/s"), secs(v(ca, "p50-ms")), secs(v(ca, "p99-ms"))),
             x(v(lv, "ratio-vs-apply-baseline")), "≥ 0.85×", met(v(lv, "converged") == 1 && v(lv, "ratio-vs-apply-baseline") >= 0.85))
         }
+        # The floor of any controller of these objects: the same applies
+        # while dynamic informers watch them, in the same run.
+        cw = "BenchmarkLoopConvergence/parents=" s "/client-go-watched-apply-baseline"
+        if (has(cw)) {
+          row(sprintf("B2 client-go's applies with informers watching them (JSON, all namespaces), against without, at %s parents", s),
+            sprintf("%.0f objects/s", v(cw, "objects/s")), sprintf("client-go apply: %.0f objects/s", v(ca, "objects/s")), x(v(cw, "ratio-vs-apply-baseline")), "—", "—")
+          for (t = 0; t < 2; t++) {
+            lv = "BenchmarkLoopConvergence/parents=" s (t ? "/loop-tracking" : "/loop")
+            if ((lv, "ratio-vs-watched-apply-baseline") in m)
+              row(sprintf("B2 convergence at %s parents against client-go applying and watching the same children (%s)", s, t ? "tracking hook" : "hook not tracking its children"),
+                sprintf("%.0f objects/s", v(lv, "objects/s")), sprintf("%.0f objects/s", v(cw, "objects/s")), x(v(lv, "ratio-vs-watched-apply-baseline")), "—", "—")
+          }
+        }
         # CPU-seconds of each process over each phase: what the loop costs
         # the shared machine beyond the applies themselves.
         lt = "BenchmarkLoopConvergence/parents=" s "/loop-tracking"
         if ((ca, "apiserver-cpu-s") in m)
-          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver", s),
+          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver, the benchmark (the baselines' client; the loop's watches and hook)", s),
             sprintf("loop: %s; tracking: %s", cpus(l), cpus(lt)),
-            sprintf("client-go create: %s; apply: %s", cpus(c), cpus(ca)), "—", "—", "—")
+            sprintf("client-go create: %s; apply: %s%s", cpus(c), cpus(ca), has(cw) ? "; apply with informers: " cpus(cw) : ""), "—", "—", "—")
       } else {
         row(sprintf("B2 convergence at %s parents against client-go applying the same children", s), why(ca), "—", "—", "≥ 0.85×", "—")
       }

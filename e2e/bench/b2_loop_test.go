@@ -52,30 +52,54 @@ func installWidgets(ctx context.Context) error {
 	return widgetErr
 }
 
+// baselineMode is how runBaseline writes the loop's result.
+type baselineMode int
+
+const (
+	// createChildren creates each child: the fewest writes.
+	createChildren baselineMode = iota
+	// applyChildren server-side-applies each child under a field manager
+	// of the loop's style, with force: the write the loop must make (it
+	// applies so that it can prune and take ownership), without the loop
+	// around it.
+	applyChildren
+	// applyWatched is applyChildren while the program watches what it
+	// writes as any controller of it must: dynamic informers (JSON into
+	// Unstructured, as the loop's and Metacontroller's) of the ConfigMaps
+	// and of its parents, all namespaces, decoding every event. The
+	// floor of a controller's cost: the loop against it is what its queue,
+	// hook call, plan and status cost on top.
+	applyWatched
+)
+
 // runBaseline is what a plain client-go program does to get the loop's
-// result: per parent, create it, create its ConfigMaps (owned by it,
-// labelled as the loop labels them) and write its status, on
+// result: per parent, create it, write its ConfigMaps (owned by it,
+// labelled as the loop labels them) as mode says, and write its status, on
 // loop.baseline-workers goroutines with no client-side rate limit. Its
 // p50-ms and p99-ms are, like the loop's, from sending a parent's creation
-// to its status being written; req-p50-ms is per request. With apply it
-// server-side-applies the ConfigMaps instead of creating them, under a
-// field manager of the loop's style and with force, as the loop does: the
-// write the loop must make (it applies so that it can prune and take
-// ownership), without the loop around it.
-func runBaseline(b *testing.B, parents int, apply bool) (rate float64) {
+// to its status being written; req-p50-ms is per request.
+func runBaseline(b *testing.B, parents int, mode baselineMode) (rate float64) {
 	ctx := context.Background()
 	if err := installWidgets(ctx); err != nil {
 		b.Fatal(err)
 	}
 	children := *loopChildren
 	base, what := "bench-baseline", "client-go baseline"
-	if apply {
-		base, what = "bench-apply", "client-go apply baseline"
-	}
 	writeChild := createChild
-	if apply {
+	if mode != createChildren {
+		base, what = "bench-apply", "client-go apply baseline"
+		if mode == applyWatched {
+			base, what = "bench-watched", "client-go apply baseline with informers"
+		}
 		manager := definition.FieldManager(uniqueName(base))
 		writeChild = func(ctx context.Context, cm *corev1.ConfigMap) error { return applyChild(ctx, cm, manager) }
+	}
+	if mode == applyWatched {
+		stop, err := watchEverything(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer close(stop)
 	}
 	l := newLayout(uniqueName(base), parents, *loopPerNamespace)
 	if err := l.create(ctx, parents); err != nil {
@@ -151,6 +175,29 @@ func runBaseline(b *testing.B, parents int, apply bool) (rate float64) {
 		ms(percentile(sortedParents, 0.5)), ms(percentile(sortedParents, 0.99)),
 		ms(percentile(sorted, 0.5)), ms(percentile(sorted, 0.99)))
 	return rate
+}
+
+// watchEverything starts the applyWatched baseline's informers, and
+// returns once they have listed what exists.
+func watchEverything(ctx context.Context) (stop chan struct{}, err error) {
+	stop = make(chan struct{})
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(env.dyn, 0)
+	var synced []cache.InformerSynced
+	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, widgetsGVR} {
+		inf := factory.ForResource(gvr).Informer()
+		// A controller's handlers queue a key; these only see the event.
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
+			close(stop)
+			return nil, err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	factory.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		close(stop)
+		return nil, fmt.Errorf("the baseline's informers did not sync")
+	}
+	return stop, nil
 }
 
 // createChild is the baseline's write of a child: a plain create.
@@ -516,19 +563,26 @@ func BenchmarkLoopConvergence(b *testing.B) {
 	for i, parents := range loopParents {
 		var baselineRate float64
 		b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {
-			var applyRate float64
+			var applyRate, watchedRate float64
 			b.Run("client-go-baseline", func(b *testing.B) {
-				baselineRate = runBaseline(b, parents, false)
+				baselineRate = runBaseline(b, parents, createChildren)
 			})
 			b.Run("client-go-apply-baseline", func(b *testing.B) {
-				applyRate = runBaseline(b, parents, true)
+				applyRate = runBaseline(b, parents, applyChildren)
+			})
+			b.Run("client-go-watched-apply-baseline", func(b *testing.B) {
+				watchedRate = runBaseline(b, parents, applyWatched)
+				if applyRate > 0 {
+					b.ReportMetric(watchedRate/applyRate, "ratio-vs-apply-baseline")
+					b.Logf("client-go apply baseline with informers: %.3f× the apply baseline without", watchedRate/applyRate)
+				}
 			})
 			for _, variant := range loopVariants {
 				name := variant.name
 				b.Run(name, func(b *testing.B) {
 					if baselineRate == 0 {
 						b.Log("measuring the client-go baseline first")
-						baselineRate = runBaseline(b, parents, false)
+						baselineRate = runBaseline(b, parents, createChildren)
 					}
 					// A p50 of the parents that did converge says nothing
 					// of the others: compare converged sizes only.
@@ -536,6 +590,10 @@ func BenchmarkLoopConvergence(b *testing.B) {
 					if applyRate > 0 {
 						b.ReportMetric(r.rate/applyRate, "ratio-vs-apply-baseline")
 						b.Logf("loop: %.0f objects/s, %.3f× the client-go apply baseline's %.0f objects/s", r.rate, r.rate/applyRate, applyRate)
+					}
+					if watchedRate > 0 {
+						b.ReportMetric(r.rate/watchedRate, "ratio-vs-watched-apply-baseline")
+						b.Logf("loop: %.3f× the client-go apply baseline with informers (%.0f objects/s)", r.rate/watchedRate, watchedRate)
 					}
 					if r.converged {
 						switch {

@@ -153,8 +153,8 @@ func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
   resources: ["hellos/status"]
   verbs: ["get", "update"]
 `
-	grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
-	grant(t, "e2e-revoked-author", "", `rules:
+	stack.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
+	stack.Grant(t, "e2e-revoked-author", "", `rules:
 - apiGroups: [""]
   resources: ["configmaps", "services"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
@@ -187,7 +187,7 @@ func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" && strings.Contains(c.Message, want), nil
 	})
 
-	grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
+	stack.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
 	waitRunning(t, ctrl)
 	generation := setParentSpec(t, ns, "p", map[string]interface{}{"configMaps": []interface{}{"a", "b"}})
 	waitObserved(t, ns, "p", generation)

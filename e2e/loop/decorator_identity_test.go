@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
 	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "decorator"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grant(t, "decorator-identity", home, `rules:
+	stack.Grant(t, "decorator-identity", home, `rules:
 - apiGroups: ["example.com"]
   resources: ["hellos"]
   verbs: ["get", "list", "watch", "update", "patch"]
@@ -35,7 +36,7 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
   resources: ["configmaps", "secrets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 `, "{kind: ServiceAccount, name: decorator, namespace: "+home+"}")
-	grant(t, "composite-apiserver-impersonate", home, `rules:
+	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -50,7 +51,7 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
 	waitAttachment(t, home, "h-a", ctrl, hello)
 
 	createParent(t, away, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
-	waitEventReason(t, away, "h", "Forbidden", "ServiceAccount "+home+"/decorator may not list hellos.example.com in namespace "+away)
+	stack.WaitForEvent(t, away, "h", "Forbidden", "ServiceAccount "+home+"/decorator may not list hellos.example.com in namespace "+away, time.Minute)
 	got, err := dyn.Resource(hellos).Namespace(away).Get(ctx, "h", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,7 +99,7 @@ func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
 		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitEventReason(t, ns, "b", "ChildCreated", "Secret "+ns+"/b-y")
+		stack.WaitForEvent(t, ns, "b", "ChildCreated", "Secret "+ns+"/b-y", time.Minute)
 		assertLeftAlone(t, orphan, getAX, ns, "b")
 	})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -210,10 +211,10 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 		})
 	})
 	t.Run("Events and metrics say what the loop did", func(t *testing.T) {
-		waitEventReason(t, ns, "c", "ChildCreated", "Create Secret "+ns+"/c-b")
-		waitEventReason(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b")
+		stack.WaitForEvent(t, ns, "c", "ChildCreated", "Create Secret "+ns+"/c-b", time.Minute)
+		stack.WaitForEvent(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b", time.Minute)
 		// A cluster-scoped object's Events are in the default namespace.
-		waitEventReason(t, metav1.NamespaceDefault, name, "Started", "Started controller: "+name)
+		stack.WaitForEvent(t, metav1.NamespaceDefault, name, "Started", "Started controller: "+name, time.Minute)
 		m := compositeMetrics(t)
 		if !strings.Contains(m, `composite_controller_syncs_total{controller="decoratorcontroller/`+name+`",result="success"}`) {
 			t.Errorf("/metrics has no successful syncs of the decorator")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,12 +46,12 @@ func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
 	if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitEventReason(t, ns, "p", "FinalizeIncomplete", finalizer+" is removed anyway at")
+	stack.WaitForEvent(t, ns, "p", "FinalizeIncomplete", finalizer+" is removed anyway at", time.Minute)
 	eventually(t, "the parent gone once the grace is over", func() (bool, error) {
 		_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitEventReason(t, ns, "p", "FinalizerRemoved", "the garbage collector deletes what the parent owns")
+	stack.WaitForEvent(t, ns, "p", "FinalizerRemoved", "the garbage collector deletes what the parent owns", time.Minute)
 	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-a", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the child the policy keeps: %v", err)
 	}

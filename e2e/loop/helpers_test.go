@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -365,54 +364,12 @@ func waitEvent(t *testing.T, ns, name, substring string) {
 	})
 }
 
-// waitEventReason waits for an Event on name of the given reason whose
-// message contains substring.
-func waitEventReason(t *testing.T, ns, name, reason, substring string) {
-	t.Helper()
-	eventually(t, "a "+reason+" Event on "+name+" containing "+substring, func() (bool, error) {
-		list, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if strings.Contains(e.Message, substring) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
 // eventually polls cond for up to a minute; an error of cond is kept as the
 // last one and polling goes on. It gives up at once when the stack is down
 // (composite-apiserver or the control plane ended without being asked to).
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	eventuallyWithin(t, what, time.Minute, cond)
-}
-
-// eventuallyWithin is eventually for a wait that may be longer than a
-// minute: hundreds of parents converging on a shared machine.
-func eventuallyWithin(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
-			return false, down
-		}
-		ok, err := cond()
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if down := stack.Down(); down != nil {
-		t.Fatalf("waiting for %s: the stack is down: %v", what, down)
-	}
-	if err != nil {
-		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-	}
+	stack.Eventually(t, what, time.Minute, cond)
 }
 
 // compositeMetrics reads composite-apiserver's /metrics as kube-apiserver's

@@ -20,45 +20,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-// grant binds rules, as a Role in namespace ns (a ClusterRole when ns is
-// ""), to subject (a YAML subject entry).
-func grant(t *testing.T, name, ns, rules, subject string) {
-	t.Helper()
-	kind, bindingKind, where := "ClusterRole", "ClusterRoleBinding", ""
-	if ns != "" {
-		kind, bindingKind, where = "Role", "RoleBinding", "\n  namespace: "+ns
-	}
-	manifest := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
-kind: %[1]s
-metadata:
-  name: %[3]s%[4]s
-%[5]s---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: %[2]s
-metadata:
-  name: %[3]s%[4]s
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: %[1]s
-  name: %[3]s
-subjects:
-- %[6]s
-`, kind, bindingKind, name, where, rules, subject)
-	if err := stack.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", strings.ToLower(bindingKind)+","+strings.ToLower(kind), name, "-n", orDefault(ns), "--ignore-not-found")
-	})
-}
-
-func orDefault(ns string) string {
-	if ns == "" {
-		return "default"
-	}
-	return ns
-}
-
 // condition returns the CompositeController's condition of type typ, nil
 // when it has none or can't be read (eventually polls on).
 func condition(t *testing.T, name, typ string) *metav1.Condition {
@@ -122,7 +83,7 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 	}
 	createParent(t, ns, "p", ctrl, spec(0))
 	refusal := fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns)
-	waitEventReason(t, ns, "p", "RelatedForbidden", refusal)
+	stack.WaitForEvent(t, ns, "p", "RelatedForbidden", refusal, time.Minute)
 	if n := calls(t, hook, "/sync "+ns+"/p"); n != 0 {
 		t.Errorf("the sync hook was called %d times for a parent whose related Secrets its author may not list", n)
 	}
@@ -140,7 +101,7 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 		t.Errorf("an administrator's preview called the author's hook with Secrets its author may not list")
 	}
 
-	grant(t, "related-author-reads-secrets", ns, `rules:
+	stack.Grant(t, "related-author-reads-secrets", ns, `rules:
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list"]
@@ -157,7 +118,7 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 func authorWritesController(t *testing.T, ctrl, author string, c controller) {
 	t.Helper()
 	ctx := context.Background()
-	grant(t, "e2e-"+author, "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
+	stack.Grant(t, "e2e-"+author, "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
@@ -208,11 +169,11 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	saSubject := "{kind: ServiceAccount, name: writer, namespace: " + home + "}"
-	grant(t, "identity-writer", home, framework.HelloLoopRules, saSubject)
+	stack.Grant(t, "identity-writer", home, framework.HelloLoopRules, saSubject)
 	// What an operator grants the server per namespace whose
 	// ServiceAccounts controllers may act as (the chart's
 	// identity.serviceAccountNamespaces).
-	grant(t, "composite-apiserver-impersonate", home, `rules:
+	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -229,7 +190,7 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 
 	createParent(t, away, "p", ctrl, spec(0))
 	sa := "ServiceAccount " + home + "/writer"
-	waitEventReason(t, away, "p", "Forbidden", sa+" may not list hellos.example.com in namespace "+away)
+	stack.WaitForEvent(t, away, "p", "Forbidden", sa+" may not list hellos.example.com in namespace "+away, time.Minute)
 	if got := configMaps(t, away); len(got) != 0 {
 		t.Errorf("the loop wrote ConfigMaps where its ServiceAccount may not: %s", names(got))
 	}
@@ -258,7 +219,7 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 		t.Errorf("a live sync wrote ConfigMaps where the controller's ServiceAccount may not: %s", names(got))
 	}
 
-	grant(t, "identity-writer", away, framework.HelloLoopRules, saSubject)
+	stack.Grant(t, "identity-writer", away, framework.HelloLoopRules, saSubject)
 	untilWithSpecBumps(t, "the parent where the ServiceAccount was just granted rights to converge", away, "p", spec, func(p *unstructured.Unstructured) bool {
 		observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
 		return observed == p.GetGeneration() && childrenAsAsked(p) == nil
@@ -387,11 +348,11 @@ func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
 	ctx := context.Background()
 	const ctrl, author = "credentials-author", "credentials-author"
 	ns := namespace(t, "credentials-author")
-	grant(t, "e2e-credentials-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
+	stack.Grant(t, "e2e-credentials-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
-	grant(t, "reads-hook-token", ns, `rules:
+	stack.Grant(t, "reads-hook-token", ns, `rules:
 - apiGroups: [""]
   resources: ["secrets"]
   resourceNames: ["hook-token"]

@@ -284,7 +284,7 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 			})
 			// This case's own failure, reported on the parent and the
 			// controller.
-			waitEventReason(t, ns, p, "SyncError", tc.message)
+			stack.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
 			eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
 				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-failures", metav1.GetOptions{})
 				return err == nil && strings.Contains(c.Status.LastSyncError, tc.message), err

@@ -84,7 +84,7 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	// Fresh calls by each member, the parents still changing: the old
 	// leader, had it gone on, would be syncing them too.
 	settled := rec.parents(ns)
-	eventuallyWithin(t, "hook calls by each sharded replica since the shards settled", 3*time.Minute, func() (bool, error) {
+	stack.Eventually(t, "hook calls by each sharded replica since the shards settled", 3*time.Minute, func() (bool, error) {
 		now := rec.parents(ns)
 		for _, m := range members {
 			if callsBy(now, m.Name) == callsBy(settled, m.Name) {

@@ -110,7 +110,7 @@ func (h *mutatedHook) waitFreshCalls(t *testing.T, parent string, n int) {
 	h.mu.Lock()
 	want := h.calls[parent] + n
 	h.mu.Unlock()
-	eventuallyWithin(t, fmt.Sprintf("%d more hook calls about %s that observed its children", n, parent), mutatedTimeout, func() (bool, error) {
+	stack.Eventually(t, fmt.Sprintf("%d more hook calls about %s that observed its children", n, parent), mutatedTimeout, func() (bool, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.calls[parent] >= want, nil
@@ -149,7 +149,7 @@ func mutatedChildrenOf(t *testing.T, gvr schema.GroupVersionResource, ns, parent
 func waitMutatedChildren(t *testing.T, gvr schema.GroupVersionResource, ns, parent, version string) map[string]mutatedChild {
 	t.Helper()
 	var got map[string]mutatedChild
-	eventuallyWithin(t, fmt.Sprintf("the children of %s at %s", parent, version), mutatedTimeout, func() (bool, error) {
+	stack.Eventually(t, fmt.Sprintf("the children of %s at %s", parent, version), mutatedTimeout, func() (bool, error) {
 		got = mutatedChildrenOf(t, gvr, ns, parent)
 		if len(got) != len(mutatedChildren) {
 			return false, fmt.Errorf("children %v", got)

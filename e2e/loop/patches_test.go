@@ -231,8 +231,8 @@ func TestPatchesThatFailChangeNothing(t *testing.T) {
 				})
 			}
 			// This case's own failure, on the parent and the controller.
-			waitEventReason(t, ns, p, "SyncError", tc.message)
-			waitEventReason(t, ns, p, "SyncError", `patch:stamp`)
+			stack.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
+			stack.WaitForEvent(t, ns, p, "SyncError", `patch:stamp`, time.Minute)
 			eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
 				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-patch-failures", metav1.GetOptions{})
 				return err == nil && strings.Contains(c.Status.LastSyncError, tc.message), err

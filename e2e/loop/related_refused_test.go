@@ -92,7 +92,7 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
   verbs: ["list"]
 `
 	authorSubject := "{apiGroup: rbac.authorization.k8s.io, kind: User, name: " + author + "}"
-	grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
+	stack.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
 	relatedSecret(t, ns, "s1", ctrl)
 	relatedSecret(t, ns, "s2", ctrl)
 	authorWritesController(t, ctrl, author, controller{Name: ctrl, HookURL: hook.URL,
@@ -149,7 +149,7 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 	}
 
 	relatedSecret(t, ns, "s3", ctrl)
-	grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
+	stack.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
 	pokeUntil(t, "the parent to converge once its author may list Secrets again", ns, "p", func() bool {
 		return madeFromRelated(t, ns, "p", "s1", "s2", "s3") == ""
 	})
@@ -178,11 +178,11 @@ func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
 	}
 	identity := "{kind: ServiceAccount, name: default-id, namespace: " + home + "}"
 	// The default identity may run hellos and read every Secret.
-	grant(t, "e2e-default-id", "", framework.HelloLoopRules+`- apiGroups: [""]
+	stack.Grant(t, "e2e-default-id", "", framework.HelloLoopRules+`- apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list"]
 `, identity)
-	grant(t, "composite-apiserver-impersonate", home, `rules:
+	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -198,7 +198,7 @@ func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
 	s := relatedSpec(ctrl)
 	s["configMaps"] = []interface{}{"a"}
 	createParent(t, ns, "p", ctrl, s)
-	waitEventReason(t, ns, "p", "RelatedForbidden", fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns))
+	stack.WaitForEvent(t, ns, "p", "RelatedForbidden", fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns), time.Minute)
 	if n := calls(t, hook, "/sync "+ns+"/p"); n != 0 {
 		t.Errorf("Bob's hook was called %d times with Secrets only the default identity may list", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,7 +154,7 @@ func TestRelatedResourceTheServerCannotListHoldsNoWorker(t *testing.T) {
 	createParent(t, ns, "free", ctrl, spec("green", "a"))
 	waitObserved(t, ns, "free", 1)
 	for _, name := range blocked {
-		waitEventReason(t, ns, name, "SyncError", "roles.rbac.authorization.k8s.io")
+		stack.WaitForEvent(t, ns, name, "SyncError", "roles.rbac.authorization.k8s.io", time.Minute)
 	}
 	eventually(t, "the controller's status to say why", func() (bool, error) {
 		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -228,14 +229,14 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 
 	// a and b move, one at a time.
 	for i, n := range names[:2] {
-		waitEventReason(t, ns, "p", engine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision")
+		stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision", time.Minute)
 		eventually(t, "Widget p-"+n+" red", func() (bool, error) {
 			ws := widgetsOf(t, ns, parent)
 			return ws[n].Color == "red", nil
 		})
 		// It has moved and its controller has not observed it yet: the
 		// rollout waits for it, and nothing else moves.
-		waitEventReason(t, ns, "p", engine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2")
+		stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2", time.Minute)
 		ws := widgetsOf(t, ns, parent)
 		for j, m := range names {
 			want := "blue"
@@ -254,7 +255,7 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	eventually(t, "Widget p-c red", func() (bool, error) { return widgetsOf(t, ns, parent)["c"].Color == "red", nil })
 	setWidgetStatus(t, ns, "p-c", "False")
 	stall := `Widget p-c: condition "Ready" has status "False", want "True"`
-	waitEventReason(t, ns, "p", engine.ReasonRolloutWaiting, stall)
+	stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, stall, time.Minute)
 	eventually(t, "the parent's Updated condition to say why it waits", func() (bool, error) {
 		reason, msg := updated(t, ns, "p")
 		return unless(reason == engine.ReasonRolloutWaiting && strings.Contains(msg, stall), fmt.Errorf("Updated: %s %s", reason, msg))
@@ -298,7 +299,7 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 		reason, msg := updated(t, ns, "p")
 		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
-	waitEventReason(t, ns, "p", "RolloutComplete", "every child is on ControllerRevision")
+	stack.WaitForEvent(t, ns, "p", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
 	// The old revision goes once no child follows it.
 	eventually(t, "one ControllerRevision, the latest", func() (bool, error) {
 		revs := revisionsOf(t, ns, parent)
@@ -347,10 +348,10 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 		if i == len(names)-1 {
 			// As in Metacontroller, the rollout is over once the last child
 			// has moved: every child is on the latest revision.
-			waitEventReason(t, ns, "q", "RolloutComplete", "every child is on ControllerRevision")
+			stack.WaitForEvent(t, ns, "q", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
 			break
 		}
-		waitEventReason(t, ns, "q", engine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`)
+		stack.WaitForEvent(t, ns, "q", engine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`, time.Minute)
 		ws := widgetsOf(t, ns, parent)
 		for _, m := range names[i+1:] {
 			if ws[m].UID != uids[m] || ws[m].Color != "blue" {

@@ -165,7 +165,7 @@ func waitShardsSettled(t *testing.T, group string, shardCount, replicas int) {
 // and <name>-b for those in withB.
 func waitShardedConverged(t *testing.T, ns string, withB map[string]bool) {
 	t.Helper()
-	eventuallyWithin(t, fmt.Sprintf("%d parents converged", shardParents), 5*time.Minute, func() (bool, error) {
+	stack.Eventually(t, fmt.Sprintf("%d parents converged", shardParents), 5*time.Minute, func() (bool, error) {
 		list, err := dyn.Resource(hellos).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
@@ -53,24 +52,7 @@ func setUp(t *testing.T) {
 // stack is down.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
-			return false, down
-		}
-		ok, err := cond()
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if down := stack.Down(); down != nil {
-		t.Fatalf("waiting for %s: the stack is down: %v", what, down)
-	}
-	if err != nil {
-		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-	}
+	stack.Eventually(t, what, timeout, cond)
 }
 
 func createParent(t *testing.T, ns, name string, labels map[string]string) {

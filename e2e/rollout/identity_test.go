@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,10 +36,10 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grantIn(t, ns, "writer-v1", framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v1, namespace: "+ns+"}")
+	stack.Grant(t, "writer-v1", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v1, namespace: "+ns+"}")
 	// What an operator grants the server where controllers may act as
 	// ServiceAccounts (the chart's identity.serviceAccountNamespaces).
-	grantIn(t, ns, "composite-apiserver-impersonate", `rules:
+	stack.Grant(t, "composite-apiserver-impersonate", ns, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -85,7 +84,7 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 	if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutPaused || !slices.Equal(st.FailingParents, wave1) {
 		t.Fatalf("status.rollout = %+v; want paused at the first step naming its parents %v", st, wave1)
 	}
-	parentEvent(t, ns, wave1[0][len(ns)+1:], "Forbidden", "ServiceAccount "+ns+"/writer-v2")
+	stack.WaitForEvent(t, ns, wave1[0][len(ns)+1:], "Forbidden", "ServiceAccount "+ns+"/writer-v2", time.Minute)
 
 	// A parent not moved still runs revision 1, as writer-v1: a change
 	// of it is observed.
@@ -106,7 +105,7 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 		t.Errorf("%s, not moved, met revision 2's hook %d times", stay, calls["v2"])
 	}
 
-	grantIn(t, ns, "writer-v2", framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v2, namespace: "+ns+"}")
+	stack.Grant(t, "writer-v2", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v2, namespace: "+ns+"}")
 	if r := kubectlComposite(t, "rollout", "resume", name); r.code != 0 {
 		t.Fatalf("kubectl composite rollout resume: exit %d", r.code)
 	}
@@ -118,41 +117,3 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 
 // grantIn binds rules, as a Role in ns, to subject (a YAML subject entry),
 // until the test ends.
-func grantIn(t *testing.T, ns, name, rules, subject string) {
-	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: %[1]s, namespace: %[2]s}
-%[3]s---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: %[1]s, namespace: %[2]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
-subjects:
-- %[4]s
-`, name, ns, rules, subject)
-	if err := stack.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "rolebinding,role", name, "-n", ns, "--ignore-not-found")
-	})
-}
-
-// parentEvent waits for an Event of reason on the parent ns/name whose
-// message contains substring.
-func parentEvent(t *testing.T, ns, name, reason, substring string) {
-	t.Helper()
-	eventually(t, "a "+reason+" Event on "+name+" containing "+substring, time.Minute, func() (bool, error) {
-		list, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if strings.Contains(e.Message, substring) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}

@@ -43,6 +43,11 @@ type rolloutShards struct {
 	driverKey string
 	// driving says whether this replica drove at its last tick.
 	driving bool
+	// tallied is the report the driver's gate made of its own parents in
+	// this tick, which its report after the gate sends when the step is
+	// still the one it was made of: one pass over the parents a tick, not
+	// two.
+	tallied *v1alpha1.RolloutReplicaReport
 }
 
 // driverKey is the key whose shard's holder drives the rollout of the
@@ -112,11 +117,15 @@ func (r *rolloutRun) ownReport(ctx context.Context) *v1alpha1.RolloutReplicaRepo
 // know this one yet): only a step under way is gated.
 func (r *rolloutRun) report(ctx context.Context) {
 	r.mu.Lock()
+	rep, owner := r.shards.tallied, r.owner
+	r.shards.tallied = nil
 	if r.status.Phase != v1alpha1.RolloutProgressing || r.status.StepStartTime == nil {
 		r.mu.Unlock()
 		return
 	}
-	rep, owner := r.ownReport(ctx), r.owner
+	if rep == nil || !sameStep(rep, &r.status) {
+		rep = r.ownReport(ctx)
+	}
 	r.mu.Unlock()
 	if st := r.stored(); st != nil {
 		for i := range st.Replicas {
@@ -147,7 +156,14 @@ func (r *rolloutRun) tally(ctx context.Context) rollout.Tally {
 		reports = st.Replicas
 	}
 	holders := r.shards.group.Holders()
-	return rollout.Gather(&r.status, holders, rollout.Merge(reports, r.ownReport(ctx), holders))
+	r.shards.tallied = r.ownReport(ctx)
+	return rollout.Gather(&r.status, holders, rollout.Merge(reports, r.shards.tallied, holders))
+}
+
+// sameStep tells whether rep reports on the step under way in st.
+func sameStep(rep *v1alpha1.RolloutReplicaReport, st *v1alpha1.RolloutStatus) bool {
+	return rep.UpdateRevision == st.UpdateRevision && rep.Step == st.Step &&
+		rep.StepStartTime.Equal(st.StepStartTime)
 }
 
 // withReports is the driver's status to write over stored, keeping the

@@ -337,7 +337,10 @@ func applyController(ctx context.Context, controller framework.ControllerFixture
 		return nil, err
 	}
 	var got *v1alpha1.CompositeController
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	// Ready waits for its informers' first lists: at B2's 10,000 parents,
+	// after the smaller sizes and the baselines, hundreds of thousands of
+	// ConfigMaps, which take minutes on two cores.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		got, err = env.cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

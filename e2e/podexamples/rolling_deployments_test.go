@@ -129,8 +129,9 @@ spec:
 		got, _ := ex.jsonpath([]string{"deployment", d}, "{.spec.template.spec.containers[0].image}")
 		return got
 	}
+	rolledOut := updatedMessage(t, ex, web)
 	ex.kubectl(t, "patch", "webs", "shop", "--type=merge", "-p", `{"spec":{"image":"web:2"}}`)
-	ex.until(t, web, `{.status.conditions[?(@.type=="Updated")].reason}`, "OnLatestRevision")
+	rolledOut = untilOnANewRevision(t, ex, web, rolledOut)
 	for _, d := range []string{"shop-a", "shop-b", "shop-c"} {
 		if got := image(d); got != "web:2" {
 			t.Errorf("deployment %s runs %q after the rollout, want web:2", d, got)
@@ -164,12 +165,46 @@ spec:
 	}
 
 	ex.kubectl(t, "patch", "webs", "shop", "--type=json", "-p", `[{"op":"replace","path":"/spec/image","value":"web:4"},{"op":"remove","path":"/spec/nodeSelector"}]`)
-	ex.until(t, web, `{.status.conditions[?(@.type=="Updated")].reason}`, "OnLatestRevision")
+	untilOnANewRevision(t, ex, web, rolledOut)
 	for _, d := range []string{"shop-a", "shop-b", "shop-c"} {
 		if got := image(d); got != "web:4" {
 			t.Errorf("deployment %s runs %q after the rollout, want web:4", d, got)
 		}
 	}
+}
+
+// updatedMessage is the message of the Web's Updated condition, which
+// names the ControllerRevision its children are on.
+func updatedMessage(t *testing.T, ex *example, web []string) string {
+	t.Helper()
+	got, err := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].message}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// untilOnANewRevision waits for the Web's Updated condition to say
+// OnLatestRevision of a revision other than the one before names: the
+// condition said OnLatestRevision before the change too, so the reason
+// alone would be an earlier state. It returns the new message.
+func untilOnANewRevision(t *testing.T, ex *example, web []string, before string) string {
+	t.Helper()
+	var message string
+	ex.waitFor(t, "the Web's children on a new latest revision", func() (bool, error) {
+		// One read of both: two could mix a condition with the next.
+		got, err := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].reason}{"\n"}{.status.conditions[?(@.type=="Updated")].message}`)
+		if err != nil {
+			return false, err
+		}
+		reason, msg, _ := strings.Cut(got, "\n")
+		message = msg
+		if reason != "OnLatestRevision" || message == before {
+			return false, fmt.Errorf("its Updated condition is %s: %q", reason, message)
+		}
+		return true, nil
+	})
+	return message
 }
 
 // newestReplicaSetCreated answers when deployment's newest ReplicaSet was

@@ -482,6 +482,12 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	if serverConfig.ClientConfig != nil {
 		targetConfig := rest.CopyConfig(serverConfig.ClientConfig)
 		targetConfig.QPS, targetConfig.Burst = o.TargetQPS, o.TargetBurst
+		if ro.Traces == nil || ro.Traces.ConfigFile == "" {
+			// Tracing nothing itself, the server only passes traces
+			// on: the loop's requests, in none, skip the tracing
+			// wrapper.
+			target.TraceOnlyWithin(targetConfig)
+		}
 		cluster, err := target.New(targetConfig)
 		if err != nil {
 			return nil, err

@@ -150,11 +150,19 @@ spec:
 
 	// Pods no node takes: the rollout stops at its first Deployment.
 	ex.kubectl(t, "patch", "webs", "shop", "--type=merge", "-p", `{"spec":{"image":"web:3","nodeSelector":{"composite.dev/no-such-node":"true"}}}`)
-	ex.until(t, web, `{.status.conditions[?(@.type=="Updated")].reason}`, "RolloutWaiting")
-	message, _ := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].message}`)
-	if !strings.Contains(message, "shop-c") || !strings.Contains(message, "Progressing") {
-		t.Errorf("the Web's Updated condition says %q; want it to name shop-c and its Progressing check", message)
-	}
+	// It waits first for shop-c's new generation to be observed, then,
+	// for good, on shop-c's Progressing check.
+	ex.waitFor(t, "the Web's rollout waiting on shop-c's Progressing check", func() (bool, error) {
+		got, err := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].reason}{"\n"}{.status.conditions[?(@.type=="Updated")].message}`)
+		if err != nil {
+			return false, err
+		}
+		reason, message, _ := strings.Cut(got, "\n")
+		if reason != "RolloutWaiting" || !strings.Contains(message, "shop-c") || !strings.Contains(message, "Progressing") {
+			return false, fmt.Errorf("the Web's Updated condition is %s: %q; want RolloutWaiting naming shop-c and its Progressing check", reason, message)
+		}
+		return true, nil
+	})
 	if got := image("shop-c"); got != "web:3" {
 		t.Errorf("shop-c runs %q, want web:3 (the rollout's first step)", got)
 	}

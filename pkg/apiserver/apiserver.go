@@ -262,7 +262,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 	cluster, loop := c.ExtraConfig.Target, c.ExtraConfig.Loop
 	newManager := func(shards syncgate.ParentShards) *controller.Manager {
 		return controller.NewManager(controller.Config{
-			Dynamic: cluster.Dynamic, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
+			Dynamic: cluster.Dynamic, Informers: cluster.Informers, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, StopGrace: loop.StopGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,

@@ -52,7 +52,10 @@ import (
 // Config is what the loop needs.
 type Config struct {
 	// Dynamic, Metadata, Kube and Discovery reach the target cluster.
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// Informers is the dynamic client the loop's shared informers list
+	// and watch through (target.Cluster.Informers).
+	Informers dynamic.Interface
 	Metadata  metadata.Interface
 	Kube      kubernetes.Interface
 	Discovery *target.Discovery
@@ -237,7 +240,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	// Our scheme, so that Events about CompositeControllers name them;
 	// parents are unstructured and name themselves.
 	m.recorder = broadcaster.NewRecorder(versionedscheme.Scheme, corev1.EventSource{Component: "composite-apiserver"})
-	m.loops = m.loopConfig(sharedinformers.NewPool(m.cfg.Dynamic, ctx.Done()))
+	m.loops = m.loopConfig(sharedinformers.NewPool(m.cfg.Informers, ctx.Done()))
 
 	synced, err := m.watchControllers(ctx)
 	if err != nil {

@@ -17,11 +17,16 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
 )
 
 // Cluster reaches the target cluster.
 type Cluster struct {
 	Dynamic dynamic.Interface
+	// Informers is the dynamic client the loop's informers list and
+	// watch through: it decodes each watch event in one pass
+	// (watchjson), where an informer spends most of its time.
+	Informers dynamic.Interface
 	// Metadata reads and writes objects and answers with their metadata
 	// only: the children's applies, whose answers the loop needs only the
 	// resourceVersion of.
@@ -114,6 +119,10 @@ func New(config *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("can't create a dynamic client of the target cluster: %w", err)
 	}
+	informers, err := watchjson.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("can't create the informers' client of the target cluster: %w", err)
+	}
 	meta, err := metadata.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("can't create a metadata client of the target cluster: %w", err)
@@ -121,5 +130,5 @@ func New(config *rest.Config) (*Cluster, error) {
 	disc := NewDiscovery(kube.Discovery())
 	schemas := fieldowner.NewSchemas(disc.Client().OpenAPIV3())
 	disc.OnRefresh(schemas.Reset)
-	return &Cluster{Dynamic: dyn, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
+	return &Cluster{Dynamic: dyn, Informers: informers, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
 }

@@ -11,13 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
 )
 
 // b2ConfigMap is a B2 child as kube-apiserver sends it on a watch: the
@@ -48,9 +52,8 @@ func b2ConfigMap() *corev1.ConfigMap {
 const eventsPerStream = 100
 
 // watchStream is a watch response of eventsPerStream events of a B2
-// child in mediaType, as kube-apiserver frames it, and the decoder of
-// such a stream a client makes with embedded decoding its objects.
-func watchStream(b *testing.B, mediaType string) ([]byte, func(io.ReadCloser, runtime.Decoder) *restclientwatch.Decoder) {
+// child in mediaType, as kube-apiserver frames it.
+func watchStream(b *testing.B, mediaType string) []byte {
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
 		b.Fatalf("no stream serializer for %s", mediaType)
@@ -66,48 +69,42 @@ func watchStream(b *testing.B, mediaType string) ([]byte, func(io.ReadCloser, ru
 			b.Fatal(err)
 		}
 	}
-	decoder := func(r io.ReadCloser, embedded runtime.Decoder) *restclientwatch.Decoder {
-		frames := info.StreamSerializer.Framer.NewFrameReader(r)
-		return restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), embedded)
-	}
-	return buf.Bytes(), decoder
+	return buf.Bytes()
 }
 
-// decodeJSON decodes the events of a JSON stream as the loop's dynamic
-// informers do, up to the lean object their caches hold (leanTransform).
-func decodeJSON(b *testing.B, data []byte, decoder func(io.ReadCloser, runtime.Decoder) *restclientwatch.Decoder) []*unstructured.Unstructured {
-	d := decoder(io.NopCloser(bytes.NewReader(data)), unstructured.UnstructuredJSONScheme)
+// watchDecoder decodes a watch response in mediaType as a rest client
+// whose serializer is serializer does (rest.Request.Watch's own
+// construction, from its negotiator).
+func watchDecoder(b *testing.B, serializer runtime.NegotiatedSerializer, gv schema.GroupVersion, mediaType string) func(io.ReadCloser) *restclientwatch.Decoder {
+	embedded, envelope, framer, err := runtime.NewClientNegotiator(serializer, gv).StreamDecoder(mediaType, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(r io.ReadCloser) *restclientwatch.Decoder {
+		return restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(r), envelope), embedded)
+	}
+}
+
+// decodeEvents decodes the events of a stream up to the lean Unstructured
+// objects the loop's caches hold: a typed object is converted to one by
+// runtime.DefaultUnstructuredConverter.
+func decodeEvents(b *testing.B, data []byte, decoder func(io.ReadCloser) *restclientwatch.Decoder) []*unstructured.Unstructured {
+	d := decoder(io.NopCloser(bytes.NewReader(data)))
 	out := make([]*unstructured.Unstructured, 0, eventsPerStream)
 	for range eventsPerStream {
 		_, obj, err := d.Decode()
 		if err != nil {
 			b.Fatal(err)
 		}
-		u := obj.(*unstructured.Unstructured)
-		fieldowner.Lean(u)
-		out = append(out, u)
-	}
-	return out
-}
-
-// decodeProtobuf decodes the events of a protobuf stream as an informer
-// through a typed client would, and converts each ConfigMap to the lean
-// Unstructured the loop's caches hold.
-func decodeProtobuf(b *testing.B, data []byte, decoder func(io.ReadCloser, runtime.Decoder) *restclientwatch.Decoder) []*unstructured.Unstructured {
-	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	d := decoder(io.NopCloser(bytes.NewReader(data)), scheme.Codecs.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion))
-	out := make([]*unstructured.Unstructured, 0, eventsPerStream)
-	for range eventsPerStream {
-		_, obj, err := d.Decode()
-		if err != nil {
-			b.Fatal(err)
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				b.Fatal(err)
+			}
+			u = &unstructured.Unstructured{Object: content}
+			u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			b.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 		fieldowner.Lean(u)
 		out = append(out, u)
 	}
@@ -116,28 +113,35 @@ func decodeProtobuf(b *testing.B, data []byte, decoder func(io.ReadCloser, runti
 
 // BenchmarkWatchEventDecode is what an informer of ConfigMaps spends on
 // the watch events of B2 children (ns/op is per eventsPerStream events),
-// up to the lean objects its cache holds: "json-unstructured" as the
-// loop's dynamic informers decode them, "protobuf-typed-unstructured" as
-// an informer would through a typed client in protobuf and
-// runtime.DefaultUnstructuredConverter. Both make the same objects.
+// up to the lean objects its cache holds: "json-dynamic-client" as
+// client-go's dynamic client decodes them, "json-one-pass" as the loop's
+// informers' client (watchjson) does, "protobuf-typed-unstructured" as an
+// informer would through a typed client in protobuf and
+// runtime.DefaultUnstructuredConverter. All three make the same objects.
 func BenchmarkWatchEventDecode(b *testing.B) {
-	jsonData, jsonDecoder := watchStream(b, runtime.ContentTypeJSON)
-	pbData, pbDecoder := watchStream(b, runtime.ContentTypeProtobuf)
-	fromJSON, fromPB := decodeJSON(b, jsonData, jsonDecoder), decodeProtobuf(b, pbData, pbDecoder)
-	if !equality.Semantic.DeepEqual(fromJSON[0].Object, fromPB[0].Object) {
-		b.Fatalf("the two decodings differ:\njson     %v\nprotobuf %v", fromJSON[0].Object, fromPB[0].Object)
+	jsonData, pbData := watchStream(b, runtime.ContentTypeJSON), watchStream(b, runtime.ContentTypeProtobuf)
+	decoders := []struct {
+		name   string
+		data   []byte
+		decode func(io.ReadCloser) *restclientwatch.Decoder
+	}{
+		{"json-dynamic-client", jsonData, watchDecoder(b, dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer, schema.GroupVersion{}, runtime.ContentTypeJSON)},
+		{"json-one-pass", jsonData, watchDecoder(b, watchjson.Config(&rest.Config{}).NegotiatedSerializer, schema.GroupVersion{}, runtime.ContentTypeJSON)},
+		{"protobuf-typed-unstructured", pbData, watchDecoder(b, scheme.Codecs.WithoutConversion(), corev1.SchemeGroupVersion, runtime.ContentTypeProtobuf)},
+	}
+	want := decodeEvents(b, jsonData, decoders[0].decode)[0].Object
+	for _, d := range decoders {
+		if got := decodeEvents(b, d.data, d.decode)[0].Object; !equality.Semantic.DeepEqual(want, got) {
+			b.Fatalf("%s decodes another object:\n%v\nwant %v", d.name, got, want)
+		}
 	}
 	b.Logf("one event: %d bytes in JSON, %d in protobuf", len(jsonData)/eventsPerStream, len(pbData)/eventsPerStream)
-	b.Run("json-unstructured", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			decodeJSON(b, jsonData, jsonDecoder)
-		}
-	})
-	b.Run("protobuf-typed-unstructured", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			decodeProtobuf(b, pbData, pbDecoder)
-		}
-	})
+	for _, d := range decoders {
+		b.Run(d.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				decodeEvents(b, d.data, d.decode)
+			}
+		})
+	}
 }

@@ -101,11 +101,7 @@ func catSetRollsOnReadiness(t *testing.T, ex *example, uids map[string]string) {
 
 	// A template whose Pods no node takes.
 	ex.kubectl(t, "patch", "catsets", "nginx-backend", "--type=merge", "-p", `{"spec":{"template":{"spec":{"nodeSelector":{"composite.dev/no-such-node":"true"}}}}}`)
-	ex.until(t, cs, `{.status.conditions[?(@.type=="Updated")].reason}`, "RolloutWaiting")
-	message, _ := ex.jsonpath(cs, `{.status.conditions[?(@.type=="Updated")].message}`)
-	if !strings.Contains(message, "nginx-backend-1") || !strings.Contains(message, "Ready") {
-		t.Errorf("the CatSet's Updated condition says %q; want it to name nginx-backend-1 and its Ready condition", message)
-	}
+	ex.untilRolloutWaitsOn(t, cs, "nginx-backend-1", "Ready")
 	if phase, _ := ex.jsonpath([]string{"pod", "nginx-backend-1"}, "{.status.phase}"); phase != "Pending" {
 		t.Errorf("the new nginx-backend-1 is %q, want Pending (no node matches its nodeSelector)", phase)
 	}

@@ -317,6 +317,32 @@ func (ex *example) until(t *testing.T, what []string, path, want string) {
 	})
 }
 
+// updatedCondition reads the reason and the message of what's Updated
+// condition in one read: two reads could mix a condition with the next.
+func (ex *example) updatedCondition(what []string) (reason, message string, err error) {
+	got, err := ex.jsonpath(what, `{.status.conditions[?(@.type=="Updated")].reason}{"\n"}{.status.conditions[?(@.type=="Updated")].message}`)
+	reason, message, _ = strings.Cut(got, "\n")
+	return reason, message, err
+}
+
+// untilRolloutWaitsOn waits for what's Updated condition to say
+// RolloutWaiting on child's check. A rollout waits on other things before
+// (the old child being deleted, a generation not observed yet), so the
+// reason alone could be an earlier step.
+func (ex *example) untilRolloutWaitsOn(t *testing.T, what []string, child, check string) {
+	t.Helper()
+	ex.waitFor(t, fmt.Sprintf("%s's rollout to wait on %s's %s check", strings.Join(what, " "), child, check), func() (bool, error) {
+		reason, message, err := ex.updatedCondition(what)
+		if err != nil {
+			return false, err
+		}
+		if reason != "RolloutWaiting" || !strings.Contains(message, child) || !strings.Contains(message, check) {
+			return false, fmt.Errorf("its Updated condition is %s: %q", reason, message)
+		}
+		return true, nil
+	})
+}
+
 // untilServed waits, as test.sh's `until kubectl get <resource>`, for
 // the example's CRD to serve resource.
 func (ex *example) untilServed(t *testing.T, resource string) {

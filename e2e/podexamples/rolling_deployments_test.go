@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,17 +151,7 @@ spec:
 	ex.kubectl(t, "patch", "webs", "shop", "--type=merge", "-p", `{"spec":{"image":"web:3","nodeSelector":{"composite.dev/no-such-node":"true"}}}`)
 	// It waits first for shop-c's new generation to be observed, then,
 	// for good, on shop-c's Progressing check.
-	ex.waitFor(t, "the Web's rollout waiting on shop-c's Progressing check", func() (bool, error) {
-		got, err := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].reason}{"\n"}{.status.conditions[?(@.type=="Updated")].message}`)
-		if err != nil {
-			return false, err
-		}
-		reason, message, _ := strings.Cut(got, "\n")
-		if reason != "RolloutWaiting" || !strings.Contains(message, "shop-c") || !strings.Contains(message, "Progressing") {
-			return false, fmt.Errorf("the Web's Updated condition is %s: %q; want RolloutWaiting naming shop-c and its Progressing check", reason, message)
-		}
-		return true, nil
-	})
+	ex.untilRolloutWaitsOn(t, web, "shop-c", "Progressing")
 	if got := image("shop-c"); got != "web:3" {
 		t.Errorf("shop-c runs %q, want web:3 (the rollout's first step)", got)
 	}
@@ -200,12 +189,10 @@ func untilOnANewRevision(t *testing.T, ex *example, web []string, before string)
 	t.Helper()
 	var message string
 	ex.waitFor(t, "the Web's children on a new latest revision", func() (bool, error) {
-		// One read of both: two could mix a condition with the next.
-		got, err := ex.jsonpath(web, `{.status.conditions[?(@.type=="Updated")].reason}{"\n"}{.status.conditions[?(@.type=="Updated")].message}`)
+		reason, msg, err := ex.updatedCondition(web)
 		if err != nil {
 			return false, err
 		}
-		reason, msg, _ := strings.Cut(got, "\n")
 		message = msg
 		if reason != "OnLatestRevision" || message == before {
 			return false, fmt.Errorf("its Updated condition is %s: %q", reason, message)

@@ -6,6 +6,7 @@ package target
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -93,42 +94,55 @@ func (c *Cluster) As(namespace, name string) (*Clients, error) {
 	}
 	config := rest.CopyConfig(c.config)
 	config.Impersonate = rest.ImpersonationConfig{UserName: username}
-	kube, err := kubernetes.NewForConfig(config)
+	clients, _, err := newClients(config)
 	if err != nil {
 		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
 	}
-	dyn, err := dynamic.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
-	}
-	meta, err := metadata.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
-	}
-	got, _ := c.identities.LoadOrStore(username, &Clients{Dynamic: dyn, Metadata: meta, Kube: kube})
+	got, _ := c.identities.LoadOrStore(username, clients)
 	return got.(*Clients), nil
 }
 
 // New connects to the cluster of config.
 func New(config *rest.Config) (*Cluster, error) {
-	kube, err := kubernetes.NewForConfig(config)
+	clients, httpClient, err := newClients(config)
 	if err != nil {
 		return nil, fmt.Errorf("can't create a client of the target cluster: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("can't create a dynamic client of the target cluster: %w", err)
-	}
-	informers, err := watchjson.NewForConfig(config)
+	informers, err := watchjson.NewForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("can't create the informers' client of the target cluster: %w", err)
 	}
-	meta, err := metadata.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("can't create a metadata client of the target cluster: %w", err)
-	}
+	kube := clients.Kube
 	disc := NewDiscovery(kube.Discovery())
 	schemas := fieldowner.NewSchemas(disc.Client().OpenAPIV3())
 	disc.OnRefresh(schemas.Reset)
-	return &Cluster{Dynamic: dyn, Informers: informers, Metadata: meta, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
+	return &Cluster{Dynamic: clients.Dynamic, Informers: informers, Metadata: clients.Metadata, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
+}
+
+// newClients makes one identity's clients over one HTTP client, as each of
+// their NewForConfig would make its own of config, and returns it too.
+func newClients(config *rest.Config) (*Clients, *http.Client, error) {
+	config = rest.CopyConfig(config)
+	if config.UserAgent == "" {
+		// What each client's NewForConfig would set before making its
+		// HTTP client.
+		config.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, err := metadata.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Clients{Dynamic: dyn, Metadata: meta, Kube: kube}, httpClient, nil
 }

@@ -1,16 +1,16 @@
 // Package watchjson is the dynamic client the loop's informers list and
 // watch through. It decodes each JSON watch event in one pass into the
-// Unstructured object an informer's cache holds, where client-go's dynamic
-// client scans every event's bytes about a dozen times (to frame it, to
-// read the envelope's kind, to unmarshal the envelope and copy out its
-// object, to read the object's kind, to tell a list from an object, to
-// validate it and to unmarshal it), and so decodes the same objects: an
-// informer decoding every child's every change spends most of its time
-// there.
+// Unstructured object an informer's cache holds. client-go's dynamic
+// client decodes the same objects after scanning each event about a dozen
+// times (to frame it, read the envelope's kind, copy out its object, read
+// the object's kind, tell a list from an object, validate and unmarshal
+// it), and an informer of every child's every change spends most of its
+// time there.
 package watchjson
 
 import (
 	"bytes"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,15 +34,21 @@ func Config(in *rest.Config) *rest.Config {
 // each JSON event in one pass. It lists, gets and writes as
 // dynamic.NewForConfig's does.
 func NewForConfig(in *rest.Config) (dynamic.Interface, error) {
+	httpClient, err := rest.HTTPClientFor(Config(in))
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfigAndClient(in, httpClient)
+}
+
+// NewForConfigAndClient is NewForConfig over httpClient, so the clients of
+// one identity share one (as dynamic.NewForConfigAndClient).
+func NewForConfigAndClient(in *rest.Config, httpClient *http.Client) (dynamic.Interface, error) {
 	config := Config(in)
 	// As dynamic.NewForConfigAndClient does: its requests name their
 	// whole path, so none is configured.
 	config.GroupVersion = nil
 	config.APIPath = "/if-you-see-this-search-for-the-break"
-	httpClient, err := rest.HTTPClientFor(config)
-	if err != nil {
-		return nil, err
-	}
 	client, err := rest.UnversionedRESTClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ package target
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -94,7 +93,7 @@ func (c *Cluster) As(namespace, name string) (*Clients, error) {
 	}
 	config := rest.CopyConfig(c.config)
 	config.Impersonate = rest.ImpersonationConfig{UserName: username}
-	clients, _, err := newClients(config)
+	clients, err := newClients(config)
 	if err != nil {
 		return nil, fmt.Errorf("can't create a client acting as %s: %w", username, err)
 	}
@@ -104,11 +103,19 @@ func (c *Cluster) As(namespace, name string) (*Clients, error) {
 
 // New connects to the cluster of config.
 func New(config *rest.Config) (*Cluster, error) {
-	clients, httpClient, err := newClients(config)
+	clients, err := newClients(config)
 	if err != nil {
 		return nil, fmt.Errorf("can't create a client of the target cluster: %w", err)
 	}
-	informers, err := watchjson.NewForConfigAndClient(config, httpClient)
+	// The informers ask for no compression, and so take an HTTP client
+	// (and a connection) of their own. kube-apiserver 1.37 gzips a
+	// watch-list stream for a client that accepts it (WatchListCompression,
+	// beta), flushing each event as a gzip stream of its own: both ends
+	// spend CPU on every event of every child, to save bytes on a
+	// connection that is usually inside the cluster.
+	watchConfig := rest.CopyConfig(config)
+	watchConfig.DisableCompression = true
+	informers, err := watchjson.NewForConfig(watchConfig)
 	if err != nil {
 		return nil, fmt.Errorf("can't create the informers' client of the target cluster: %w", err)
 	}
@@ -119,9 +126,9 @@ func New(config *rest.Config) (*Cluster, error) {
 	return &Cluster{Dynamic: clients.Dynamic, Informers: informers, Metadata: clients.Metadata, Kube: kube, Discovery: disc, Schemas: schemas, config: rest.CopyConfig(config)}, nil
 }
 
-// newClients makes one identity's clients over one HTTP client, as each of
-// their NewForConfig would make its own of config, and returns it too.
-func newClients(config *rest.Config) (*Clients, *http.Client, error) {
+// newClients makes one identity's clients over one HTTP client, where each
+// of their NewForConfig would make its own of config.
+func newClients(config *rest.Config) (*Clients, error) {
 	config = rest.CopyConfig(config)
 	if config.UserAgent == "" {
 		// What each client's NewForConfig would set before making its
@@ -130,19 +137,19 @@ func newClients(config *rest.Config) (*Clients, *http.Client, error) {
 	}
 	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	kube, err := kubernetes.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	meta, err := metadata.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &Clients{Dynamic: dyn, Metadata: meta, Kube: kube}, httpClient, nil
+	return &Clients{Dynamic: dyn, Metadata: meta, Kube: kube}, nil
 }

@@ -10,7 +10,6 @@ package watchjson
 
 import (
 	"bytes"
-	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,21 +33,15 @@ func Config(in *rest.Config) *rest.Config {
 // each JSON event in one pass. It lists, gets and writes as
 // dynamic.NewForConfig's does.
 func NewForConfig(in *rest.Config) (dynamic.Interface, error) {
-	httpClient, err := rest.HTTPClientFor(Config(in))
-	if err != nil {
-		return nil, err
-	}
-	return NewForConfigAndClient(in, httpClient)
-}
-
-// NewForConfigAndClient is NewForConfig over httpClient, so the clients of
-// one identity share one (as dynamic.NewForConfigAndClient).
-func NewForConfigAndClient(in *rest.Config, httpClient *http.Client) (dynamic.Interface, error) {
 	config := Config(in)
 	// As dynamic.NewForConfigAndClient does: its requests name their
 	// whole path, so none is configured.
 	config.GroupVersion = nil
 	config.APIPath = "/if-you-see-this-search-for-the-break"
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
 	client, err := rest.UnversionedRESTClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err

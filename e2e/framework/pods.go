@@ -205,16 +205,15 @@ func (s *Stack) startKwok(dir string) error {
 		return fmt.Errorf("no kwok Stage files in %s/stages (run hack/install-kwok.sh)", dir)
 	}
 	stages = append(stages, filepath.Join(root, "hack", "tools", "kwok", "pod-exit.yaml"))
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds),
-		// kwok's own endpoint (health, metrics), on loopback.
-		"--server-address=127.0.0.1:" + strconv.Itoa(port),
+		// kwok's own endpoint (health, metrics), on loopback. Nothing
+		// here reads it, so kwok binds a port the kernel picks: a port
+		// picked for it beforehand could be taken by another package's
+		// stack before kwok binds it (CI saw kwok exit on that).
+		"--server-address=127.0.0.1:0",
 	}
 	for _, st := range stages {
 		args = append(args, "--config="+st)

@@ -831,22 +831,11 @@ func writeGap(results []result, from, to time.Time) time.Duration {
 	return gap
 }
 
-// handedOut are the ports freePort has answered in this process: a port
-// closed after its check is free again, and the kernel may pick it again
-// for the next check (CI saw two of a cluster's members given one port).
-var handedOut sync.Map
-
 func freePort(t *testing.T) int {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, true); !taken {
-			return port
-		}
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return port
 }

@@ -162,7 +162,7 @@ func (s *Stack) startScheduler() error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -213,7 +212,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.installServerIdentity(ctx); err != nil {
 		return nil, err
 	}
-	if s.CompositePort, err = freePort(); err != nil {
+	if s.CompositePort, err = FreePort(); err != nil {
 		return nil, err
 	}
 	s.compositeServerURL = "https://127.0.0.1:" + strconv.Itoa(s.CompositePort)
@@ -240,11 +239,11 @@ func (s *Stack) logf(format string, args ...interface{}) {
 }
 
 func (s *Stack) startEtcd(ctx context.Context) error {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -269,7 +268,7 @@ func (s *Stack) startEtcd(ctx context.Context) error {
 }
 
 func (s *Stack) startKubeAPIServer(ctx context.Context) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -348,7 +347,7 @@ func (s *Stack) startControllerManager() error {
 	if err := s.writeCertKubeconfig(kubeconfig, ck); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -523,7 +522,7 @@ func (s *Stack) resolvingHosts(bin string, args []string) (string, []string, err
 // once /readyz answers; the caller stops it (Stop or Kill: an exit it did not
 // ask for fails the package, as one of the stack's own composite-apiserver).
 func (s *Stack) StartReplica(ctx context.Context, name string, extraArgs ...string) (*Process, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -858,13 +857,4 @@ func (s *Stack) waitHTTP(ctx context.Context, name string, p *Process, client *h
 		return fmt.Errorf("%s not ready at %s (last answer: %s): %w\n%s", name, url, last, err, p.Tail(3000))
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 const (
@@ -96,7 +97,7 @@ func launch(dataDir string, port int) (*server, error) {
 		p := port
 		if p == 0 {
 			var err error
-			if p, err = freePort(); err != nil {
+			if p, err = framework.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -108,16 +109,6 @@ func launch(dataDir string, port int) (*server, error) {
 			return nil, err
 		}
 	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("can't find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func startProcess(dataDir string, port int) (*server, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,6 +106,9 @@ func runBaseline(b *testing.B, parents int, mode baselineMode) (rate float64) {
 	if err := l.create(ctx, parents); err != nil {
 		b.Fatal(err)
 	}
+	// Deleted before it returns, even when the loop's phase measures it
+	// first: the loop must not share the cluster with its objects.
+	defer l.deleteAll(b, parents)
 	var mu sync.Mutex
 	var lat []time.Duration
 	timed := func(f func() error) error {
@@ -115,6 +119,10 @@ func runBaseline(b *testing.B, parents int, mode baselineMode) (rate float64) {
 		lat = append(lat, d)
 		mu.Unlock()
 		return err
+	}
+	allBefore, err := allCounts(ctx)
+	if err != nil {
+		b.Fatal(err)
 	}
 	cpuBefore := cpuNow(b)
 	start := time.Now()
@@ -162,6 +170,10 @@ func runBaseline(b *testing.B, parents int, mode baselineMode) (rate float64) {
 	objects := parents + parents*children + parents
 	rate = float64(objects) / elapsed.Seconds()
 	reportCPU(b, cpuBefore, objects)
+	if allAfter, err := allCounts(ctx); err == nil {
+		all, total := diffCounts(allBefore, allAfter)
+		b.Logf("%s: every request kube-apiserver served meanwhile (%g): %s", what, total, formatCounts(all))
+	}
 	sorted, sortedParents := sortedCopy(lat), sortedCopy(perParent)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(rate, "objects/s")
@@ -286,6 +298,9 @@ func startMeasured(ctx context.Context, b *testing.B, name string, parents, perN
 	if err := l.create(ctx, parents); err != nil {
 		b.Fatal(err)
 	}
+	// Registered before the controller's deletion, so run after it: the
+	// controller is gone before its parents go.
+	b.Cleanup(func() { l.deleteAll(b, parents) })
 	extra := ""
 	if identity {
 		ns := l.namespace(0)
@@ -334,6 +349,25 @@ func (l layout) create(ctx context.Context, parents int) error {
 		return stack.CreateNamespace(ctx, fmt.Sprintf("%s-%d", l.base, i))
 	})
 	return err
+}
+
+// deleteAll deletes the layout's namespaces, with everything in them, and
+// waits until they are gone. Each phase of B2 deletes what it made once
+// measured, so that each starts from the cluster the first one had:
+// otherwise the loop, measured last, shared kube-apiserver's watch cache,
+// etcd and its own informers' list with every baseline's objects (three
+// times its own at 2,000 parents), and each phase ran in a fuller cluster
+// than the one before.
+func (l layout) deleteAll(b *testing.B, parents int) {
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := forEach(ctx, l.count(parents), 16, func(ctx context.Context, i int) error {
+		return deleteNamespace(ctx, fmt.Sprintf("%s-%d", l.base, i), 15*time.Minute)
+	}); err != nil {
+		b.Errorf("the namespaces of %s are not gone, and the next phase shares the cluster with their objects: %v", l.base, err)
+		return
+	}
+	b.Logf("%s: its namespaces and their objects deleted in %.1f s", l.base, time.Since(start).Seconds())
 }
 
 func (l layout) String() string {
@@ -661,6 +695,10 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 	if err != nil {
 		b.Fatal(err)
 	}
+	allBefore, err := allCounts(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	cpuBefore := cpuNow(b)
 	start := time.Now()
@@ -709,6 +747,13 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 		// the children shows here.
 		reads, _ := diffCounts(readsBefore, readsAfter)
 		b.Logf("loop: reads of kube-apiserver while it converged (every client's): %s", formatCounts(reads))
+	}
+	if allAfter, err := allCounts(ctx); err == nil {
+		// Every other request too (Leases, reviews, discovery): what the
+		// loop's phase asked of kube-apiserver beyond the baseline's
+		// writes, whoever asked it.
+		all, total := diffCounts(allBefore, allAfter)
+		b.Logf("loop: every request kube-apiserver served while it converged (%g): %s", total, formatCounts(all))
 	}
 	// Everything but our creation of the parents is the loop's (and
 	// Events are also written by others, e.g. kube-controller-manager).
@@ -828,7 +873,12 @@ func runPaced(ctx context.Context, b *testing.B, w *watcher, controller string, 
 // cpuUse is the CPU time each process of the stack, and this benchmark's
 // own (its clients, watches and Go hook), has used so far; 0 for one that
 // can't be read.
-type cpuUse struct{ apiserver, etcd, kcm, composite, bench float64 }
+type cpuUse struct {
+	apiserver, etcd, kcm, composite, bench float64
+	// at is when it was read: CPU-seconds over the wall-clock seconds
+	// since are the cores the phase kept busy.
+	at time.Time
+}
 
 // cpuNow reads every process's CPU time: the machine's two cores are
 // shared by all of them, so a client's throughput is bounded by the CPU
@@ -853,6 +903,7 @@ func cpuNow(b *testing.B) cpuUse {
 		kcm:       read("kube-controller-manager", stack.ControllerManagerCPUSeconds),
 		composite: read("composite-apiserver", stack.CompositeCPUSeconds),
 		bench:     bench,
+		at:        time.Now(),
 	}
 }
 
@@ -896,8 +947,15 @@ func reportCPU(b *testing.B, before cpuUse, objects int) {
 	b.ReportMetric(composite, "composite-cpu-ms/object")
 	b.ReportMetric(bench, "bench-cpu-ms/object")
 	b.ReportMetric(apiserver+etcd+kcm+composite+bench, "total-cpu-ms/object")
-	b.Logf("CPU per object: kube-apiserver %.2f ms, etcd %.2f, kube-controller-manager %.2f, composite-apiserver %.2f, benchmark (clients, watches, hook) %.2f; total %.2f",
-		apiserver, etcd, kcm, composite, bench, apiserver+etcd+kcm+composite+bench)
+	// Whether the phase was bound by the machine's CPU (cores-busy near
+	// its core count: its rate follows the CPU it spends per object) or
+	// by latency (its requests waited on etcd's disk or on each other).
+	total := secs(before.apiserver, after.apiserver) + secs(before.etcd, after.etcd) + secs(before.kcm, after.kcm) +
+		secs(before.composite, after.composite) + secs(before.bench, after.bench)
+	cores := total / after.at.Sub(before.at).Seconds()
+	b.ReportMetric(cores, "cores-busy")
+	b.Logf("CPU per object: kube-apiserver %.2f ms, etcd %.2f, kube-controller-manager %.2f, composite-apiserver %.2f, benchmark (clients, watches, hook) %.2f; total %.2f, %.2f of the machine's %d cores busy",
+		apiserver, etcd, kcm, composite, bench, apiserver+etcd+kcm+composite+bench, cores, runtime.NumCPU())
 }
 
 // profileAPIServer writes kube-apiserver's CPU profile of the next

@@ -451,6 +451,14 @@ func readCounts(ctx context.Context, resources ...string) (map[string]float64, e
 	return requestCounts(ctx, func(verb string) bool { return !writeVerbs[verb] }, resources...)
 }
 
+// allCounts is every request of every client, each resource and verb:
+// what a phase cost kube-apiserver beyond the writes it was measured by.
+func allCounts(ctx context.Context) (map[string]float64, error) {
+	return requestCounts(ctx, func(string) bool { return true })
+}
+
+// requestCounts sums apiserver_request_total's samples of verbs on
+// resources (every resource when none is named).
 func requestCounts(ctx context.Context, verbs func(string) bool, resources ...string) (map[string]float64, error) {
 	data, err := env.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -472,7 +480,7 @@ func requestCounts(ctx context.Context, verbs func(string) bool, resources ...st
 		if err != nil {
 			return nil, fmt.Errorf("can't parse %q: %w", line, err)
 		}
-		if !want[labels["resource"]] || !verbs(labels["verb"]) || labels["dry_run"] != "" {
+		if (len(want) > 0 && !want[labels["resource"]]) || !verbs(labels["verb"]) || labels["dry_run"] != "" {
 			continue
 		}
 		key := labels["resource"]

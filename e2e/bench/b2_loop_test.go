@@ -586,9 +586,10 @@ func (w *watcher) missing(limit int) []string {
 // baseline, run after it, is the same program server-side-applying the
 // children instead of creating them, the write the loop makes, and each
 // variant reports its rate against both (ratio-vs-baseline,
-// ratio-vs-apply-baseline). The last
-// size also reports its p50 against the first size's: how latency grows
-// with the number of parents.
+// ratio-vs-apply-baseline). Each phase deletes what it made once measured
+// (layout.deleteAll), so that every phase runs in the cluster the first
+// one had. The last size also reports its p50 against the first size's:
+// how latency grows with the number of parents.
 func BenchmarkLoopConvergence(b *testing.B) {
 	setUp(b)
 	var firstP50, firstPaced time.Duration

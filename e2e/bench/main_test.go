@@ -94,6 +94,7 @@ var (
 	loopPaced           = flag.Int("loop.paced", 100, "BenchmarkLoopConvergence: parents created one by one, loop.paced-rate a second, once the others converged: their p50 is the latency of a new parent among that many converged ones, without the queue of a burst")
 	loopPacedRate       = flag.Float64("loop.paced-rate", 10, "BenchmarkLoopConvergence: parents a second of the paced measurement")
 	identityRounds      = flag.Int("loop.identity-rounds", 2, "BenchmarkLoopConvergenceWithIdentity: rounds at the first -loop.parents size, each without and then with a per-controller identity")
+	loopCleanPhases     = flag.Bool("loop.clean-phases", false, "BenchmarkLoopConvergence: each phase deletes its namespaces once measured and waits (up to 3 minutes) for the cluster to be quiet, so that no phase runs beside an earlier one's objects; the garbage collector's work after a deletion (about 10 owner lookups a second) may still reach the next phase")
 	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")
 
 	resyncParents      = flag.Int("resync.parents", 2000, "BenchmarkConvergedResync: converged parents")

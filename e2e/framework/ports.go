@@ -12,7 +12,8 @@ import (
 
 // FreePort returns a loopback port that was free a moment ago, for a
 // process that must be told its port before it binds it (etcd,
-// kube-apiserver, kube-controller-manager, composite-apiserver).
+// kube-apiserver, kube-controller-manager, kube-scheduler,
+// composite-apiserver and its replicas).
 //
 // Between the check and the bind another socket may take the port. The
 // kernel's own choice (listening on port 0) comes from the ephemeral range,
@@ -25,9 +26,6 @@ func FreePort() (int, error) {
 	lo, hi := unassignedPorts()
 	for range 1000 {
 		port := lo + rand.IntN(hi-lo+1)
-		if _, taken := handedOut.Load(port); taken {
-			continue
-		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -143,6 +144,23 @@ func leakRound(t *testing.T, hookURL string, round, n int) {
 	if _, stderr, err := stack.Kubectl(ctx, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, prefixed("crd/", crdNames)...)...); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
+	// kube-controller-manager's garbage collector and quota monitor watch
+	// every resource while it exists, from when their discovery (every
+	// 30 s) finds it: wait for those watches first, so that the count
+	// below changes only by the server's own watch.
+	var others map[string]int
+	stack.Eventually(t, "kube-controller-manager's watch of every new resource", 2*time.Minute, func() (bool, error) {
+		first := watchesOf(t, group)
+		time.Sleep(2 * time.Second)
+		others = watchesOf(t, group)
+		watched := 0
+		for _, count := range others {
+			if count > 0 {
+				watched++
+			}
+		}
+		return unless(watched == n && maps.Equal(first, others), fmt.Errorf("watches %v, 2 s before %v", others, first))
+	})
 	names := make([]string, n)
 	var controllers strings.Builder
 	for i := range names {
@@ -169,12 +187,15 @@ spec:
 		waitRunning(t, name)
 	}
 	// kube-apiserver serves a watch of each controller's parents to the
-	// server (and others to kube-controller-manager's garbage collector
-	// and quota controller, which stay while the resources do).
-	var running map[string]int
+	// server, beside kube-controller-manager's.
 	eventually(t, "a watch on every controller's parents", func() (bool, error) {
-		running = watchesOf(t, group)
-		return unless(len(running) == n, fmt.Errorf("watches %v", running))
+		w := watchesOf(t, group)
+		for resource, count := range others {
+			if w[resource] != count+1 {
+				return false, fmt.Errorf("%d watches of %s, %d before the controller ran", w[resource], resource, count)
+			}
+		}
+		return true, nil
 	})
 	for _, name := range names {
 		if err := cc.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -183,9 +204,9 @@ spec:
 	}
 	eventually(t, "the server's watch of every deleted controller's parents to end", func() (bool, error) {
 		w := watchesOf(t, group)
-		for resource, count := range running {
-			if w[resource] != count-1 {
-				return false, fmt.Errorf("%d watches of %s, %d while the controller ran", w[resource], resource, count)
+		for resource, count := range others {
+			if w[resource] != count {
+				return false, fmt.Errorf("%d watches of %s, %d before the controller ran", w[resource], resource, count)
 			}
 		}
 		return true, nil

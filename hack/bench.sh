@@ -27,14 +27,29 @@ controller's hook hangs, vs without it), each against its baseline in the
 same run, with composite-apiserver's default flags, and prints one markdown
 table.
 
-Takes about 5 minutes on a 2-core machine with the test binaries cached (the
-first run builds them: add ~6 minutes). A B2 size that does not converge
+Each phase of B2 (each baseline, each controller, at each size) runs on a
+stack of its own, a go test of its own; the rest share one. Takes about 15
+minutes on a 2-core machine with the test binaries cached (the first run
+builds them: add ~6 minutes); B2's phases at 500 and 2,000 are about 10 of
+them. A B2 size that does not converge
 costs up to --b2-timeout more; it is reported as "did not converge in ..."
 and the run goes on.
 
 Options:
   --b2-parents LIST   B2 sizes, comma-separated (default 500,2000)
   --b2-timeout DUR    how long B2 waits for convergence at each size (default 4m)
+  --b2-phases LIST    B2's phases at each size, comma-separated, each a go test
+                      of its own on a stack of its own (default: the three
+                      client-go baselines, client-go-baseline,
+                      client-go-apply-baseline and
+                      client-go-watched-apply-baseline, and the four
+                      controllers, loop, loop-tracking,
+                      loop-tracking-ignore-status and loop-ignore-children);
+                      the table's ratios are computed from their rates
+  --b2-shared-stack   run B2's phases one after the other in the same go test
+                      as the other benchmarks, on one stack (faster by about
+                      20 s a phase; each phase then runs beside the objects
+                      of every phase before it, which slows the later ones)
   --b3-parents N      B3 converged parents (default 2000)
   --b6-parents N      B6 parents of the healthy controller, and of the hanging
                       one (default 200)
@@ -98,6 +113,8 @@ EOF
 }
 
 b2_parents=500,2000
+b2_stacks=per-phase
+b2_phases=client-go-baseline,client-go-apply-baseline,client-go-watched-apply-baseline,loop,loop-tracking,loop-tracking-ignore-status,loop-ignore-children
 b2_timeout=4m
 b3_parents=2000
 b6_parents=200
@@ -114,6 +131,8 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --b2-parents) b2_parents=$2; shift 2 ;;
     --b2-timeout) b2_timeout=$2; shift 2 ;;
+    --b2-shared-stack) b2_stacks=shared; shift ;;
+    --b2-phases) b2_phases=$2; shift 2 ;;
     --b3-parents) b3_parents=$2; shift 2 ;;
     --b6-parents) b6_parents=$2; shift 2 ;;
     --b9) [[ $b9_parents -gt 0 ]] || b9_parents=2000; shift ;;
@@ -171,7 +190,41 @@ table() {
   function cpus(name) { return has(name) ? sprintf("%.1f, %.1f, %.1f, %.1f, %.1f s", v(name, "apiserver-cpu-s"), v(name, "etcd-cpu-s"), v(name, "kcm-cpu-s"), v(name, "composite-cpu-s"), v(name, "bench-cpu-s")) : "not run" }
   function secs(msv) { return msv >= 1000 ? sprintf("%.1f s", msv / 1000) : sprintf("%.0f ms", msv) }
 
+  # fill sets metric of name to unit of name over unit of base, unless
+  # the benchmark reported it itself.
+  function fill(name, metric, base, unit) {
+    if (has(name) && has(base) && !((name, metric) in m) && v(base, unit) > 0 && v(name, unit) > 0)
+      m[name, metric] = v(name, unit) / v(base, unit)
+  }
+  # With a stack per phase, each phase of B2 was a go test of its own,
+  # which measured no baseline: its ratios, and the growth from the first
+  # size to the last, are computed here from the same metrics.
+  function b2ratios(    n, i, j, p, lv, first, last) {
+    n = split(sizes, sz, ",")
+    split("loop loop-tracking loop-tracking-ignore-status loop-ignore-children", variant, " ")
+    for (i = 1; i <= n; i++) {
+      p = "BenchmarkLoopConvergence/parents=" sz[i] "/"
+      fill(p "client-go-watched-apply-baseline", "ratio-vs-apply-baseline", p "client-go-apply-baseline", "objects/s")
+      for (j = 1; j <= 4; j++) {
+        lv = p variant[j]
+        fill(lv, "ratio-vs-baseline", p "client-go-baseline", "objects/s")
+        fill(lv, "ratio-vs-apply-baseline", p "client-go-apply-baseline", "objects/s")
+        fill(lv, "ratio-vs-watched-apply-baseline", p "client-go-watched-apply-baseline", "objects/s")
+      }
+    }
+    if (n < 2) return
+    first = "BenchmarkLoopConvergence/parents=" sz[1] "/"
+    last = "BenchmarkLoopConvergence/parents=" sz[n] "/"
+    for (j = 1; j <= 4; j++)
+      if (v(first variant[j], "converged") == 1 && v(last variant[j], "converged") == 1)
+        fill(last variant[j], "time-per-parent-vs-" sz[1], first variant[j], "ms-per-parent")
+    if (v(first "loop", "converged") == 1 && v(last "loop", "converged") == 1)
+      fill(last "loop", "p50-vs-" sz[1], first "loop", "p50-ms")
+    fill(last "loop", "paced-p50-vs-" sz[1], first "loop", "paced-p50-ms")
+  }
+
   END {
+    b2ratios()
     print "| benchmark | result | baseline (same run) | ratio | target | met? |"
     print "|---|---|---|---|---|---|"
 
@@ -249,7 +302,7 @@ table() {
         # while dynamic informers watch them, in the same run.
         cw = "BenchmarkLoopConvergence/parents=" s "/client-go-watched-apply-baseline"
         if (has(cw)) {
-          row(sprintf("B2 client-go's applies with informers watching them (JSON, all namespaces), against without, at %s parents", s),
+          row(sprintf("B2 client-go applies with informers watching them (JSON, all namespaces), against without, at %s parents", s),
             sprintf("%.0f objects/s", v(cw, "objects/s")), sprintf("client-go apply: %.0f objects/s", v(ca, "objects/s")), x(v(cw, "ratio-vs-apply-baseline")), "—", "—")
           for (t = 0; t < 2; t++) {
             lv = "BenchmarkLoopConvergence/parents=" s (t ? "/loop-tracking" : "/loop")
@@ -262,7 +315,7 @@ table() {
         # the shared machine beyond the applies themselves.
         lt = "BenchmarkLoopConvergence/parents=" s "/loop-tracking"
         if ((ca, "apiserver-cpu-s") in m)
-          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver, the benchmark (the baselines' client; the loop's watches and hook)", s),
+          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver, the benchmark (the client of the baselines; the watches and hook of the loop)", s),
             sprintf("loop: %s; tracking: %s", cpus(l), cpus(lt)),
             sprintf("client-go create: %s; apply: %s%s", cpus(c), cpus(ca), has(cw) ? "; apply with informers: " cpus(cw) : ""), "—", "—", "—")
       } else {
@@ -474,6 +527,8 @@ if [[ -z "$out" ]]; then
   out=_output/bench/bench-$(date +%Y%m%d-%H%M%S).txt
 fi
 table=${out%.txt}.md
+mkdir -p "$(dirname "$out")"
+: >"$out"
 
 bin_dir=$(hack/install-test-binaries.sh | tail -n 1)
 export COMPOSITE_TEST_BINARIES="$bin_dir"
@@ -484,11 +539,28 @@ start=$SECONDS
 # table of the others: the status is kept and returned at the end. The
 # go test timeout only guards against a hang; B2 has its own.
 status=0
-go test ./e2e/bench/ -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 45m \
+skip=()
+if [[ $b2_stacks == per-phase && BenchmarkLoopConvergence =~ ${bench%%/*} ]]; then
+  # Each phase of B2 on a stack of its own: one cluster grown by every
+  # phase before it biases the last (the loop ran beside the baselines'
+  # 60,000 ConfigMaps at 2,000 parents), and deleting them between phases
+  # leaves kube-controller-manager's garbage collector looking up the
+  # deleted objects for minutes (-loop.clean-phases). A stack costs about
+  # 20 s to start.
+  for parents in ${b2_parents//,/ }; do
+    for phase in ${b2_phases//,/ }; do
+      go test ./e2e/bench/ -run '^$' -bench "^BenchmarkLoopConvergence\$/^parents=$parents\$/^$phase\$" \
+        -benchtime 1x -count 1 -timeout 45m "-loop.parents=$parents" "-loop.timeout=$b2_timeout" \
+        -loop.baseline-first=false "$@" 2>&1 | tee -a "$out" || status=$?
+    done
+  done
+  skip=(-skip '^BenchmarkLoopConvergence$')
+fi
+go test ./e2e/bench/ -run '^$' -bench "$bench" "${skip[@]}" -benchtime 1x -count 1 -timeout 45m \
   "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
   "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
   "-memlimit.parents=$b8_parents" \
-  "-shards.run=$b7" "-shards.parents=$b7_parents" "-rollout.parents=$b11_parents" "$@" 2>&1 | tee "$out" || status=$?
+  "-shards.run=$b7" "-shards.parents=$b7_parents" "-rollout.parents=$b11_parents" "$@" 2>&1 | tee -a "$out" || status=$?
 # B10 runs on a stack with pods (kube-scheduler, kwok, kube-controller-
 # manager's pod controllers), which the other benchmarks must not share: a
 # go test run of its own, its output appended to the same file.

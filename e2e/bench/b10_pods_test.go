@@ -62,10 +62,10 @@ const podParentLabel = "bench-parent"
 // namespace, say) and measure something else than they say: B10 must run
 // alone.
 func podStackOptions(pattern string, opts framework.Options) (framework.Options, error) {
-	if *podParents <= 0 || !matchesBenchmark(pattern, podBenchmark) {
+	if *podParents <= 0 || !matchesBenchmark(pattern, "", podBenchmark) {
 		return opts, nil
 	}
-	if matchesBenchmark(pattern, benchmarks...) {
+	if matchesBenchmark(pattern, "", benchmarks...) {
 		return opts, fmt.Errorf("-pods.parents=%d starts the benchmarks' stack with pods (kube-scheduler, kwok, kube-controller-manager's pod controllers), which the other benchmarks selected by -bench %q would share: select %s alone (-bench '^%s$'), as hack/bench.sh --b10 does",
 			*podParents, pattern, podBenchmark, podBenchmark)
 	}

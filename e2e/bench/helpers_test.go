@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -445,16 +446,24 @@ func writeCounts(ctx context.Context, resources ...string) (map[string]float64, 
 	return requestCounts(ctx, func(verb string) bool { return writeVerbs[verb] }, resources...)
 }
 
-// readCounts is writeCounts of the requests that read: LIST, GET and
-// WATCH (a watch counts when it starts).
-func readCounts(ctx context.Context, resources ...string) (map[string]float64, error) {
-	return requestCounts(ctx, func(verb string) bool { return !writeVerbs[verb] }, resources...)
-}
-
 // allCounts is every request of every client, each resource and verb:
 // what a phase cost kube-apiserver beyond the writes it was measured by.
 func allCounts(ctx context.Context) (map[string]float64, error) {
 	return requestCounts(ctx, func(string) bool { return true })
+}
+
+// selectCounts is the part of counts (keyed as requestCounts keys them)
+// whose verb verbs accepts, on resources.
+func selectCounts(counts map[string]float64, verbs func(string) bool, resources ...string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range counts {
+		target, verb, _ := strings.Cut(k, " ")
+		resource, _, _ := strings.Cut(target, "/")
+		if verbs(verb) && slices.Contains(resources, resource) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // requestCounts sums apiserver_request_total's samples of verbs on

@@ -94,6 +94,7 @@ var (
 	loopPaced           = flag.Int("loop.paced", 100, "BenchmarkLoopConvergence: parents created one by one, loop.paced-rate a second, once the others converged: their p50 is the latency of a new parent among that many converged ones, without the queue of a burst")
 	loopPacedRate       = flag.Float64("loop.paced-rate", 10, "BenchmarkLoopConvergence: parents a second of the paced measurement")
 	identityRounds      = flag.Int("loop.identity-rounds", 2, "BenchmarkLoopConvergenceWithIdentity: rounds at the first -loop.parents size, each without and then with a per-controller identity")
+	loopBaselineFirst   = flag.Bool("loop.baseline-first", true, "BenchmarkLoopConvergence: a loop variant run without the client-go baseline at its size measures that baseline first, on the same stack, for its ratio-vs-baseline; false: the variant alone, and no ratio (hack/bench.sh runs each phase of B2 on a stack of its own this way, and computes the ratios)")
 	loopCleanPhases     = flag.Bool("loop.clean-phases", false, "BenchmarkLoopConvergence: each phase deletes its namespaces once measured and waits (up to 3 minutes) for the cluster to be quiet, so that no phase runs beside an earlier one's objects; the garbage collector's work after a deletion (about 10 owner lookups a second) may still reach the next phase")
 	loopTimeout         = flag.Duration("loop.timeout", 4*time.Minute, "BenchmarkLoopConvergence: how long to wait for convergence at each size; when it passes, the rate so far is reported with converged=0")
 
@@ -158,22 +159,24 @@ var env *environment
 var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkMemoryLimit", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
-// package's benchmarks (by its first, top-level element), so that
-// `go test ./... -bench Other` does not start a stack here for nothing.
-// B10 counts only with -pods.parents, B11 only with -rollout.parents:
-// without it, each skips.
-func benchmarksWanted(pattern string) bool {
-	if *podParents > 0 && matchesBenchmark(pattern, podBenchmark) {
+// package's benchmarks (by its first, top-level element) that the -skip
+// pattern does not skip whole, so that `go test ./... -bench Other` does
+// not start a stack here for nothing. B10 counts only with -pods.parents,
+// B11 only with -rollout.parents: without it, each skips.
+func benchmarksWanted(pattern, skip string) bool {
+	if *podParents > 0 && matchesBenchmark(pattern, skip, podBenchmark) {
 		return true
 	}
-	if *rolloutParents > 0 && matchesBenchmark(pattern, rolloutBenchmark) {
+	if *rolloutParents > 0 && matchesBenchmark(pattern, skip, rolloutBenchmark) {
 		return true
 	}
-	return matchesBenchmark(pattern, benchmarks...)
+	return matchesBenchmark(pattern, skip, benchmarks...)
 }
 
-// matchesBenchmark tells whether the -bench pattern selects one of names.
-func matchesBenchmark(pattern string, names ...string) bool {
+// matchesBenchmark tells whether the -bench pattern selects one of names
+// and the -skip pattern does not skip it whole (a skip of one element, as
+// hack/bench.sh gives, names whole benchmarks).
+func matchesBenchmark(pattern, skip string, names ...string) bool {
 	if pattern == "" {
 		return false
 	}
@@ -183,8 +186,14 @@ func matchesBenchmark(pattern string, names ...string) bool {
 		// Let the testing package report the bad pattern.
 		return true
 	}
+	var skipped *regexp.Regexp
+	if skip != "" && !strings.Contains(skip, "/") {
+		if skipped, err = regexp.Compile(skip); err != nil {
+			return true
+		}
+	}
 	for _, name := range names {
-		if re.MatchString(name) {
+		if re.MatchString(name) && (skipped == nil || !skipped.MatchString(name)) {
 			return true
 		}
 	}
@@ -193,7 +202,7 @@ func matchesBenchmark(pattern string, names ...string) bool {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || !benchmarksWanted(f.Value.String()) {
+	if f := flag.Lookup("test.bench"); f == nil || !benchmarksWanted(f.Value.String(), flag.Lookup("test.skip").Value.String()) {
 		// No benchmark of this package asked for: nothing to start.
 		os.Exit(m.Run())
 	}

@@ -1,6 +1,11 @@
 package bench
 
 import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +33,27 @@ func TestBenchmarksWanted(t *testing.T) {
 		// B10 only with -pods.parents: it skips without.
 		"PodChildren": false,
 	} {
-		if got := benchmarksWanted(pattern); got != want {
+		if got := benchmarksWanted(pattern, ""); got != want {
 			t.Errorf("benchmarksWanted(%q) = %v, want %v", pattern, got, want)
+		}
+	}
+}
+
+// hack/bench.sh runs B2's phases each alone and the rest with -skip
+// '^BenchmarkLoopConvergence$': a stack only when something is left.
+func TestBenchmarksWantedWithSkip(t *testing.T) {
+	for _, c := range []struct {
+		pattern, skip string
+		want          bool
+	}{
+		{"LoopConvergence$", "^BenchmarkLoopConvergence$", false},
+		{".", "^BenchmarkLoopConvergence$", true},
+		{"LoopConvergence", "^BenchmarkLoopConvergence$", true}, // WithIdentity
+		// A skip of sub-benchmarks skips no benchmark whole.
+		{"LoopConvergence$", "^BenchmarkLoopConvergence$/parents=500", true},
+	} {
+		if got := benchmarksWanted(c.pattern, c.skip); got != c.want {
+			t.Errorf("benchmarksWanted(%q, %q) = %v, want %v", c.pattern, c.skip, got, c.want)
 		}
 	}
 }
@@ -46,6 +70,23 @@ func TestParseSample(t *testing.T) {
 		if _, _, err := parseSample(bad); err == nil {
 			t.Errorf("parseSample(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestSelectCounts(t *testing.T) {
+	all := map[string]float64{
+		"configmaps APPLY": 20, "configmaps WATCH": 2, "hellos/status PATCH": 2, "hellos POST": 2,
+		"events POST": 5, "leases PUT": 9, "compositecontrollers GET": 1, " LIST": 3,
+	}
+	writes := selectCounts(all, func(verb string) bool { return writeVerbs[verb] }, "configmaps", "hellos")
+	want := map[string]float64{"configmaps APPLY": 20, "hellos/status PATCH": 2, "hellos POST": 2}
+	if !maps.Equal(writes, want) {
+		t.Errorf("writes = %v, want %v", writes, want)
+	}
+	reads := selectCounts(all, func(verb string) bool { return !writeVerbs[verb] }, "configmaps", "compositecontrollers")
+	want = map[string]float64{"configmaps WATCH": 2, "compositecontrollers GET": 1}
+	if !maps.Equal(reads, want) {
+		t.Errorf("reads = %v, want %v", reads, want)
 	}
 }
 
@@ -120,7 +161,52 @@ func TestPodStackOptions(t *testing.T) {
 	if _, err := podStackOptions(".", framework.Options{}); err == nil || !strings.Contains(err.Error(), "alone") {
 		t.Errorf("B10 with the others: err %v, want a refusal", err)
 	}
-	if !benchmarksWanted("PodChildren") {
+	if !benchmarksWanted("PodChildren", "") {
 		t.Errorf("benchmarksWanted(PodChildren) with -pods.parents is false")
+	}
+}
+
+// TestBenchTableOfPhasesRunAlone runs hack/bench.sh --table on the output
+// of B2's phases each run on a stack of its own, as hack/bench.sh runs them
+// (-loop.baseline-first=false): no phase reported a ratio, and the table
+// computes each from the rates.
+func TestBenchTableOfPhasesRunAlone(t *testing.T) {
+	result := func(name string, metrics string) string {
+		return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
+	}
+	out := "goos: linux\n" +
+		result("500/client-go-baseline", "1200 objects/s\t100 p50-ms") +
+		result("500/client-go-apply-baseline", "1000 objects/s") +
+		result("500/client-go-watched-apply-baseline", "800 objects/s") +
+		result("500/loop", "900 objects/s\t1 converged\t20 ms-per-parent\t1000 p50-ms\t50 paced-p50-ms\t1.0 hook-calls-per-parent") +
+		result("2000/client-go-baseline", "1000 objects/s\t300 p50-ms") +
+		result("2000/client-go-apply-baseline", "800 objects/s") +
+		result("2000/client-go-watched-apply-baseline", "700 objects/s") +
+		result("2000/loop", "600 objects/s\t1 converged\t25 ms-per-parent\t3000 p50-ms\t60 paced-p50-ms\t1.0 hook-calls-per-parent") +
+		"PASS\n"
+	file := filepath.Join(t.TempDir(), "bench.txt")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500,2000", "--table", file)
+	table, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
+	}
+	for _, want := range []string{
+		// The loop against client-go's creates, applies, watched applies.
+		"| 0.75× | ≥ 0.8× | **no** |",
+		"B2 convergence at 500 parents against client-go applying the same children (hook not tracking its children) | 900 objects/s | client-go server-side apply (force, one field manager), 32 workers: 1000 objects/s; p50 0 ms, p99 0 ms | 0.90× | ≥ 0.85× | yes |",
+		"B2 convergence at 2000 parents against client-go applying the same children (hook not tracking its children) | 600 objects/s | client-go server-side apply (force, one field manager), 32 workers: 800 objects/s; p50 0 ms, p99 0 ms | 0.75× | ≥ 0.85× | **no** |",
+		"against without, at 500 parents | 800 objects/s | client-go apply: 1000 objects/s | 0.80× |",
+		"applying and watching the same children (hook not tracking its children) | 600 objects/s | 700 objects/s | 0.86× |",
+		// Growth from the first size to the last.
+		"| B2 p50(2000) / p50(500) | 3.00× | client-go: 3.00× |",
+		"| B2 time per parent at 2000 / at 500 (hook not tracking its children) | 1.25× (25.0 ms per parent) | — | — | ≤ 1.2× | **no** |",
+		"| B2 p50 of a new parent among 2000 / among 500 converged | 1.20× |",
+	} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
+		}
 	}
 }

@@ -47,8 +47,8 @@ Options:
                       loop-tracking-ignore-status and loop-ignore-children);
                       the table's ratios are computed from their rates
   --b2-shared-stack   run B2's phases one after the other in the same go test
-                      as the other benchmarks, on one stack (faster by about
-                      20 s a phase; each phase then runs beside the objects
+                      as the other benchmarks, on one stack (faster by 10-20 s
+                      a phase; each phase then runs beside the objects
                       of every phase before it, which slows the later ones)
   --b3-parents N      B3 converged parents (default 2000)
   --b6-parents N      B6 parents of the healthy controller, and of the hanging
@@ -545,8 +545,8 @@ if [[ $b2_stacks == per-phase && BenchmarkLoopConvergence =~ ${bench%%/*} ]]; th
   # phase before it biases the last (the loop ran beside the baselines'
   # 60,000 ConfigMaps at 2,000 parents), and deleting them between phases
   # leaves kube-controller-manager's garbage collector looking up the
-  # deleted objects for minutes (-loop.clean-phases). A stack costs about
-  # 20 s to start.
+  # deleted objects for minutes (-loop.clean-phases). A stack costs 10-20 s
+  # to start.
   for parents in ${b2_parents//,/ }; do
     for phase in ${b2_phases//,/ }; do
       go test ./e2e/bench/ -run '^$' -bench "^BenchmarkLoopConvergence\$/^parents=$parents\$/^$phase\$" \

@@ -156,7 +156,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v sizes="$b2_parents" -v phases="$b2_phases" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -199,13 +199,15 @@ table() {
   # With a stack per phase, each phase of B2 was a go test of its own,
   # which measured no baseline: its ratios, and the growth from the first
   # size to the last, are computed here from the same metrics.
-  function b2ratios(    n, i, j, p, lv, first, last) {
+  function b2ratios(    n, nv, i, j, p, lv, first, last) {
     n = split(sizes, sz, ",")
-    split("loop loop-tracking loop-tracking-ignore-status loop-ignore-children", variant, " ")
+    # The controllers among the phases (--b2-phases): all but the baselines.
+    split(phases, all, ",")
+    for (j in all) if (all[j] !~ /^client-go-/) variant[++nv] = all[j]
     for (i = 1; i <= n; i++) {
       p = "BenchmarkLoopConvergence/parents=" sz[i] "/"
       fill(p "client-go-watched-apply-baseline", "ratio-vs-apply-baseline", p "client-go-apply-baseline", "objects/s")
-      for (j = 1; j <= 4; j++) {
+      for (j = 1; j <= nv; j++) {
         lv = p variant[j]
         fill(lv, "ratio-vs-baseline", p "client-go-baseline", "objects/s")
         fill(lv, "ratio-vs-apply-baseline", p "client-go-apply-baseline", "objects/s")
@@ -215,7 +217,7 @@ table() {
     if (n < 2) return
     first = "BenchmarkLoopConvergence/parents=" sz[1] "/"
     last = "BenchmarkLoopConvergence/parents=" sz[n] "/"
-    for (j = 1; j <= 4; j++)
+    for (j = 1; j <= nv; j++)
       if (v(first variant[j], "converged") == 1 && v(last variant[j], "converged") == 1)
         fill(last variant[j], "time-per-parent-vs-" sz[1], first variant[j], "ms-per-parent")
     if (v(first "loop", "converged") == 1 && v(last "loop", "converged") == 1)

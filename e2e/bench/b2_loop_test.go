@@ -745,7 +745,8 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 		// The server's CPU while it converges, to see what grows with the
 		// number of parents.
 		go func() {
-			data, err := serverGet(ctx, "/debug/pprof/profile?seconds=20")
+			time.Sleep(*loopProfileAfter)
+			data, err := serverGet(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(*loopProfileSeconds))
 			if err == nil {
 				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("loop-%d.pprof", parents)), data, 0o644)
 			}
@@ -1005,11 +1006,12 @@ func reportCPU(b *testing.B, before cpuUse, objects int) {
 		apiserver, etcd, kcm, composite, bench, apiserver+etcd+kcm+composite+bench, cores, runtime.NumCPU())
 }
 
-// profileAPIServer writes kube-apiserver's CPU profile of the next
-// loop.cpuprofile-seconds to
-// file: where the shared apiserver spends its CPU on the loop's requests
-// against the baseline's.
+// profileAPIServer writes kube-apiserver's CPU profile of
+// loop.cpuprofile-seconds, from loop.cpuprofile-after on, to file: where
+// the shared apiserver spends its CPU on the loop's requests against the
+// baseline's.
 func profileAPIServer(ctx context.Context, b *testing.B, file string) {
+	time.Sleep(*loopProfileAfter)
 	data, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(*loopProfileSeconds)).DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(file, data, 0o644)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -28,6 +27,8 @@ type statusTracker struct {
 	// counts are the controller's parents, children and parents
 	// mid-rollout (parentloop.Run.Counts), set once its loop is made.
 	counts func() parentloop.Counts
+	// countTook is how long the last count took (Run's goroutine only).
+	countTook time.Duration
 
 	mu sync.Mutex
 	// starting counts the parent loops whose informers have not synced.
@@ -134,13 +135,38 @@ func (s *statusTracker) Synced(err error) {
 	}
 }
 
-// Run writes the status every interval until ctx is done.
+// countingShare is the most of one core that counting a controller's
+// parents and children for its status may take: a count reads every parent
+// in the caches and looks up its children (about 0.1 s among 10,000
+// parents × 10 ConfigMaps on a busy 2-core machine, 7% of the server's CPU
+// while they converged, counted every 5 s), so among many parents the
+// status is brought up to date less often than every interval.
+const countingShare = 0.01
+
+// Run writes the status every interval, or every took/countingShare when
+// the last count took longer, until ctx is done.
 func (s *statusTracker) Run(ctx context.Context) {
-	wait.UntilWithContext(ctx, s.write, s.interval)
+	for {
+		s.write(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pace(s.interval, s.countTook)):
+		}
+	}
+}
+
+// pace is how long to wait before the next write: interval, or longer
+// when counting took so long that counting every interval would take more
+// than countingShare of a core.
+func pace(interval, countTook time.Duration) time.Duration {
+	return max(interval, time.Duration(float64(countTook)/countingShare))
 }
 
 func (s *statusTracker) desired() trackedStatus {
+	start := time.Now()
 	n := s.counts()
+	s.countTook = time.Since(start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	generation := s.owner.GetGeneration()

@@ -55,11 +55,41 @@ func (d *Definition) IsParent(group, resource string) bool {
 // than for its finalizer: it matches the label selector and, for a
 // decorator, the annotation selector.
 func (d *Definition) Selects(obj *unstructured.Unstructured) bool {
-	if !d.ParentLabels.Matches(labels.Set(obj.GetLabels())) {
+	if !d.ParentLabels.Matches(metadataMap(obj, "labels")) {
 		return false
 	}
-	return d.ParentAnnotations == nil || d.ParentAnnotations.Matches(labels.Set(obj.GetAnnotations()))
+	return d.ParentAnnotations == nil || d.ParentAnnotations.Matches(metadataMap(obj, "annotations"))
 }
+
+// metadataStrings is a string map of an object's metadata (its labels or
+// annotations) read where it is, as labels.Labels: Selects runs on every
+// parent event and, for the controller's status, on every parent every few
+// seconds, and GetLabels copies the map each time.
+type metadataStrings map[string]interface{}
+
+func metadataMap(obj *unstructured.Unstructured, field string) metadataStrings {
+	m, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", field)
+	strings, _ := m.(map[string]interface{})
+	return strings
+}
+
+func (m metadataStrings) Has(key string) bool {
+	_, ok := m[key]
+	return ok
+}
+
+func (m metadataStrings) Get(key string) string {
+	s, _ := m.Lookup(key)
+	return s
+}
+
+func (m metadataStrings) Lookup(key string) (string, bool) {
+	v, ok := m[key]
+	s, _ := v.(string)
+	return s, ok
+}
+
+var _ labels.Labels = metadataStrings{}
 
 // OwnsChild tells whether obj, controlled by one of the controller's
 // parents, is the controller's child: for a decorator only when it carries

@@ -65,8 +65,11 @@ func (pc *parentLoop) revisionSynced(parent *unstructured.Unstructured, err erro
 }
 
 // paused tells whether parent is paused (v1alpha1.ParentPausedAnnotation).
-func paused(parent metav1.Object) bool {
-	return parent.GetAnnotations()[v1alpha1.ParentPausedAnnotation] == "true"
+func paused(parent *unstructured.Unstructured) bool {
+	// Read in place: GetAnnotations copies them, for every parent of
+	// every status count.
+	v, _, _ := unstructured.NestedString(parent.Object, "metadata", "annotations", v1alpha1.ParentPausedAnnotation)
+	return v == "true"
 }
 
 // markPaused says on a paused parent's status, in a Paused condition, that

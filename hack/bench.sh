@@ -46,6 +46,12 @@ Options:
                       controllers, loop, loop-tracking,
                       loop-tracking-ignore-status and loop-ignore-children);
                       the table's ratios are computed from their rates
+  --b2-rounds N       run every phase of B2 N times (default 1), round after
+                      round, the order of the phases reversed in every second
+                      round so that a drift of the machine's speed does not
+                      favour one; the table reports the median of each
+                      figure, and of each round's ratio to the baseline in
+                      the same round (the issue's "three runs, the median")
   --b2-shared-stack   run B2's phases one after the other in the same go test
                       as the other benchmarks, on one stack (faster by 10-20 s
                       a phase; each phase then runs beside the objects
@@ -116,6 +122,7 @@ b2_parents=500,2000
 b2_stacks=per-phase
 b2_phases=client-go-baseline,client-go-apply-baseline,client-go-watched-apply-baseline,loop,loop-tracking,loop-tracking-ignore-status,loop-ignore-children
 b2_timeout=4m
+b2_rounds=1
 b3_parents=2000
 b6_parents=200
 b9_parents=0
@@ -132,6 +139,7 @@ while [[ $# -gt 0 ]]; do
     --b2-parents) b2_parents=$2; shift 2 ;;
     --b2-timeout) b2_timeout=$2; shift 2 ;;
     --b2-shared-stack) b2_stacks=shared; shift ;;
+    --b2-rounds) b2_rounds=$2; shift 2 ;;
     --b2-phases) b2_phases=$2; shift 2 ;;
     --b3-parents) b3_parents=$2; shift 2 ;;
     --b6-parents) b6_parents=$2; shift 2 ;;
@@ -157,11 +165,13 @@ done
 # table prints the markdown table of the raw go test output $1.
 table() {
   awk -v sizes="$b2_parents" -v phases="$b2_phases" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
-  # Benchmark result lines: name, iterations, then value/unit pairs.
+  # Benchmark result lines: name, iterations, then value/unit pairs. A
+  # name run more than once (--b2-rounds) keeps each run, round by round.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
     name = $1; sub(/-[0-9]+$/, "", name)
     ran[name] = 1
-    for (i = 3; i < NF; i += 2) m[name, $(i + 1)] = $i
+    r = ++runs[name]
+    for (i = 3; i < NF; i += 2) { m[name, $(i + 1)] = $i; perrun[name, $(i + 1), r] = $i }
     next
   }
   # A failed benchmark prints no result line; keep its last message.
@@ -190,11 +200,36 @@ table() {
   function cpus(name) { return has(name) ? sprintf("%.1f, %.1f, %.1f, %.1f, %.1f s", v(name, "apiserver-cpu-s"), v(name, "etcd-cpu-s"), v(name, "kcm-cpu-s"), v(name, "composite-cpu-s"), v(name, "bench-cpu-s")) : "not run" }
   function secs(msv) { return msv >= 1000 ? sprintf("%.1f s", msv / 1000) : sprintf("%.0f ms", msv) }
 
+  # median of the n values of vals (1..n).
+  function median(vals, n,    i, j, t) {
+    for (i = 2; i <= n; i++)
+      for (j = i; j > 1 && vals[j - 1] > vals[j]; j--) { t = vals[j]; vals[j] = vals[j - 1]; vals[j - 1] = t }
+    return n % 2 ? vals[(n + 1) / 2] : (vals[n / 2] + vals[n / 2 + 1]) / 2
+  }
+  # medians makes each figure of a benchmark run more than once the
+  # median of its runs.
+  function medians(    k, parts, r, n, vals) {
+    for (k in m) {
+      split(k, parts, SUBSEP)
+      if (runs[parts[1]] < 2) continue
+      n = 0
+      for (r = 1; r <= runs[parts[1]]; r++)
+        if ((parts[1], parts[2], r) in perrun) vals[++n] = perrun[parts[1], parts[2], r] + 0
+      m[k] = median(vals, n)
+    }
+  }
   # fill sets metric of name to unit of name over unit of base, unless
-  # the benchmark reported it itself.
-  function fill(name, metric, base, unit) {
-    if (has(name) && has(base) && !((name, metric) in m) && v(base, unit) > 0 && v(name, unit) > 0)
-      m[name, metric] = v(name, unit) / v(base, unit)
+  # the benchmark reported it itself: with both run in rounds, the median
+  # of the ratios of each round, else the ratio of their figures.
+  function fill(name, metric, base, unit,    r, n, vals) {
+    if (!has(name) || !has(base) || ((name, metric) in m) || v(base, unit) <= 0 || v(name, unit) <= 0) return
+    if (runs[name] > 1 && runs[name] == runs[base]) {
+      n = 0
+      for (r = 1; r <= runs[name]; r++)
+        if (perrun[base, unit, r] > 0 && perrun[name, unit, r] > 0) vals[++n] = perrun[name, unit, r] / perrun[base, unit, r]
+      if (n > 0) { m[name, metric] = median(vals, n); return }
+    }
+    m[name, metric] = v(name, unit) / v(base, unit)
   }
   # With a stack per phase, each phase of B2 was a go test of its own,
   # which measured no baseline: its ratios, and the growth from the first
@@ -226,7 +261,11 @@ table() {
   }
 
   END {
+    medians()
     b2ratios()
+    rounds = 0
+    for (k in runs) if (k ~ /^BenchmarkLoopConvergence\// && runs[k] > rounds) rounds = runs[k]
+    if (rounds > 1) print "B2: the median of " rounds " runs of each phase; a ratio, the median of its ratios in each round.\n"
     print "| benchmark | result | baseline (same run) | ratio | target | met? |"
     print "|---|---|---|---|---|---|"
 
@@ -519,6 +558,13 @@ table() {
   ' "$1"
 }
 
+if ! [[ $b2_rounds =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench.sh: --b2-rounds wants a number of rounds, 1 or more, not $b2_rounds" >&2; exit 2
+fi
+if [[ $b2_rounds -gt 1 && $b2_stacks == shared ]]; then
+  echo "bench.sh: --b2-rounds runs each phase on a stack of its own; it can't be given with --b2-shared-stack" >&2; exit 2
+fi
+
 if [[ -n "$table_of" ]]; then
   table "$table_of"
   exit 0
@@ -549,11 +595,19 @@ if [[ $b2_stacks == per-phase && BenchmarkLoopConvergence =~ ${bench%%/*} ]]; th
   # leaves kube-controller-manager's garbage collector looking up the
   # deleted objects for minutes (-loop.clean-phases). A stack costs 10-20 s
   # to start.
-  for parents in ${b2_parents//,/ }; do
-    for phase in ${b2_phases//,/ }; do
-      go test ./e2e/bench/ -run '^$' -bench "^BenchmarkLoopConvergence\$/^parents=$parents\$/^$phase\$" \
-        -benchtime 1x -count 1 -timeout 45m "-loop.parents=$parents" "-loop.timeout=$b2_timeout" \
-        -loop.baseline-first=false "$@" 2>&1 | tee -a "$out" || status=$?
+  read -r -a phases <<<"${b2_phases//,/ }"
+  for ((round = 1; round <= b2_rounds; round++)); do
+    order=("${phases[@]}")
+    if ((round % 2 == 0)); then
+      order=()
+      for ((i = ${#phases[@]} - 1; i >= 0; i--)); do order+=("${phases[i]}"); done
+    fi
+    for parents in ${b2_parents//,/ }; do
+      for phase in "${order[@]}"; do
+        go test ./e2e/bench/ -run '^$' -bench "^BenchmarkLoopConvergence\$/^parents=$parents\$/^$phase\$" \
+          -benchtime 1x -count 1 -timeout 45m "-loop.parents=$parents" "-loop.timeout=$b2_timeout" \
+          -loop.baseline-first=false "$@" 2>&1 | tee -a "$out" || status=$?
+      done
     done
   done
   skip=(-skip '^BenchmarkLoopConvergence$')

@@ -210,3 +210,38 @@ func TestBenchTableOfPhasesRunAlone(t *testing.T) {
 		}
 	}
 }
+
+// hack/bench.sh --b2-rounds runs each phase of B2 once a round: the table
+// reports the median of each figure, and of the loop's ratio to the
+// baseline round by round, which a drift of the machine's speed between
+// rounds does not move as it moves the ratio of the two medians.
+func TestBenchTableMediansOfRounds(t *testing.T) {
+	result := func(name string, metrics string) string {
+		return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
+	}
+	out := "goos: linux\n"
+	// Rounds of applies and loop: 1000 and 900, 800 and 800, 600 and 300
+	// objects/s. Each round's ratio: 0.90, 1.00, 0.50; their median 0.90.
+	// The medians of the rates, 800 and 800, would make it 1.00.
+	for _, rates := range [][2]int{{1000, 900}, {800, 800}, {600, 300}} {
+		out += result("500/client-go-apply-baseline", fmt.Sprintf("%d objects/s", rates[0])) +
+			result("500/loop", fmt.Sprintf("%d objects/s\t1 converged", rates[1]))
+	}
+	out += "PASS\n"
+	file := filepath.Join(t.TempDir(), "bench.txt")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table, err := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500", "--table", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
+	}
+	for _, want := range []string{
+		"B2: the median of 3 runs of each phase",
+		"B2 convergence at 500 parents against client-go applying the same children (hook not tracking its children) | 800 objects/s | client-go server-side apply (force, one field manager), 32 workers: 800 objects/s; p50 0 ms, p99 0 ms | 0.90× | ≥ 0.85× | yes |",
+	} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
+		}
+	}
+}

@@ -171,9 +171,7 @@ func TestPodStackOptions(t *testing.T) {
 // (-loop.baseline-first=false): no phase reported a ratio, and the table
 // computes each from the rates.
 func TestBenchTableOfPhasesRunAlone(t *testing.T) {
-	result := func(name string, metrics string) string {
-		return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
-	}
+	result := b2ResultLine
 	out := "goos: linux\n" +
 		result("500/client-go-baseline", "1200 objects/s\t100 p50-ms") +
 		result("500/client-go-apply-baseline", "1000 objects/s") +
@@ -216,9 +214,7 @@ func TestBenchTableOfPhasesRunAlone(t *testing.T) {
 // baseline round by round, which a drift of the machine's speed between
 // rounds does not move as it moves the ratio of the two medians.
 func TestBenchTableMediansOfRounds(t *testing.T) {
-	result := func(name string, metrics string) string {
-		return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
-	}
+	result := b2ResultLine
 	out := "goos: linux\n"
 	// Rounds of applies and loop: 1000 and 900, 800 and 800, 600 and 300
 	// objects/s. Each round's ratio: 0.90, 1.00, 0.50; their median 0.90.
@@ -244,4 +240,10 @@ func TestBenchTableMediansOfRounds(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
+}
+
+// b2ResultLine is a result line of B2's phase name (size/phase) as go test
+// prints it, with metrics ("value unit", tab-separated).
+func b2ResultLine(name string, metrics string) string {
+	return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
 }

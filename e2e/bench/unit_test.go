@@ -247,3 +247,24 @@ func TestBenchTableMediansOfRounds(t *testing.T) {
 func b2ResultLine(name string, metrics string) string {
 	return fmt.Sprintf("BenchmarkLoopConvergence/parents=%s-2 \t       1\t         0 ns/op\t%s\n", name, metrics)
 }
+
+// A run of only the tracking hooks (--b2-phases without loop) still gets
+// their rows against client-go's applies, the two-call hook's among them.
+func TestBenchTableWithoutTheLoop(t *testing.T) {
+	out := "goos: linux\n" +
+		b2ResultLine("500/client-go-apply-baseline", "1000 objects/s") +
+		b2ResultLine("500/loop-tracking-ignore-status", "700 objects/s\t1 converged\t2.0 hook-calls-per-parent") +
+		"PASS\n"
+	file := filepath.Join(t.TempDir(), "bench.txt")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table, err := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500", "--b2-phases", "client-go-apply-baseline,loop-tracking-ignore-status", "--table", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
+	}
+	want := "B2 convergence at 500 parents against client-go applying the same children (tracking hook with `ownStatusWrites: Ignore`: two calls) | 700 objects/s |"
+	if !strings.Contains(string(table), want) {
+		t.Errorf("the table lacks %q:\n%s", want, table)
+	}
+}

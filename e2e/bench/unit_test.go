@@ -182,15 +182,7 @@ func TestBenchTableOfPhasesRunAlone(t *testing.T) {
 		result("2000/client-go-watched-apply-baseline", "700 objects/s") +
 		result("2000/loop", "600 objects/s\t1 converged\t25 ms-per-parent\t3000 p50-ms\t60 paced-p50-ms\t1.0 hook-calls-per-parent") +
 		"PASS\n"
-	file := filepath.Join(t.TempDir(), "bench.txt")
-	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500,2000", "--table", file)
-	table, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
-	}
+	table := benchTable(t, out, "--b2-parents", "500,2000")
 	for _, want := range []string{
 		// The loop against client-go's creates, applies, watched applies.
 		"| 0.75× | ≥ 0.8× | **no** |",
@@ -203,7 +195,7 @@ func TestBenchTableOfPhasesRunAlone(t *testing.T) {
 		"| B2 time per parent at 2000 / at 500 (hook not tracking its children) | 1.25× (25.0 ms per parent) | — | — | ≤ 1.2× | **no** |",
 		"| B2 p50 of a new parent among 2000 / among 500 converged | 1.20× |",
 	} {
-		if !strings.Contains(string(table), want) {
+		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
@@ -224,19 +216,12 @@ func TestBenchTableMediansOfRounds(t *testing.T) {
 			result("500/loop", fmt.Sprintf("%d objects/s\t1 converged", rates[1]))
 	}
 	out += "PASS\n"
-	file := filepath.Join(t.TempDir(), "bench.txt")
-	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	table, err := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500", "--table", file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
-	}
+	table := benchTable(t, out, "--b2-parents", "500")
 	for _, want := range []string{
 		"B2: the median of 3 runs of each phase",
 		"B2 convergence at 500 parents against client-go applying the same children (hook not tracking its children) | 800 objects/s | client-go server-side apply (force, one field manager), 32 workers: 800 objects/s; p50 0 ms, p99 0 ms | 0.90× | ≥ 0.85× | yes |",
 	} {
-		if !strings.Contains(string(table), want) {
+		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
@@ -255,16 +240,24 @@ func TestBenchTableWithoutTheLoop(t *testing.T) {
 		b2ResultLine("500/client-go-apply-baseline", "1000 objects/s") +
 		b2ResultLine("500/loop-tracking-ignore-status", "700 objects/s\t1 converged\t2.0 hook-calls-per-parent") +
 		"PASS\n"
+	table := benchTable(t, out, "--b2-parents", "500", "--b2-phases", "client-go-apply-baseline,loop-tracking-ignore-status")
+	want := "B2 convergence at 500 parents against client-go applying the same children (tracking hook with `ownStatusWrites: Ignore`: two calls) | 700 objects/s |"
+	if !strings.Contains(table, want) {
+		t.Errorf("the table lacks %q:\n%s", want, table)
+	}
+}
+
+// benchTable is the table hack/bench.sh --table prints of out, a go test
+// output, with args (the sizes and phases the run had).
+func benchTable(t *testing.T, out string, args ...string) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "bench.txt")
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	table, err := exec.Command("bash", "../../hack/bench.sh", "--b2-parents", "500", "--b2-phases", "client-go-apply-baseline,loop-tracking-ignore-status", "--table", file).CombinedOutput()
+	table, err := exec.Command("bash", append(append([]string{"../../hack/bench.sh"}, args...), "--table", file)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("hack/bench.sh --table: %v\n%s", err, table)
 	}
-	want := "B2 convergence at 500 parents against client-go applying the same children (tracking hook with `ownStatusWrites: Ignore`: two calls) | 700 objects/s |"
-	if !strings.Contains(string(table), want) {
-		t.Errorf("the table lacks %q:\n%s", want, table)
-	}
+	return string(table)
 }

@@ -743,17 +743,24 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 	start := time.Now()
 	if dir := *loopCPUProfile; dir != "" {
 		// The server's CPU while it converges, to see what grows with the
-		// number of parents.
-		go func() {
-			time.Sleep(*loopProfileAfter)
-			data, err := serverGet(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(*loopProfileSeconds))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("loop-%d.pprof", parents)), data, 0o644)
-			}
-			if err != nil {
-				b.Logf("loop: no CPU profile: %v", err)
-			}
-		}()
+		// number of parents, and what it allocated over the same seconds
+		// (a delta profile): the garbage collector's share follows the
+		// bytes allocated.
+		for _, p := range []struct{ path, file string }{
+			{"/debug/pprof/profile", fmt.Sprintf("loop-%d.pprof", parents)},
+			{"/debug/pprof/allocs", fmt.Sprintf("loop-%d-allocs.pprof", parents)},
+		} {
+			go func() {
+				time.Sleep(*loopProfileAfter)
+				data, err := serverGet(ctx, p.path+"?seconds="+strconv.Itoa(*loopProfileSeconds))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, p.file), data, 0o644)
+				}
+				if err != nil {
+					b.Logf("loop: no profile %s: %v", p.file, err)
+				}
+			}()
+		}
 		go profileAPIServer(ctx, b, filepath.Join(dir, fmt.Sprintf("apiserver-loop-%d.pprof", parents)))
 	}
 	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {

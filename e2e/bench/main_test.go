@@ -89,7 +89,7 @@ var (
 	loopPerNamespace    = flag.Int("loop.parents-per-namespace", 0, "BenchmarkLoopConvergence: parents per namespace; 0 puts them all in one")
 	loopCreators        = flag.Int("loop.creators", 16, "BenchmarkLoopConvergence: workers creating the parents")
 	loopBaselineWorkers = flag.Int("loop.baseline-workers", 32, "BenchmarkLoopConvergence: workers of the client-go baseline")
-	loopCPUProfile      = flag.String("loop.cpuprofile", "", "BenchmarkLoopConvergence: a directory to write CPU profiles of each size's convergence to: kube-apiserver's of each baseline and of the loop, composite-apiserver's of the loop")
+	loopCPUProfile      = flag.String("loop.cpuprofile", "", "BenchmarkLoopConvergence: a directory to write CPU profiles of each size's convergence to: kube-apiserver's of each baseline and of the loop, composite-apiserver's of the loop, and its allocations over the same seconds (loop-N-allocs.pprof)")
 	loopProfileSeconds  = flag.Int("loop.cpuprofile-seconds", 20, "BenchmarkLoopConvergence: how long the CPU profiles of -loop.cpuprofile last (both servers end a request after 60 s)")
 	loopProfileAfter    = flag.Duration("loop.cpuprofile-after", 0, "BenchmarkLoopConvergence: how long into a phase the CPU profiles of -loop.cpuprofile start: what grows with the number of cached children shows late in a large phase")
 	loopPaced           = flag.Int("loop.paced", 100, "BenchmarkLoopConvergence: parents created one by one, loop.paced-rate a second, once the others converged: their p50 is the latency of a new parent among that many converged ones, without the queue of a burst")

@@ -3,6 +3,7 @@ package apply
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -62,6 +63,13 @@ func TestWithOwnerReferencesMarshalsAsSetOwnerReferences(t *testing.T) {
 		if !equality.Semantic.DeepEqual(desired.Object, before.Object) {
 			t.Errorf("with %d references the desired child changed: %v", len(refs), desired.Object)
 		}
+	}
+	// withOwnerReferences writes each field of a reference itself (the
+	// converter's reflection was what it saves): a field a newer
+	// apimachinery adds must be added there too, or a hook's reference
+	// would lose it.
+	if n := reflect.TypeFor[metav1.OwnerReference]().NumField(); n != 6 {
+		t.Errorf("metav1.OwnerReference has %d fields, withOwnerReferences writes 6", n)
 	}
 	// A child without a metadata map (the engine refuses those) still
 	// gets its references, by the deep copy.

@@ -539,7 +539,7 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	b.Cleanup(pw.close)
 	// B2's watcher of the parents: observed once status.phase is Ready
 	// for their generation.
-	w, err := watch(ctx, name, l, true)
+	w, err := watch(ctx, name, l, true, true)
 	if err != nil {
 		b.Fatal(err)
 	}

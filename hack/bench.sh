@@ -362,7 +362,7 @@ table() {
         # the shared machine beyond the applies themselves.
         lt = "BenchmarkLoopConvergence/parents=" s "/loop-tracking"
         if ((ca, "apiserver-cpu-s") in m)
-          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver, the benchmark (the client of the baselines; the watches and hook of the loop)", s),
+          row(sprintf("B2 CPU-seconds per phase at %s parents: kube-apiserver, etcd, kube-controller-manager, composite-apiserver, the benchmark (the client of the baselines; the hook and the watch of the parents in the loop)", s),
             sprintf("loop: %s; tracking: %s", cpus(l), cpus(lt)),
             sprintf("client-go create: %s; apply: %s%s", cpus(c), cpus(ca), has(cw) ? "; apply with informers: " cpus(cw) : ""), "—", "—", "—")
       } else {

@@ -799,14 +799,22 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 		// The server's CPU while it converges, to see what grows with the
 		// number of parents, and what it allocated over the same seconds
 		// (a delta profile): the garbage collector's share follows the
-		// bytes allocated.
-		for _, p := range []struct{ path, file string }{
-			{"/debug/pprof/profile", fmt.Sprintf("loop-%d.pprof", parents)},
-			{"/debug/pprof/allocs", fmt.Sprintf("loop-%d-allocs.pprof", parents)},
+		// bytes allocated. The heap at the end of those seconds says what
+		// the collector has to mark: its work per cycle follows the live
+		// objects, most of them the informers' caches.
+		window := time.Duration(*loopProfileSeconds) * time.Second
+		seconds := "?seconds=" + strconv.Itoa(*loopProfileSeconds)
+		for _, p := range []struct {
+			path, file string
+			after      time.Duration
+		}{
+			{"/debug/pprof/profile" + seconds, fmt.Sprintf("loop-%d.pprof", parents), *loopProfileAfter},
+			{"/debug/pprof/allocs" + seconds, fmt.Sprintf("loop-%d-allocs.pprof", parents), *loopProfileAfter},
+			{"/debug/pprof/heap", fmt.Sprintf("loop-%d-heap.pprof", parents), *loopProfileAfter + window},
 		} {
 			go func() {
-				time.Sleep(*loopProfileAfter)
-				data, err := serverGet(ctx, p.path+"?seconds="+strconv.Itoa(*loopProfileSeconds))
+				time.Sleep(p.after)
+				data, err := serverGet(ctx, p.path)
 				if err == nil {
 					err = os.WriteFile(filepath.Join(dir, p.file), data, 0o644)
 				}

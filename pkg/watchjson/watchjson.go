@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	kjson "sigs.k8s.io/json"
 )
 
 // Config is dynamic.ConfigFor(in) with this package's JSON decoding of
@@ -85,12 +84,13 @@ var metaKinds = func() *runtime.Scheme {
 	return scheme
 }()
 
-// objectDecoder decodes a JSON object into an Unstructured in one
-// unmarshalling of its bytes, into the same map the dynamic client's
+// objectDecoder decodes a JSON object into an Unstructured in one pass
+// over its bytes (unmarshalObject), into the same map the dynamic client's
 // decoder makes of them (unstructured.UnstructuredJSONScheme's: strings
-// case-sensitively keyed, whole numbers int64). Whatever else it is asked
-// to decode, and anything its one pass can't, goes to the dynamic client's
-// decoder, which says what is wrong with it.
+// case-sensitively keyed, whole numbers int64), its recurring strings
+// shared. Whatever else it is asked to decode, and anything its one pass
+// can't, goes to the dynamic client's decoder, which says what is wrong
+// with it.
 type objectDecoder struct {
 	runtime.Serializer
 }
@@ -100,8 +100,8 @@ func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, in
 	if defaults != nil || (into != nil && !isUnstructured) {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	content := map[string]interface{}{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &content); err != nil {
+	content, err := unmarshalObject(data)
+	if err != nil {
 		return d.Serializer.Decode(data, defaults, into)
 	}
 	if u == nil {

@@ -3,7 +3,9 @@ package sharedinformers
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,25 +29,29 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
 )
 
-// b2ConfigMap is a B2 child as kube-apiserver sends it on a watch: the
-// loop's apply made it, so its managedFields hold the loop's entry.
-func b2ConfigMap() *corev1.ConfigMap {
+// b2ConfigMap is the i-th B2 child as kube-apiserver sends it on a
+// watch: the loop's apply made it, so its managedFields hold the loop's
+// entry. Children come ten to a parent, as in B2, each with a name, UID
+// and resourceVersion of its own: a decoder that shares recurring strings
+// must not be measured on one object repeated.
+func b2ConfigMap(i int) *corev1.ConfigMap {
 	now := metav1.NewTime(time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC))
 	yes := true
-	parent := types.UID("6b2c3d4e-0000-4000-8000-000000000001")
+	parentName := fmt.Sprintf("p%d", i/10)
+	parent := types.UID(fmt.Sprintf("6b2c3d4e-0000-4000-8000-%012d", i/10))
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "p1-3", Namespace: "bench-0", UID: "7c2c3d4e-0000-4000-8000-000000000003",
-			ResourceVersion: "12343", CreationTimestamp: now,
+			Name: fmt.Sprintf("%s-%d", parentName, i%10), Namespace: "bench-0", UID: types.UID(fmt.Sprintf("7c2c3d4e-0000-4000-8000-%012d", i)),
+			ResourceVersion: strconv.Itoa(12343 + i), CreationTimestamp: now,
 			Labels: map[string]string{"controller-uid": string(parent)},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: "p1", UID: parent,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: parentName, UID: parent,
 				Controller: &yes, BlockOwnerDeletion: &yes}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "metacontroller.k8s.io/bench", Operation: metav1.ManagedFieldsOperationApply,
 				APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-					`{"f:data":{"f:index":{},"f:parent":{}},"f:metadata":{"f:labels":{"f:controller-uid":{}},"f:ownerReferences":{"k:{\"uid\":\"6b2c3d4e-0000-4000-8000-000000000001\"}":{}}}}`)}}},
+					`{"f:data":{"f:index":{},"f:parent":{}},"f:metadata":{"f:labels":{"f:controller-uid":{}},"f:ownerReferences":{"k:{\"uid\":\"` + string(parent) + `\"}":{}}}}`)}}},
 		},
-		Data: map[string]string{"index": "3", "parent": "p1"},
+		Data: map[string]string{"index": strconv.Itoa(i % 10), "parent": parentName},
 	}
 }
 
@@ -61,13 +67,13 @@ func watchStream(b *testing.B, mediaType string) []byte {
 	if !ok || info.StreamSerializer == nil {
 		b.Fatalf("no stream serializer for %s", mediaType)
 	}
-	object, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), b2ConfigMap())
-	if err != nil {
-		b.Fatal(err)
-	}
 	var buf bytes.Buffer
 	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
-	for range eventsPerStream {
+	for i := range eventsPerStream {
+		object, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), b2ConfigMap(i))
+		if err != nil {
+			b.Fatal(err)
+		}
 		if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: runtime.RawExtension{Raw: object}}); err != nil {
 			b.Fatal(err)
 		}
@@ -177,10 +183,13 @@ func BenchmarkWatchEventDecode(b *testing.B) {
 		{"json-one-pass-gzip-per-event", gzipPerEvent(b, responsewriters.NewGzipWriterPoolOrDie(), jsonData), gunzipped(b, onePass)},
 		{"protobuf-typed-unstructured", pbData, watchDecoder(b, scheme.Codecs.WithoutConversion(), corev1.SchemeGroupVersion, runtime.ContentTypeProtobuf)},
 	}
-	want := decodeEvents(b, jsonData, decoders[0].decode)[0].Object
+	want := decodeEvents(b, jsonData, decoders[0].decode)
 	for _, d := range decoders {
-		if got := decodeEvents(b, d.data, d.decode)[0].Object; !equality.Semantic.DeepEqual(want, got) {
-			b.Fatalf("%s decodes another object:\n%v\nwant %v", d.name, got, want)
+		got := decodeEvents(b, d.data, d.decode)
+		for i := range want {
+			if !equality.Semantic.DeepEqual(want[i].Object, got[i].Object) {
+				b.Fatalf("%s decodes another object:\n%v\nwant %v", d.name, got[i].Object, want[i].Object)
+			}
 		}
 	}
 	b.Logf("one event: %d bytes in JSON, %d in protobuf", len(jsonData)/eventsPerStream, len(pbData)/eventsPerStream)

@@ -1,0 +1,400 @@
+package watchjson
+
+import (
+	"errors"
+	"hash/maphash"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// unmarshalObject decodes a JSON object into the map
+// sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts makes of it (keys
+// case-sensitive, the last of duplicate keys kept, whole numbers that fit
+// int64 as int64, every other number float64), in one pass, and shares the
+// strings it has decoded recently (internedStrings): every cached object
+// of a kind repeats the same keys ("apiVersion", "metadata", "f:data",
+// ...) and many of the same values ("v1", its namespace, its owner's name
+// and UID, its field manager). An informer's cache holds each of those
+// once, not once per object: about half of what the collector would have
+// to mark in a cache of thousands of children, and of what decoding
+// allocates.
+//
+// It refuses what it does not decode exactly as that function would (a
+// lone UTF-16 surrogate, bytes that are not UTF-8, nesting deeper than
+// maxDepth) as well as what is not JSON; its caller then decodes the same
+// bytes with the dynamic client's decoder, which decodes the first and
+// says what is wrong with the rest. It never accepts what that function
+// refuses.
+func unmarshalObject(data []byte) (map[string]interface{}, error) {
+	d := decoder{data: data}
+	d.skipSpace()
+	if d.peek() != '{' {
+		return nil, errNotDecoded
+	}
+	obj, err := d.object(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.skipSpace(); d.pos != len(d.data) {
+		return nil, errNotDecoded
+	}
+	return obj, nil
+}
+
+// errNotDecoded is unmarshalObject's one error: what is wrong is for the
+// dynamic client's decoder to say.
+var errNotDecoded = errors.New("not decoded in one pass")
+
+// maxDepth is encoding/json's limit of nested objects and arrays.
+const maxDepth = 10000
+
+type decoder struct {
+	data []byte
+	pos  int
+	// scratch holds a string with escapes while it is unescaped.
+	scratch []byte
+}
+
+func (d *decoder) peek() byte {
+	if d.pos < len(d.data) {
+		return d.data[d.pos]
+	}
+	return 0
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value decodes the value at d.pos.
+func (d *decoder) value(depth int) (interface{}, error) {
+	switch c := d.peek(); {
+	case c == '{':
+		obj, err := d.object(depth)
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
+	case c == '[':
+		return d.array(depth)
+	case c == '"':
+		return d.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	}
+	return nil, errNotDecoded
+}
+
+func (d *decoder) literal(word string) error {
+	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+		return errNotDecoded
+	}
+	d.pos += len(word)
+	return nil
+}
+
+// object decodes the object whose '{' is at d.pos.
+func (d *decoder) object(depth int) (map[string]interface{}, error) {
+	if depth++; depth > maxDepth {
+		return nil, errNotDecoded
+	}
+	d.pos++
+	obj := map[string]interface{}{}
+	d.skipSpace()
+	if d.peek() == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		if d.peek() != '"' {
+			return nil, errNotDecoded
+		}
+		raw, err := d.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		key := string(raw)
+		if len(raw) <= maxInterned {
+			key = internedStrings.get(raw).(string)
+		}
+		d.skipSpace()
+		if d.peek() != ':' {
+			return nil, errNotDecoded
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = v
+		d.skipSpace()
+		switch d.peek() {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case '}':
+			d.pos++
+			return obj, nil
+		default:
+			return nil, errNotDecoded
+		}
+	}
+}
+
+// array decodes the array whose '[' is at d.pos, as encoding/json does:
+// never nil, so an empty array stays an empty array.
+func (d *decoder) array(depth int) ([]interface{}, error) {
+	if depth++; depth > maxDepth {
+		return nil, errNotDecoded
+	}
+	d.pos++
+	arr := []interface{}{}
+	d.skipSpace()
+	if d.peek() == ']' {
+		d.pos++
+		return arr, nil
+	}
+	for {
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.skipSpace()
+		switch d.peek() {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case ']':
+			d.pos++
+			return arr, nil
+		default:
+			return nil, errNotDecoded
+		}
+	}
+}
+
+// str decodes the string at d.pos into an interface value, shared with
+// the equal strings decoded before it when it is short.
+func (d *decoder) str() (interface{}, error) {
+	raw, err := d.strBytes()
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxInterned {
+		return string(raw), nil
+	}
+	return internedStrings.get(raw), nil
+}
+
+// strBytes is the content of the string at d.pos, unescaped: a slice of
+// the input, or of the scratch buffer when it had escapes (valid until the
+// next string).
+func (d *decoder) strBytes() ([]byte, error) {
+	d.pos++
+	start := d.pos
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return d.data[start : d.pos-1], nil
+		case c == '\\':
+			d.scratch = append(d.scratch[:0], d.data[start:d.pos]...)
+			return d.escaped()
+		case c < 0x20:
+			return nil, errNotDecoded
+		case c >= utf8.RuneSelf:
+			// encoding/json replaces bytes that are not UTF-8; this
+			// decoder leaves that to it.
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return nil, errNotDecoded
+			}
+			d.pos += size
+		default:
+			d.pos++
+		}
+	}
+	return nil, errNotDecoded
+}
+
+// escaped continues a string at its first backslash, unescaping into
+// d.scratch.
+func (d *decoder) escaped() ([]byte, error) {
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return d.scratch, nil
+		case c == '\\':
+			if d.pos+1 >= len(d.data) {
+				return nil, errNotDecoded
+			}
+			if err := d.escape(d.data[d.pos+1]); err != nil {
+				return nil, err
+			}
+		case c < 0x20:
+			return nil, errNotDecoded
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return nil, errNotDecoded
+			}
+			d.scratch = append(d.scratch, d.data[d.pos:d.pos+size]...)
+			d.pos += size
+		default:
+			d.scratch = append(d.scratch, c)
+			d.pos++
+		}
+	}
+	return nil, errNotDecoded
+}
+
+// escape appends what the escape at d.pos (its letter e) stands for, and
+// moves past it.
+func (d *decoder) escape(e byte) error {
+	if c, ok := simpleEscape(e); ok {
+		d.scratch = append(d.scratch, c)
+		d.pos += 2
+		return nil
+	}
+	if e != 'u' || d.pos+6 > len(d.data) {
+		return errNotDecoded
+	}
+	r, err := strconv.ParseUint(string(d.data[d.pos+2:d.pos+6]), 16, 16)
+	// A surrogate pair (or a lone surrogate, which encoding/json
+	// replaces) is left to encoding/json.
+	if err != nil || (r >= 0xd800 && r < 0xe000) {
+		return errNotDecoded
+	}
+	d.scratch = utf8.AppendRune(d.scratch, rune(r))
+	d.pos += 6
+	return nil
+}
+
+// simpleEscape is the byte a one-letter escape stands for.
+func simpleEscape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}
+
+// number decodes the number at d.pos as encoding/json's decoder does with
+// sigs.k8s.io/json's PreserveInts: int64 when it has no '.' and fits,
+// float64 otherwise (an exponent makes a float64 too, as ParseInt refuses
+// it), and an error when it does not fit a float64.
+func (d *decoder) number() (interface{}, error) {
+	start := d.pos
+	if d.peek() == '-' {
+		d.pos++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.pos++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
+		return nil, errNotDecoded
+	}
+	fraction := false
+	if d.peek() == '.' {
+		d.pos++
+		fraction = true
+		if !d.digits() {
+			return nil, errNotDecoded
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.pos++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.pos++
+		}
+		if !d.digits() {
+			return nil, errNotDecoded
+		}
+	}
+	text := string(d.data[start:d.pos])
+	if !fraction {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return i, nil
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return nil, errNotDecoded
+	}
+	return f, nil
+}
+
+// digits moves past the digits at d.pos, telling whether there was one.
+func (d *decoder) digits() bool {
+	start := d.pos
+	for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
+		d.pos++
+	}
+	return d.pos > start
+}
+
+// maxInterned is the longest string shared: longer ones (a ConfigMap's
+// data, a certificate) seldom repeat, and would only take a
+// slot a key or a short value could use.
+const maxInterned = 64
+
+// internedStrings are the strings decoded recently, each as the interface
+// value the decoded maps hold, so that a string seen again costs neither
+// its bytes nor its interface box.
+var internedStrings = newStringTable()
+
+// stringTable is a fixed number of slots, each holding the last string
+// whose hash chose it: no lock, no growth, and a string that is not seen
+// again (a UID, a resourceVersion) is soon replaced. A miss costs what
+// decoding the string costs without the table.
+type stringTable struct {
+	seed  maphash.Seed
+	slots [1 << 13]atomic.Value
+}
+
+func newStringTable() *stringTable {
+	return &stringTable{seed: maphash.MakeSeed()}
+}
+
+// get is the string of raw as an interface value, shared with the last
+// equal string its slot held.
+func (t *stringTable) get(raw []byte) interface{} {
+	slot := &t.slots[maphash.Bytes(t.seed, raw)&(uint64(len(t.slots))-1)]
+	if v := slot.Load(); v != nil && v.(string) == string(raw) {
+		return v
+	}
+	var v interface{} = string(raw)
+	slot.Store(v)
+	return v
+}

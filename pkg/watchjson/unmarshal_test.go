@@ -1,0 +1,142 @@
+package watchjson
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// decodedByKJSON is what the dynamic client's decoder makes of data's
+// object, or its error.
+func decodedByKJSON(data []byte) (map[string]interface{}, error) {
+	content := map[string]interface{}{}
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &content)
+	return content, err
+}
+
+// kubeObjects are objects as kube-apiserver writes them, and what else a
+// watch may carry: every one must decode in one pass, as the dynamic
+// client's decoder decodes it (else the informers fall back to its
+// decoder on every event, and the cache shares nothing).
+var kubeObjects = []string{
+	`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p1-3","namespace":"bench-0","uid":"7c2c3d4e-0000-4000-8000-000000000003","resourceVersion":"12343","creationTimestamp":"2026-12-02T16:00:00Z","labels":{"controller-uid":"6b2c3d4e-0000-4000-8000-000000000001"},"ownerReferences":[{"apiVersion":"example.com/v1","kind":"Hello","name":"p1","uid":"6b2c3d4e-0000-4000-8000-000000000001","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"metacontroller.k8s.io/bench","operation":"Apply","apiVersion":"v1","time":"2026-12-02T16:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:index":{},"f:parent":{}},"f:metadata":{"f:labels":{"f:controller-uid":{}},"f:ownerReferences":{"k:{\"uid\":\"6b2c3d4e-0000-4000-8000-000000000001\"}":{}}}}}]},"data":{"index":"3","parent":"p1"}}`,
+	`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","generation":7,"annotations":{"a":"caf\u00e9 \"quoted\" back\\slash\/ tab\t nl\n cr\r ff\f bs\b","é":"ü","emoji":"😀"}},"spec":{"replicas":3,"ratio":0.5,"big":9223372036854775807,"bigger":9223372036854775808,"neg":-12,"zero":0,"negzero":-0,"exp":1e3,"Exp":2E-2,"frac":1.0,"list":[],"nested":[[1,[2,{}]],{"a":null}],"empty":{},"nil":null,"yes":true,"no":false,"str":""},"status":{}}`,
+	" \t\r\n{ \"spaced\" : [ 1 , 2 ] , \"k\" : { } } \n",
+	`{"dup":1,"dup":"last wins","Dup":"case counts"}`,
+}
+
+func TestUnmarshalObjectDecodesWhatKubeAPIServerSends(t *testing.T) {
+	for _, in := range kubeObjects {
+		got, err := unmarshalObject([]byte(in))
+		if err != nil {
+			t.Errorf("unmarshalObject(%s): %v, want it decoded in one pass", in, err)
+			continue
+		}
+		want, err := decodedByKJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("the dynamic client's decoder refuses %s: %v", in, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("unmarshalObject(%s) = %#v, want the dynamic client's %#v", in, got, want)
+		}
+	}
+}
+
+func TestUnmarshalObjectLeavesTheRestToTheDynamicClientsDecoder(t *testing.T) {
+	for _, in := range []string{
+		``, `[]`, `"s"`, `1`, `null`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":1}{}`, `{'a':1}`,
+		`{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":+1}`, `{"a":1e400}`, `{"a":NaN}`,
+		`{"a":tru}`, `{"a":nul}`, `{"a":[1,]}`, `{"a":[1 2]}`, "{\"a\":\"x\ny\"}", `{"a":"\x"}`, `{"a":"\'"}`,
+		`{"a":"\u12"}`, `{"a":"\u12G4"}`, `{"a":"unterminated}`,
+		// Decoded by encoding/json, which replaces them: left to it.
+		`{"a":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", "{\"\xc3\":1}",
+	} {
+		if got, err := unmarshalObject([]byte(in)); !errors.Is(err, errNotDecoded) {
+			t.Errorf("unmarshalObject(%q) = %#v, %v; want it left to the dynamic client's decoder", in, got, err)
+		}
+	}
+}
+
+// TestDecodedObjectsShareTheirStrings: two children of one parent share
+// their keys and their recurring values, so the cache holds them once.
+func TestDecodedObjectsShareTheirStrings(t *testing.T) {
+	a, err := unmarshalObject([]byte(kubeObjects[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := unmarshalObject([]byte(kubeObjects[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	keyOf := func(m map[string]interface{}, k string) string {
+		for key := range m {
+			if key == k {
+				return key
+			}
+		}
+		t.Fatalf("no key %q", k)
+		return ""
+	}
+	if !same(keyOf(a, "apiVersion"), keyOf(b, "apiVersion")) {
+		t.Error("the two objects' apiVersion keys are two strings, want one")
+	}
+	metaA, metaB := a["metadata"].(map[string]interface{}), b["metadata"].(map[string]interface{})
+	if !same(metaA["namespace"].(string), metaB["namespace"].(string)) {
+		t.Error("the two objects' namespaces are two strings, want one")
+	}
+	ownerA := metaA["ownerReferences"].([]interface{})[0].(map[string]interface{})
+	ownerB := metaB["ownerReferences"].([]interface{})[0].(map[string]interface{})
+	if !same(ownerA["uid"].(string), ownerB["uid"].(string)) {
+		t.Error("the two objects' owner UIDs are two strings, want one")
+	}
+}
+
+// TestDecodedObjectsOutliveTheirBytes: the watch reads the next event into
+// the buffer an object was decoded from; the object must not change.
+func TestDecodedObjectsOutliveTheirBytes(t *testing.T) {
+	for _, in := range kubeObjects {
+		buf := []byte(in)
+		got, err := unmarshalObject(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range buf {
+			buf[i] = 'x'
+		}
+		want, _ := decodedByKJSON([]byte(in))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("after its bytes were overwritten, the object of %s is %#v", in, got)
+		}
+	}
+}
+
+// FuzzUnmarshalObject: whatever unmarshalObject decodes, the dynamic
+// client's decoder decodes too, into the same map down to the Go types;
+// so what it refuses is the dynamic client's decoder's to decode or
+// refuse, and nothing it accepts is accepted wrongly.
+func FuzzUnmarshalObject(f *testing.F) {
+	for _, in := range kubeObjects {
+		f.Add([]byte(in))
+	}
+	f.Add([]byte(`{"a":"\u00e9\ud83d\ude00","b":[1,2.5,-3e2,{"c":null}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := unmarshalObject(data)
+		if err != nil {
+			if !errors.Is(err, errNotDecoded) {
+				t.Fatalf("unmarshalObject(%q): %v, want errNotDecoded", data, err)
+			}
+			return
+		}
+		want, err := decodedByKJSON(data)
+		if err != nil {
+			t.Fatalf("unmarshalObject(%q) = %#v, but the dynamic client's decoder refuses it: %v", data, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("unmarshalObject(%q) = %#v, want the dynamic client's %#v", data, got, want)
+		}
+	})
+}

@@ -203,68 +203,57 @@ func (d *decoder) str() (interface{}, error) {
 }
 
 // strBytes is the content of the string at d.pos, unescaped: a slice of
-// the input, or of the scratch buffer when it had escapes (valid until the
-// next string).
+// the input, or, once it meets an escape, of the scratch buffer (valid
+// until the next string).
 func (d *decoder) strBytes() ([]byte, error) {
 	d.pos++
 	start := d.pos
+	escaped := false
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
 			d.pos++
+			if escaped {
+				return d.scratch, nil
+			}
 			return d.data[start : d.pos-1], nil
 		case c == '\\':
-			d.scratch = append(d.scratch[:0], d.data[start:d.pos]...)
-			return d.escaped()
-		case c < 0x20:
-			return nil, errNotDecoded
-		case c >= utf8.RuneSelf:
-			// encoding/json replaces bytes that are not UTF-8; this
-			// decoder leaves that to it.
-			r, size := utf8.DecodeRune(d.data[d.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return nil, errNotDecoded
+			if !escaped {
+				d.scratch = append(d.scratch[:0], d.data[start:d.pos]...)
+				escaped = true
 			}
-			d.pos += size
-		default:
-			d.pos++
-		}
-	}
-	return nil, errNotDecoded
-}
-
-// escaped continues a string at its first backslash, unescaping into
-// d.scratch.
-func (d *decoder) escaped() ([]byte, error) {
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			return d.scratch, nil
-		case c == '\\':
 			if d.pos+1 >= len(d.data) {
 				return nil, errNotDecoded
 			}
 			if err := d.escape(d.data[d.pos+1]); err != nil {
 				return nil, err
 			}
+			continue
 		case c < 0x20:
 			return nil, errNotDecoded
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(d.data[d.pos:])
-			if r == utf8.RuneError && size == 1 {
+		}
+		size := 1
+		if c >= utf8.RuneSelf {
+			var ok bool
+			if size, ok = d.runeSize(); !ok {
 				return nil, errNotDecoded
 			}
-			d.scratch = append(d.scratch, d.data[d.pos:d.pos+size]...)
-			d.pos += size
-		default:
-			d.scratch = append(d.scratch, c)
-			d.pos++
 		}
+		if escaped {
+			d.scratch = append(d.scratch, d.data[d.pos:d.pos+size]...)
+		}
+		d.pos += size
 	}
 	return nil, errNotDecoded
+}
+
+// runeSize is the length of the UTF-8 encoding of the rune at d.pos, or
+// false when its bytes are not UTF-8: encoding/json replaces them, this
+// decoder leaves that to it.
+func (d *decoder) runeSize() (int, bool) {
+	r, size := utf8.DecodeRune(d.data[d.pos:])
+	return size, r != utf8.RuneError || size != 1
 }
 
 // escape appends what the escape at d.pos (its letter e) stands for, and

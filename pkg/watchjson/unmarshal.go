@@ -16,9 +16,8 @@ import (
 // of a kind repeats the same keys ("apiVersion", "metadata", "f:data",
 // ...) and many of the same values ("v1", its namespace, its owner's name
 // and UID, its field manager). An informer's cache holds each of those
-// once, not once per object: about half of what the collector would have
-// to mark in a cache of thousands of children, and of what decoding
-// allocates.
+// once, not once per object: in B4 a fifth less heap per cached child,
+// and fewer objects for the collector to mark.
 //
 // It refuses what it does not decode exactly as that function would (a
 // lone UTF-16 surrogate, bytes that are not UTF-8, nesting deeper than
@@ -127,9 +126,12 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := string(raw)
+		// Not string(raw) first: that would copy every key, shared or not.
+		var key string
 		if len(raw) <= maxInterned {
 			key = internedStrings.get(raw).(string)
+		} else {
+			key = string(raw)
 		}
 		d.skipSpace()
 		if d.peek() != ':' {

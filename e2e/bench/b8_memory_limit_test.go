@@ -124,14 +124,29 @@ func restartWithChartMemoryLimit(ctx context.Context, b *testing.B) (limit, soft
 	}
 	limit, soft = q.Value(), int64(float64(q.Value())*o.MemoryLimitRatio)
 
+	// A restart that kube-apiserver's aggregator has not seen yet breaks
+	// the next kubectl: once it notices, it keeps the group version in
+	// discovery with no resources until it has fetched the new process's
+	// ("no matches for kind CompositeController"). So each restart waits
+	// for the APIService to go unavailable, to come back, and for
+	// discovery to list the resources again, as a user would.
 	restart := func() {
 		if err := stack.StopComposite(); err != nil {
+			b.Fatal(err)
+		}
+		if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
 			b.Fatal(err)
 		}
 		if err := stack.StartComposite(ctx); err != nil {
 			b.Fatal(err)
 		}
 		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+			b.Fatal(err)
+		}
+		if err := stack.WaitDiscovered(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := stack.WaitAuthenticatedRequests(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -796,6 +796,9 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 	cpuBefore := cpuNow(b)
 	start := time.Now()
 	if dir := *loopCPUProfile; dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
 		// The server's CPU while it converges, to see what grows with the
 		// number of parents, and what it allocated over the same seconds
 		// (a delta profile): the garbage collector's share follows the

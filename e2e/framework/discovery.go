@@ -10,6 +10,8 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
 
 // WaitDiscovered waits until kube-apiserver's aggregated discovery, the
@@ -36,20 +38,21 @@ func (s *Stack) WaitDiscovered(ctx context.Context) error {
 			last = err.Error()
 			return false, nil
 		}
-		last = "no group metacontroller.k8s.io"
+		gv := v1alpha1.SchemeGroupVersion
+		last = "no group " + gv.Group
 		for _, g := range doc.Items {
-			if g.Name != "metacontroller.k8s.io" {
+			if g.Name != gv.Group {
 				continue
 			}
 			for _, v := range g.Versions {
-				if v.Version != "v1alpha1" {
+				if v.Version != gv.Version {
 					continue
 				}
 				var names []string
 				for _, r := range v.Resources {
 					names = append(names, r.Resource)
 				}
-				last = fmt.Sprintf("v1alpha1 %s, resources %v", v.Freshness, names)
+				last = fmt.Sprintf("%s %s, resources %v", gv.Version, v.Freshness, names)
 				if v.Freshness != apidiscoveryv2.DiscoveryFreshnessStale && slices.Contains(names, "compositecontrollers") {
 					return true, nil
 				}

@@ -5,11 +5,10 @@ package apply
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,7 +64,7 @@ type Stored struct {
 // the whole object in JSON costs the API server its encoding and this
 // server its decoding, once per child written.
 func ChildMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, child *unstructured.Unstructured, controller string) (Stored, error) {
-	body, err := json.Marshal(child.Object)
+	body, err := unstructuredjson.Marshal(child.Object)
 	if err != nil {
 		return Stored{}, fmt.Errorf("can't apply %s %s: %w", child.GetKind(), objectName(child), err)
 	}
@@ -93,36 +92,4 @@ func objectName(obj metav1.Object) string {
 		return ns + "/" + obj.GetName()
 	}
 	return obj.GetName()
-}
-
-// withOwnerReferences is obj with metadata.ownerReferences set to refs,
-// sharing every other value with obj: the apply only marshals it. It
-// copies the top level and the metadata maps, where a deep copy of the
-// child and the converter's reflection (SetOwnerReferences) were a
-// twentieth of what the loop allocated, one per child written. The
-// references are the maps SetOwnerReferences would store, so the body's
-// JSON, which the unchanged-children cache digests, is the same.
-func withOwnerReferences(obj *unstructured.Unstructured, refs []metav1.OwnerReference) *unstructured.Unstructured {
-	meta, ok := obj.Object["metadata"].(map[string]interface{})
-	if !ok {
-		c := obj.DeepCopy()
-		c.SetOwnerReferences(refs)
-		return c
-	}
-	list := make([]interface{}, len(refs))
-	for i, r := range refs {
-		m := map[string]interface{}{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID)}
-		if r.Controller != nil {
-			m["controller"] = *r.Controller
-		}
-		if r.BlockOwnerDeletion != nil {
-			m["blockOwnerDeletion"] = *r.BlockOwnerDeletion
-		}
-		list[i] = m
-	}
-	out := maps.Clone(obj.Object)
-	meta = maps.Clone(meta)
-	meta["ownerReferences"] = list
-	out["metadata"] = meta
-	return &unstructured.Unstructured{Object: out}
 }

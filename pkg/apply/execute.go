@@ -109,7 +109,7 @@ func Execute(ctx context.Context, client dynamic.Interface, meta metadata.Interf
 		case v1alpha1.SyncActionOrphan:
 			d.Err = setControllerRef(ctx, client, item.GVR, item.Observed, nil)
 		case v1alpha1.SyncActionCreate, v1alpha1.SyncActionUpdate:
-			child := withOwnerReferences(item.Desired, engine.ChildOwnerReferences(parent, item.Desired))
+			child := engine.WithOwnerReferences(item.Desired, engine.ChildOwnerReferences(parent, item.Desired))
 			d.Stored, d.Err = ChildMetadata(ctx, meta, item.GVR, child, controller)
 			d.Stored.Unchanged = d.Err == nil && item.Observed != nil && d.Stored.ResourceVersion == item.Observed.GetResourceVersion()
 		case v1alpha1.SyncActionRecreate, v1alpha1.SyncActionDelete:

@@ -50,8 +50,9 @@ func (c *computation) compareChild(ctx context.Context, d desiredChild, obs *uns
 }
 
 func (c *computation) compare(ctx context.Context, d desiredChild, obs *unstructured.Unstructured, askServer bool) comparison {
-	want := d.obj.DeepCopy()
-	want.SetOwnerReferences(ChildOwnerReferences(c.in.Parent, d.obj))
+	// What the apply will send: compared, dry-run and digested, never
+	// changed.
+	want := WithOwnerReferences(d.obj, ChildOwnerReferences(c.in.Parent, d.obj))
 	manager := c.in.Definition.FieldManager
 	res, err := c.in.ownership().Compare(obs, want, manager)
 	if err != nil {

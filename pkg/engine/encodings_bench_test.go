@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -12,11 +11,11 @@ import (
 )
 
 // emptyAnswer is a sync hook as a webhook is one, that encodes its
-// request and answers nothing.
+// request as the webhook client does and answers nothing.
 type emptyAnswer struct{}
 
 func (emptyAnswer) SyncSent(_ context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, []byte, error) {
-	body, err := json.Marshal(req)
+	body, err := req.MarshalJSON()
 	return &hookapi.SyncHookResponse{}, body, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
 )
 
 // RelativeObjectMap holds objects by type and then by key, the shape of the
@@ -165,7 +166,7 @@ func (m RelativeObjectMap) writeJSON(buf *bytes.Buffer, enc *json.Encoder, encod
 // writeKey writes key, JSON-encoded as encoding/json encodes a map key,
 // and a colon.
 func writeKey(buf *bytes.Buffer, key string) error {
-	data, err := json.Marshal(key)
+	data, err := unstructuredjson.Append(buf.AvailableBuffer(), key)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func (w *Webhook) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (*
 // callSent calls w with req and decodes the answer into a Resp, returning
 // the request body it sent too.
 func callSent[Resp any](ctx context.Context, w *Webhook, req any) (*Resp, []byte, error) {
-	body, err := json.Marshal(req)
+	body, err := encodeRequest(req)
 	if err != nil {
 		return nil, nil, w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
 	}
@@ -128,11 +128,21 @@ func (w *Webhook) Generate(ctx context.Context, req *hookapi.GenerateRequest) (*
 // Call POSTs request as JSON and decodes the answer into response, a pointer.
 // Every error is a *CallError.
 func (w *Webhook) Call(ctx context.Context, request any, response any) error {
-	body, err := json.Marshal(request)
+	body, err := encodeRequest(request)
 	if err != nil {
 		return w.fail(ReasonEncode, fmt.Errorf("can't encode request: %w", err))
 	}
 	return w.call(ctx, body, request, response)
+}
+
+// encodeRequest is json.Marshal(request). A sync request writes its own
+// compact JSON, the observed children most of it; through json.Marshal
+// its bytes would be scanned and copied twice more, for each hook call.
+func encodeRequest(request any) ([]byte, error) {
+	if r, ok := request.(*hookapi.SyncHookRequest); ok && r != nil {
+		return r.MarshalJSON()
+	}
+	return json.Marshal(request)
 }
 
 // call POSTs body, request encoded, and decodes the answer into response.

@@ -41,6 +41,19 @@ type Discovery struct {
 	mu        sync.Mutex
 	lastReset time.Time
 	listeners []func()
+	// mappings remembers RESTMapping's answers for one version until the
+	// next refresh: the loop resolves each child of each sync, and the
+	// deferred mapper answers each time by walking every group the cluster
+	// serves, allocating an error for each that does not match. generation
+	// counts the refreshes, so that an answer read before one is not kept
+	// after it.
+	mappings   map[mappingKey]meta.RESTMapping
+	generation uint64
+}
+
+type mappingKey struct {
+	gk      schema.GroupKind
+	version string
 }
 
 var _ meta.RESTMapper = &Discovery{}
@@ -75,6 +88,13 @@ func (d *Discovery) Reset() {
 	listeners := append([]func(){}, d.listeners...)
 	d.mu.Unlock()
 	d.mapper.Reset()
+	// After the mapper's reset: a lookup that read the old discovery and
+	// ends after this is not kept (generation), one that ended before it
+	// is dropped here.
+	d.mu.Lock()
+	d.generation++
+	d.mappings = nil
+	d.mu.Unlock()
 	for _, f := range listeners {
 		f()
 	}
@@ -138,8 +158,37 @@ func (d *Discovery) ResourcesFor(input schema.GroupVersionResource) ([]schema.Gr
 	return gvrs, err
 }
 
-// RESTMapping implements meta.RESTMapper.
+// RESTMapping implements meta.RESTMapper. An answer for one version is
+// remembered until the next refresh; a miss is not, and reads discovery
+// again (refreshOnMiss).
 func (d *Discovery) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) != 1 {
+		return d.restMapping(gk, versions...)
+	}
+	key := mappingKey{gk: gk, version: versions[0]}
+	d.mu.Lock()
+	known, ok := d.mappings[key]
+	generation := d.generation
+	d.mu.Unlock()
+	if ok {
+		return &known, nil
+	}
+	m, err := d.restMapping(gk, versions...)
+	if err != nil {
+		return m, err
+	}
+	d.mu.Lock()
+	if d.generation == generation {
+		if d.mappings == nil {
+			d.mappings = map[mappingKey]meta.RESTMapping{}
+		}
+		d.mappings[key] = *m
+	}
+	d.mu.Unlock()
+	return m, nil
+}
+
+func (d *Discovery) restMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	m, err := d.mapper.RESTMapping(gk, versions...)
 	if d.refreshOnMiss(err) {
 		m, err = d.mapper.RESTMapping(gk, versions...)

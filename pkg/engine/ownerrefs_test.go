@@ -1,4 +1,4 @@
-package apply
+package engine
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
 )
 
 // desiredConfigMap is a child as the engine plans it: labels, an owner of
@@ -52,7 +54,7 @@ func TestWithOwnerReferencesMarshalsAsSetOwnerReferences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := withOwnerReferences(desired, refs)
+		got := WithOwnerReferences(desired, refs)
 		gotJSON, err := json.Marshal(got.Object)
 		if err != nil {
 			t.Fatal(err)
@@ -64,17 +66,17 @@ func TestWithOwnerReferencesMarshalsAsSetOwnerReferences(t *testing.T) {
 			t.Errorf("with %d references the desired child changed: %v", len(refs), desired.Object)
 		}
 	}
-	// withOwnerReferences writes each field of a reference itself (the
+	// WithOwnerReferences writes each field of a reference itself (the
 	// converter's reflection was what it saves): a field a newer
 	// apimachinery adds must be added there too, or a hook's reference
 	// would lose it.
 	if n := reflect.TypeFor[metav1.OwnerReference]().NumField(); n != 6 {
-		t.Errorf("metav1.OwnerReference has %d fields, withOwnerReferences writes 6", n)
+		t.Errorf("metav1.OwnerReference has %d fields, WithOwnerReferences writes 6", n)
 	}
 	// A child without a metadata map (the engine refuses those) still
 	// gets its references, by the deep copy.
 	bare := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
-	if got := withOwnerReferences(bare, ownerRefs[1:2]).GetOwnerReferences(); len(got) != 1 || got[0].UID != "u-1" {
+	if got := WithOwnerReferences(bare, ownerRefs[1:2]).GetOwnerReferences(); len(got) != 1 || got[0].UID != "u-1" {
 		t.Errorf("without metadata: got %v", got)
 	}
 	if _, ok := bare.Object["metadata"]; ok {
@@ -83,8 +85,9 @@ func TestWithOwnerReferencesMarshalsAsSetOwnerReferences(t *testing.T) {
 }
 
 // BenchmarkApplyBody is the body of one child's apply: the desired child
-// with its owner references, marshalled. deep-copy is how Execute built it
-// before withOwnerReferences, measured in the same run.
+// with its owner references, marshalled. "deep-copy" is how Execute built
+// it before WithOwnerReferences and unstructuredjson, measured in the same
+// run.
 func BenchmarkApplyBody(b *testing.B) {
 	desired := desiredConfigMap()
 	b.Run("deep-copy", func(b *testing.B) {
@@ -100,7 +103,7 @@ func BenchmarkApplyBody(b *testing.B) {
 	b.Run("owner-references-only", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := json.Marshal(withOwnerReferences(desired, ownerRefs[:2]).Object); err != nil {
+			if _, err := unstructuredjson.Marshal(WithOwnerReferences(desired, ownerRefs[:2]).Object); err != nil {
 				b.Fatal(err)
 			}
 		}

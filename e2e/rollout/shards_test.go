@@ -125,13 +125,16 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 	}
 
 	controllerEvent(t, name, "RolloutPaused", "paused at step 2 of 3", changed)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutPaused || st.Step != 1 || !slices.Equal(st.FailingParents, bad) {
-		t.Fatalf("status.rollout = %+v; want paused at step index 1 naming exactly the bad parents %v", st, bad)
-	}
+	// The driver writes the pause before it records the Event; the
+	// other replica's report, from its own cache, may land in between.
+	eventually(t, fmt.Sprintf("status.rollout paused at step index 1 naming exactly the bad parents %v", bad), 30*time.Second, func() (bool, error) {
+		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := got.Status.Rollout
+		return st != nil && st.Phase == v1alpha1.RolloutPaused && st.Step == 1 && slices.Equal(st.FailingParents, bad), nil
+	})
 	for _, p := range waves["3"] {
 		if n := hook.callsOf(p)["v2"]; n != 0 {
 			t.Errorf("%s, of the third step, was synced %d times by revision 2's hook while the rollout paused at the second", p, n)
@@ -147,7 +150,7 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 		t.Fatalf("kubectl composite rollout status after resume: exit %d, %q", r.code, r.stdout)
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v2" }, time.Minute)
-	got, err = cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,9 +236,14 @@ func (r *rolloutRun) tick(ctx context.Context) {
 	moved, events := r.advance(ctx)
 	status, owner := r.status.DeepCopy(), r.owner
 	r.mu.Unlock()
-	for _, e := range events {
-		r.m.event(owner, e.eventType, e.reason, e.message)
-	}
+	// The Events after the status they announce is written (or could not
+	// be): whoever sees "paused at step 2" can read the pause in the
+	// status, not the step before it.
+	defer func() {
+		for _, e := range events {
+			r.m.event(owner, e.eventType, e.reason, e.message)
+		}
+	}()
 	if moved != nil {
 		r.enqueueMoved(moved)
 	}

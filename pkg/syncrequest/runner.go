@@ -619,9 +619,9 @@ func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Uns
 	// them; an inline parent that does not exist has no uid to refer to.
 	// What WouldStore returns may share values with the plan's desired
 	// children: it is only encoded.
-	var ownerRefs []interface{}
+	var ownerRefs []metav1.OwnerReference
 	if parent.GetUID() != "" {
-		ownerRefs = ownerReferences(engine.ControllerRef(parent))
+		ownerRefs = []metav1.OwnerReference{engine.ControllerRef(parent)}
 	}
 	items := previewed(plan)
 	out := make([]*unstructured.Unstructured, 0, len(items))
@@ -637,7 +637,7 @@ func (r *Runner) wouldStore(def *definition.Definition, parent *unstructured.Uns
 	for _, item := range items {
 		desired := item.Desired
 		if ownerRefs != nil {
-			desired = withOwnerReferences(desired, ownerRefs)
+			desired = engine.WithOwnerReferences(desired, ownerRefs)
 		}
 		observed, err := liveChild(item, listed)
 		if err != nil {
@@ -696,33 +696,6 @@ func takenOver(observed *unstructured.Unstructured, patch []byte) (*unstructured
 		return nil, fmt.Errorf("can't decode the child taken over: %w", err)
 	}
 	return taken, nil
-}
-
-// ownerReferences is refs as an object's metadata.ownerReferences holds it.
-func ownerReferences(refs ...metav1.OwnerReference) []interface{} {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	u.SetOwnerReferences(refs)
-	list, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
-	return list
-}
-
-// withOwnerReferences returns desired with the given ownerReferences. Only
-// the two maps on the way are copied: the rest is shared with desired,
-// which is fine for fieldowner.WouldStore, which modifies neither, and
-// cheaper than a deep copy per child.
-func withOwnerReferences(desired *unstructured.Unstructured, refs []interface{}) *unstructured.Unstructured {
-	obj := make(map[string]interface{}, len(desired.Object))
-	for k, v := range desired.Object {
-		obj[k] = v
-	}
-	meta, _ := desired.Object["metadata"].(map[string]interface{})
-	m := make(map[string]interface{}, len(meta)+1)
-	for k, v := range meta {
-		m[k] = v
-	}
-	m["ownerReferences"] = refs
-	obj["metadata"] = m
-	return &unstructured.Unstructured{Object: obj}
 }
 
 // serverDryRun returns the desired children as the target cluster would

@@ -29,9 +29,9 @@ func configMap(name string, data map[string]interface{}) *unstructured.Unstructu
 }
 
 // stored is desired as an earlier apply of manager stored it.
-func stored(t *testing.T, desired *unstructured.Unstructured, manager string, refs []interface{}) *unstructured.Unstructured {
+func stored(t *testing.T, desired *unstructured.Unstructured, manager string, refs []metav1.OwnerReference) *unstructured.Unstructured {
 	t.Helper()
-	obj, _, err := deducedSchemas.WouldStore(nil, withOwnerReferences(desired, refs), manager)
+	obj, _, err := deducedSchemas.WouldStore(nil, engine.WithOwnerReferences(desired, refs), manager)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestWouldStoreComputesEachChildLocally(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Hello",
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 	}}
-	refs := ownerReferences(engine.ControllerRef(parent))
+	refs := []metav1.OwnerReference{engine.ControllerRef(parent)}
 
 	created := configMap("p-new", map[string]interface{}{"color": "blue"})
 	updated := configMap("p-updated", map[string]interface{}{"color": "green"})

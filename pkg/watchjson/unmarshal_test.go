@@ -3,6 +3,7 @@ package watchjson
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -95,6 +96,77 @@ func TestDecodedObjectsShareTheirStrings(t *testing.T) {
 	}
 }
 
+// TestDecodedObjectsShareTheirMetadata: children with the same labels,
+// owner references and managed fields hold one decoded copy of each; a
+// different value, or the same bytes under another key, is decoded on its
+// own.
+func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
+	decode := func(in string) map[string]interface{} {
+		t.Helper()
+		obj, err := unmarshalObject([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := decodedByKJSON([]byte(in))
+		if !reflect.DeepEqual(obj, want) {
+			t.Fatalf("unmarshalObject(%s) = %#v, want the dynamic client's %#v", in, obj, want)
+		}
+		return obj
+	}
+	meta := func(obj map[string]interface{}) map[string]interface{} {
+		return obj["metadata"].(map[string]interface{})
+	}
+	fieldsOf := func(obj map[string]interface{}) interface{} {
+		entry := meta(obj)["managedFields"].([]interface{})[0]
+		return entry.(map[string]interface{})["fieldsV1"]
+	}
+	same := func(a, b interface{}) bool {
+		return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+	}
+	first, second := decode(kubeObjects[0]), decode(kubeObjects[0])
+	for _, c := range []struct {
+		what string
+		a, b interface{}
+	}{
+		{"fieldsV1", fieldsOf(first), fieldsOf(second)},
+		{"labels", meta(first)["labels"], meta(second)["labels"]},
+		{"ownerReferences", meta(first)["ownerReferences"], meta(second)["ownerReferences"]},
+	} {
+		if !same(c.a, c.b) {
+			t.Errorf("two children with the same %s hold two copies of them, want one", c.what)
+		}
+	}
+	other := decode(strings.Replace(kubeObjects[0], `"f:index":{}`, `"f:other":{}`, 1))
+	if same(fieldsOf(first), fieldsOf(other)) {
+		t.Error("a child with other fields shares the fieldsV1 of the first")
+	}
+	if again := decode(kubeObjects[0]); !same(fieldsOf(first), fieldsOf(again)) {
+		t.Error("the first fieldsV1 is no longer shared after another was decoded")
+	}
+	obj := decode(`{"spec":{"f:data":{"f:index":{},"f:parent":{}}},"x":{"f:data":{"f:index":{},"f:parent":{}}}}`)
+	if same(obj["spec"], obj["x"]) {
+		t.Error("values not under a shared key are shared")
+	}
+}
+
+// TestSharedFieldsKeepTheDepthLimit: a fieldsV1 decoded near the top
+// is not taken where its nesting would pass maxDepth.
+func TestSharedFieldsKeepTheDepthLimit(t *testing.T) {
+	// Nested 3,991 deep in under maxShared bytes, so that it is shared.
+	inner := `{"a":` + strings.Repeat("[", 3990) + strings.Repeat("]", 3990) + `}`
+	shallow := `{"fieldsV1":` + inner + `}`
+	if _, err := unmarshalObject([]byte(shallow)); err != nil {
+		t.Fatalf("a fieldsV1 within the limit: %v", err)
+	}
+	tooDeep := `{"x":` + strings.Repeat("[", 6100) + `{"fieldsV1":` + inner + `}` + strings.Repeat("]", 6100) + `}`
+	if _, err := unmarshalObject([]byte(tooDeep)); !errors.Is(err, errNotDecoded) {
+		t.Errorf("a fieldsV1 seen before, placed beyond the limit: %v, want it left to the dynamic client's decoder", err)
+	}
+	if _, err := decodedByKJSON([]byte(tooDeep)); err == nil {
+		t.Error("the dynamic client's decoder accepts the object beyond the limit; the test's depth is wrong")
+	}
+}
+
 // TestDecodedObjectsOutliveTheirBytes: the watch reads the next event into
 // the buffer an object was decoded from; the object must not change.
 func TestDecodedObjectsOutliveTheirBytes(t *testing.T) {
@@ -123,6 +195,7 @@ func FuzzUnmarshalObject(f *testing.F) {
 		f.Add([]byte(in))
 	}
 	f.Add([]byte(`{"a":"\u00e9\ud83d\ude00","b":[1,2.5,-3e2,{"c":null}]}`))
+	f.Add([]byte(`{"a":{"fieldsV1":{"f:x":{},"k:{\"uid\":\"u\"}":{}}},"b":[{"fieldsV1":{"f:x":{},"k:{\"uid\":\"u\"}":{}}}],"fieldsV1":{"f:x":{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := unmarshalObject(data)
 		if err != nil {

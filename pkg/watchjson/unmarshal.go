@@ -19,7 +19,7 @@ import (
 // once, not once per object: in B4 a fifth less heap per cached child,
 // and fewer objects for the collector to mark.
 //
-// The values of a few metadata keys (sharedKeys) are shared whole with
+// The values of a few metadata keys (sharedKey) are shared whole with
 // the last equal one decoded from the same bytes (sharedValues): the
 // children a parent's sync applies have the same labels, the same owner
 // references and the same fields in their managedFields entry, so a
@@ -150,7 +150,7 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 		d.pos++
 		d.skipSpace()
 		var v interface{}
-		if c := d.peek(); (c == '{' || c == '[') && sharedKeys[key] {
+		if c := d.peek(); (c == '{' || c == '[') && sharedKey(key) {
 			v, err = d.sharedComposite(depth)
 		} else {
 			v, err = d.value(depth)
@@ -405,11 +405,17 @@ func (t *stringTable) get(raw []byte) interface{} {
 	return v
 }
 
-// sharedKeys are the keys whose object or array values are shared: in
+// sharedKey tells the keys whose object or array values are shared: in
 // metadata, the labels, the owner references and a managedFields entry's
 // fields (also wherever else such a key appears, a pod template's labels
 // among them: all are read only).
-var sharedKeys = map[string]bool{"labels": true, "ownerReferences": true, "fieldsV1": true}
+func sharedKey(key string) bool {
+	switch key {
+	case "labels", "ownerReferences", "fieldsV1":
+		return true
+	}
+	return false
+}
 
 // sharedComposite decodes the object or array at d.pos, or takes it from
 // sharedValues when its bytes are those of one decoded before: JSON is
@@ -418,7 +424,7 @@ var sharedKeys = map[string]bool{"labels": true, "ownerReferences": true, "field
 // are JSON. Its nesting still counts against maxDepth.
 func (d *decoder) sharedComposite(depth int) (interface{}, error) {
 	start := d.pos
-	if end, nest, ok := skipComposite(d.data, start); ok && depth+nest <= maxDepth {
+	if end, nest, ok := skipComposite(d.data[:min(len(d.data), start+maxShared)], start); ok && depth+nest <= maxDepth {
 		if v, ok := sharedValues.get(d.data[start:end]); ok {
 			d.pos = end
 			return v, nil
@@ -433,9 +439,11 @@ func (d *decoder) sharedComposite(depth int) (interface{}, error) {
 }
 
 // skipComposite finds the end of the object or array that starts at i and
-// how deeply it nests, reading only brackets and where strings end. Its
-// answer is only as good as the JSON it is given: a span it finds is used
-// only when it equals one that decoded.
+// how deeply it nests, reading only brackets and where strings end (and
+// only as far as data goes: sharedComposite gives it maxShared bytes, so
+// that a value too long to share is not read twice). Its answer is only as
+// good as the JSON it is given: a span it finds is used only when it
+// equals one that decoded.
 func skipComposite(data []byte, i int) (end, nest int, ok bool) {
 	level := 0
 	for ; i < len(data); i++ {
@@ -464,7 +472,7 @@ func skipComposite(data []byte, i int) (end, nest int, ok bool) {
 // table keeps a copy of the bytes of each it holds.
 const maxShared = 8 << 10
 
-// sharedValues are the values of sharedKeys decoded recently.
+// sharedValues are the values of sharedKey's keys decoded recently.
 var sharedValues = newSubtreeTable()
 
 // subtreeTable is, as stringTable, a fixed number of slots, each holding

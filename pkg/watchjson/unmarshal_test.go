@@ -147,6 +147,10 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	if same(obj["spec"], obj["x"]) {
 		t.Error("values not under a shared key are shared")
 	}
+	long := `{"metadata":{"labels":{"a":"` + strings.Repeat("x", maxShared) + `"}}}`
+	if same(meta(decode(long))["labels"], meta(decode(long))["labels"]) {
+		t.Errorf("labels longer than %d bytes are shared", maxShared)
+	}
 }
 
 // TestSharedFieldsKeepTheDepthLimit: a fieldsV1 decoded near the top

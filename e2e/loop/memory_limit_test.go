@@ -21,7 +21,8 @@ import (
 // container, runs with the Go runtime's soft memory limit (GOMEMLIMIT, as
 // its /metrics' go_gc_gomemlimit_bytes reports it) at the Deployment's
 // --memory-limit-ratio (or the default's) of the container's limit, and
-// says so in its log.
+// with the collector's target of the Deployment's --gc-percent (or the
+// default's, 200: go_gc_gogc_percent), and says both in its log.
 func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.T) {
 	setUpStack(t)
 	for _, c := range []struct {
@@ -54,6 +55,7 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 
 			// The replica inherits this process's environment.
 			t.Setenv("GOMEMLIMIT", "")
+			t.Setenv("GOGC", "")
 			t.Setenv(server.MemoryLimitEnv, value)
 			// Its loop is off: it would sync, beside the stack's server,
 			// the parents that other tests leave behind; the memory limit
@@ -78,13 +80,52 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 				t.Errorf("the server runs with a Go memory limit of %.0f bytes, want %d: %.2f of the container's limit %s ($%s=%s)",
 					got, want, o.MemoryLimitRatio, limit, server.MemoryLimitEnv, value)
 			}
+			gogc, err := metricOf(p, "go_gc_gogc_percent", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(gogc) != o.GCPercent {
+				t.Errorf("the server runs with the collector's target GOGC=%.0f, want the Deployment's --gc-percent %d (the default: %d)",
+					gogc, o.GCPercent, server.DefaultGCPercent)
+			}
 			log, err := os.ReadFile(p.LogFile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(log), "Go runtime's soft memory limit set from the container's") {
-				t.Errorf("the server's log does not say which memory limit it set:\n%s", p.Tail(2000))
+			for _, want := range []string{"Go runtime's soft memory limit set from the container's", "Garbage collector's target set"} {
+				if !strings.Contains(string(log), want) {
+					t.Errorf("the server's log does not say %q:\n%s", want, p.Tail(2000))
+				}
 			}
 		})
+	}
+}
+
+// TestGOGCInTheEnvironmentWinsOverTheServersTarget: an operator who sets
+// GOGC in the container's environment gets that target, not --gc-percent,
+// and the log says which was ignored.
+func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
+	setUpStack(t)
+	t.Setenv("GOGC", "150")
+	p, err := stack.StartReplica(context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(30 * time.Second)
+	var gogc float64
+	eventually(t, "the replica's go_gc_gogc_percent", func() (bool, error) {
+		var err error
+		gogc, err = metricOf(p, "go_gc_gogc_percent", "")
+		return err == nil, err
+	})
+	if gogc != 150 {
+		t.Errorf("the server runs with GOGC=%.0f, want the environment's 150 over --gc-percent=300", gogc)
+	}
+	log, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "GOGC is set: the garbage collector's target is left as it says") || !strings.Contains(string(log), "ignoredGCPercent=300") {
+		t.Errorf("the server's log does not say that GOGC wins over --gc-percent=300:\n%s", p.Tail(2000))
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -39,9 +40,24 @@ func TestMemoryLimitFlagsAreRefusedWhenTheyMakeNoSense(t *testing.T) {
 		"--memory-limit=-1Gi":      "must not be negative",
 		"--memory-limit-ratio=0":   "must be above 0 and at most 1",
 		"--memory-limit-ratio=1.5": "must be above 0 and at most 1",
+		"--gc-percent=0":           "must be at least 1",
+		"--gc-percent=-1":          "must be at least 1",
 	} {
 		if _, err := parse(t, strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", args, err, want)
 		}
+	}
+}
+
+// TestCurrentGCPercentReadsTheRuntimesTarget: what the log reports when
+// GOGC wins is the runtime's target, -1 when the collector is off.
+func TestCurrentGCPercentReadsTheRuntimesTarget(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	if got := currentGCPercent(); got != 150 {
+		t.Errorf("currentGCPercent() = %d, want 150", got)
+	}
+	debug.SetGCPercent(-1)
+	if got := currentGCPercent(); got != -1 {
+		t.Errorf("with the collector off, currentGCPercent() = %d, want -1", got)
 	}
 }

@@ -114,6 +114,8 @@ type Options struct {
 	// to (memory.go).
 	MemoryLimit      string
 	MemoryLimitRatio float64
+	// GCPercent is the garbage collector's target (memory.go).
+	GCPercent int
 	// Metacontroller are Metacontroller's flags kept here.
 	Metacontroller MetacontrollerOptions
 	// APIService is the server registering its own APIService.
@@ -160,6 +162,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		},
 		MemoryLimit:      os.Getenv(MemoryLimitEnv),
 		MemoryLimitRatio: DefaultMemoryLimitRatio,
+		GCPercent:        DefaultGCPercent,
 		Metacontroller:   newMetacontrollerOptions(),
 		APIService:       newAPIServiceOptions(),
 		Stdout:           stdout,
@@ -408,6 +411,9 @@ func (o *Options) Validate() error {
 	if _, err := o.identityPolicy(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := o.validateGCPercent(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := o.goMemoryLimit(); err != nil {
 		errs = append(errs, err)
 	}
@@ -524,6 +530,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.applyMemoryLimit(logger); err != nil {
 		return err
 	}
+	o.applyGCPercent(logger)
 	var token string
 	if o.Standalone {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {

@@ -413,6 +413,12 @@ func keyOr(key, def string) string {
 	return key
 }
 
+// hookWriteBufferSize is the size of each hook connection's write buffer:
+// a B2 parent's request (ten observed ConfigMaps, about 8 KiB) fits. It
+// lives as long as the connection, up to 16 idle ones per hook, so it is
+// no larger than that (BenchmarkWebhookSync: 16, 32 and 64 KiB as fast).
+const hookWriteBufferSize = 16 << 10
+
 // newHTTPClient builds a client for one webhook. It is not shared so that
 // one hook's TLS material and connection pool never serve another.
 func newHTTPClient(conn *connection, dest Destinations) *http.Client {
@@ -442,6 +448,12 @@ func newHTTPClient(conn *connection, dest Destinations) *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
+		// A sync request (the parent and every observed child) is some
+		// kilobytes to a few hundred. With the default 4 KiB buffer, an
+		// HTTP/1.1 request's body went out in a write of its own after
+		// the headers, through a 32 KiB copy buffer allocated for each
+		// call; in this buffer, a request of up to 16 KiB is one write.
+		WriteBufferSize: hookWriteBufferSize,
 	}
 	return &http.Client{
 		Transport: transport,

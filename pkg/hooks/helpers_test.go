@@ -165,7 +165,7 @@ func resolved(t *testing.T, version v1alpha1.HookVersion, wh *v1alpha1.Webhook) 
 	return h
 }
 
-func mustNew(t *testing.T, cfg Config) *Webhook {
+func mustNew(t testing.TB, cfg Config) *Webhook {
 	t.Helper()
 	if cfg.Controller == "" {
 		cfg.Controller = "c"

@@ -70,20 +70,12 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 			// Ready, the replica may not have read kube-apiserver's
 			// front-proxy CA yet (it does so in the background), and
 			// answers the test's first requests as anonymous's.
-			var got float64
-			eventually(t, "the replica's go_gc_gomemlimit_bytes", func() (bool, error) {
-				var err error
-				got, err = metricOf(p, "go_gc_gomemlimit_bytes", "")
-				return err == nil, err
-			})
+			got := replicaMetric(t, p, "go_gc_gomemlimit_bytes")
 			if int64(got) != want {
 				t.Errorf("the server runs with a Go memory limit of %.0f bytes, want %d: %.2f of the container's limit %s ($%s=%s)",
 					got, want, o.MemoryLimitRatio, limit, server.MemoryLimitEnv, value)
 			}
-			gogc, err := metricOf(p, "go_gc_gogc_percent", "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			gogc := replicaMetric(t, p, "go_gc_gogc_percent")
 			if int(gogc) != o.GCPercent {
 				t.Errorf("the server runs with the collector's target GOGC=%.0f, want the Deployment's --gc-percent %d (the default: %d)",
 					gogc, o.GCPercent, server.DefaultGCPercent)
@@ -112,12 +104,7 @@ func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop(30 * time.Second)
-	var gogc float64
-	eventually(t, "the replica's go_gc_gogc_percent", func() (bool, error) {
-		var err error
-		gogc, err = metricOf(p, "go_gc_gogc_percent", "")
-		return err == nil, err
-	})
+	gogc := replicaMetric(t, p, "go_gc_gogc_percent")
 	if gogc != 150 {
 		t.Errorf("the server runs with GOGC=%.0f, want the environment's 150 over --gc-percent=300", gogc)
 	}
@@ -128,4 +115,17 @@ func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
 	if !strings.Contains(string(log), "GOGC is set: the garbage collector's target is left as it says") || !strings.Contains(string(log), "ignoredGCPercent=300") {
 		t.Errorf("the server's log does not say that GOGC wins over --gc-percent=300:\n%s", p.Tail(2000))
 	}
+}
+
+// replicaMetric is the value of metric (one sample) on p's /metrics, read
+// until the replica answers.
+func replicaMetric(t *testing.T, p *framework.Process, metric string) float64 {
+	t.Helper()
+	var got float64
+	eventually(t, "the replica's "+metric, func() (bool, error) {
+		var err error
+		got, err = metricOf(p, metric, "")
+		return err == nil, err
+	})
+	return got
 }

@@ -414,7 +414,7 @@ func keyOr(key, def string) string {
 }
 
 // hookWriteBufferSize is the size of each hook connection's write buffer:
-// a B2 parent's request (ten observed ConfigMaps, about 8 KiB) fits. It
+// a B2 parent's request (ten observed ConfigMaps, some KiB) fits. It
 // lives as long as the connection, up to 16 idle ones per hook, so it is
 // no larger than that (BenchmarkWebhookSync: 16, 32 and 64 KiB as fast).
 const hookWriteBufferSize = 16 << 10

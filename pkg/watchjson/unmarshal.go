@@ -396,13 +396,17 @@ func newStringTable() *stringTable {
 // get is the string of raw as an interface value, shared with the last
 // equal string its slot held.
 func (t *stringTable) get(raw []byte) interface{} {
-	slot := &t.slots[maphash.Bytes(t.seed, raw)&(uint64(len(t.slots))-1)]
+	slot := t.slot(raw)
 	if v := slot.Load(); v != nil && v.(string) == string(raw) {
 		return v
 	}
 	var v interface{} = string(raw)
 	slot.Store(v)
 	return v
+}
+
+func (t *stringTable) slot(raw []byte) *atomic.Value {
+	return &t.slots[maphash.Bytes(t.seed, raw)&(uint64(len(t.slots))-1)]
 }
 
 // sharedKey tells the keys whose object or array values are shared: in

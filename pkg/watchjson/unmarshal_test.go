@@ -64,6 +64,7 @@ func TestUnmarshalObjectLeavesTheRestToTheDynamicClientsDecoder(t *testing.T) {
 // TestDecodedObjectsShareTheirStrings: two children of one parent share
 // their keys and their recurring values, so the cache holds them once.
 func TestDecodedObjectsShareTheirStrings(t *testing.T) {
+	tablesWithoutCollisions(t, kubeObjects[0])
 	a, err := unmarshalObject([]byte(kubeObjects[0]))
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +124,8 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	same := func(a, b interface{}) bool {
 		return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
 	}
+	otherFields := strings.Replace(kubeObjects[0], `"f:index":{}`, `"f:other":{}`, 1)
+	tablesWithoutCollisions(t, kubeObjects[0], otherFields)
 	first, second := decode(kubeObjects[0]), decode(kubeObjects[0])
 	for _, c := range []struct {
 		what string
@@ -136,7 +139,7 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 			t.Errorf("two children with the same %s hold two copies of them, want one", c.what)
 		}
 	}
-	other := decode(strings.Replace(kubeObjects[0], `"f:index":{}`, `"f:other":{}`, 1))
+	other := decode(otherFields)
 	if same(fieldsOf(first), fieldsOf(other)) {
 		t.Error("a child with other fields shares the fieldsV1 of the first")
 	}
@@ -151,6 +154,97 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	if same(meta(decode(long))["labels"], meta(decode(long))["labels"]) {
 		t.Errorf("labels longer than %d bytes are shared", maxShared)
 	}
+}
+
+// tablesWithoutCollisions gives the decoder, for the test, fresh tables
+// whose seeds put every short string and every shared value of inputs in
+// a slot of its own. The tables keep the last entry of each slot, so with
+// a random seed two strings of one object share a slot about once in a
+// hundred runs, and the first is decoded anew where the test wants it
+// shared: that is a miss the tables accept by design, not what the tests
+// ask.
+func tablesWithoutCollisions(t *testing.T, inputs ...string) {
+	t.Helper()
+	var strs, spans []string
+	for _, in := range inputs {
+		decoded, err := decodedByKJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		strs = appendShortStrings(strs, decoded)
+		spans = append(spans, sharedSpans(in)...)
+	}
+	oldStrings, oldValues := internedStrings, sharedValues
+	t.Cleanup(func() { internedStrings, sharedValues = oldStrings, oldValues })
+	for range 1000 {
+		internedStrings, sharedValues = newStringTable(), newSubtreeTable()
+		if distinctSlots(strs, internedStrings.slot) && distinctSlots(spans, sharedValues.slot) {
+			return
+		}
+	}
+	t.Fatal("no seeds in 1,000 put the inputs' strings in slots of their own")
+}
+
+// appendShortStrings appends the keys and string values of v the string
+// table holds.
+func appendShortStrings(strs []string, v interface{}) []string {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for key, value := range v {
+			if len(key) <= maxInterned {
+				strs = append(strs, key)
+			}
+			strs = appendShortStrings(strs, value)
+		}
+	case []interface{}:
+		for _, value := range v {
+			strs = appendShortStrings(strs, value)
+		}
+	case string:
+		if len(v) <= maxInterned {
+			strs = append(strs, v)
+		}
+	}
+	return strs
+}
+
+// sharedSpans are the bytes of in's values under sharedKey's keys, written
+// without space after the colon, as kube-apiserver writes them.
+func sharedSpans(in string) []string {
+	var spans []string
+	for _, key := range []string{"labels", "ownerReferences", "fieldsV1"} {
+		for rest, at := in, 0; ; rest = rest[at:] {
+			i := strings.Index(rest, `"`+key+`":`)
+			if i < 0 {
+				break
+			}
+			start := i + len(key) + 3
+			if start == len(rest) || (rest[start] != '{' && rest[start] != '[') {
+				at = start
+				continue
+			}
+			end, _, ok := skipComposite([]byte(rest), start)
+			if !ok {
+				break
+			}
+			spans, at = append(spans, rest[start:end]), end
+		}
+	}
+	return spans
+}
+
+// distinctSlots tells whether the distinct values of vs each take a slot
+// of their own.
+func distinctSlots[S any](vs []string, slot func([]byte) *S) bool {
+	taken := map[*S]string{}
+	for _, v := range vs {
+		s := slot([]byte(v))
+		if other, ok := taken[s]; ok && other != v {
+			return false
+		}
+		taken[s] = v
+	}
+	return true
 }
 
 // TestSharedFieldsKeepTheDepthLimit: a fieldsV1 decoded near the top

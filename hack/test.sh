@@ -96,13 +96,16 @@ fi
 # error, never a panic, never a delete on an error), as a CompositeController
 # body (decoded, defaulted, validated: never a panic) and as a /sync
 # request's inline parent and children (a result, a 400 or a 502: never a
-# 500); and any bytes as a watched object (the informers' one-pass decoder
-# decodes them as client-go's decoder does, or leaves them to it), and any
-# JSON value as unstructured content (unstructuredjson writes json.Marshal's
-# bytes for it, or json.Marshal's error).
+# 500); any bytes as a watched object (the informers' one-pass decoder
+# decodes them as client-go's decoder does, or leaves them to it) and as a
+# sync hook's answer (decoded in one pass as sigs.k8s.io/json decodes it,
+# or left to it); and any JSON value as unstructured content
+# (unstructuredjson writes json.Marshal's bytes for it, or json.Marshal's
+# error).
 fuzz() { go test "$1" -run '^$' -fuzz "$2" -fuzztime "${FUZZTIME:-500x}"; }
 fuzz ./pkg/reconcile/ FuzzHookAnswers
 fuzz ./apis/metacontroller/install/ FuzzCompositeControllerBody
 fuzz ./pkg/syncrequest/ FuzzSyncRequest
-fuzz ./pkg/watchjson/ FuzzUnmarshalObject
+fuzz ./pkg/jsonobject/ FuzzDecode
+fuzz ./pkg/hooks/ FuzzSyncAnswer
 fuzz ./pkg/unstructuredjson/ FuzzAppend

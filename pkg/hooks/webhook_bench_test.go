@@ -41,12 +41,8 @@ func b2Child(i int, observed bool) map[string]interface{} {
 	}
 }
 
-// BenchmarkWebhookSync is one call of a B2 parent's sync hook over HTTP/1.1
-// on loopback: the request with its 10 observed ConfigMaps, the answer with
-// the 10 it wants, decoded. The server side (httptest) runs in the same
-// process, so its allocations count too; they are the same before and
-// after a change of the client.
-func BenchmarkWebhookSync(b *testing.B) {
+// b2Answer is a B2 hook's answer: the 10 ConfigMaps it wants, its status.
+func b2Answer(b *testing.B) string {
 	var answer strings.Builder
 	answer.WriteString(`{"status":{"observed":10},"children":[`)
 	for i := range 10 {
@@ -60,7 +56,39 @@ func BenchmarkWebhookSync(b *testing.B) {
 		answer.Write(data)
 	}
 	answer.WriteString(`]}`)
-	body := answer.String()
+	return answer.String()
+}
+
+// BenchmarkSyncAnswerDecode decodes a B2 hook's answer as a loose hook's
+// was decoded before (sigs.k8s.io/json, each child through
+// Unstructured.UnmarshalJSON) and in one pass (decodeSyncAnswer).
+func BenchmarkSyncAnswerDecode(b *testing.B) {
+	data := []byte(b2Answer(b))
+	b.Run("sigs.k8s.io-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodedByKJSON(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, usual := decodeSyncAnswer(data); !usual {
+				b.Fatal("the B2 answer is left to sigs.k8s.io/json")
+			}
+		}
+	})
+}
+
+// BenchmarkWebhookSync is one call of a B2 parent's sync hook over HTTP/1.1
+// on loopback: the request with its 10 observed ConfigMaps, the answer with
+// the 10 it wants, decoded. The server side (httptest) runs in the same
+// process, so its allocations count too; they are the same before and
+// after a change of the client.
+func BenchmarkWebhookSync(b *testing.B) {
+	body := b2Answer(b)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/jsonobject"
 )
 
 // Config is dynamic.ConfigFor(in) with this package's JSON decoding of
@@ -85,7 +87,7 @@ var metaKinds = func() *runtime.Scheme {
 }()
 
 // objectDecoder decodes a JSON object into an Unstructured in one pass
-// over its bytes (unmarshalObject), into the same map the dynamic client's
+// over its bytes (jsonobject.DecodeShared), into the same map the dynamic client's
 // decoder makes of them (unstructured.UnstructuredJSONScheme's: strings
 // case-sensitively keyed, whole numbers int64), its recurring strings
 // shared. Whatever else it is asked to decode, and anything its one pass
@@ -100,7 +102,7 @@ func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, in
 	if defaults != nil || (into != nil && !isUnstructured) {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	content, err := unmarshalObject(data)
+	content, err := jsonobject.DecodeShared(data)
 	if err != nil {
 		return d.Serializer.Decode(data, defaults, into)
 	}

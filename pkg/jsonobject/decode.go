@@ -1,4 +1,19 @@
-package watchjson
+// Package jsonobject decodes JSON objects in one pass into the maps
+// sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts makes of them (keys
+// case-sensitive, the last of duplicate keys kept, whole numbers that fit
+// int64 as int64, every other number float64): the maps the dynamic
+// client's decoder, and Unstructured.UnmarshalJSON, make. encoding/json
+// decodes through reflection, scanning each value twice (once to check it,
+// once to build it), and an Unstructured's bytes once more; this decoder
+// reads each byte once.
+//
+// It refuses (ErrNotDecoded) what it does not decode exactly as that
+// function would (a lone UTF-16 surrogate, bytes that are not UTF-8,
+// nesting deeper than maxDepth) as well as what is not JSON; its caller
+// then decodes the same bytes with sigs.k8s.io/json, which decodes the
+// first and says what is wrong with the rest. It never accepts what that
+// function refuses.
+package jsonobject
 
 import (
 	"errors"
@@ -8,52 +23,66 @@ import (
 	"unicode/utf8"
 )
 
-// unmarshalObject decodes a JSON object into the map
-// sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts makes of it (keys
-// case-sensitive, the last of duplicate keys kept, whole numbers that fit
-// int64 as int64, every other number float64), in one pass, and shares the
-// strings it has decoded recently (internedStrings): every cached object
-// of a kind repeats the same keys ("apiVersion", "metadata", "f:data",
-// ...) and many of the same values ("v1", its namespace, its owner's name
-// and UID, its field manager). An informer's cache holds each of those
-// once, not once per object: in B4 a fifth less heap per cached child,
-// and fewer objects for the collector to mark.
-//
-// The values of a few metadata keys (sharedKey) are shared whole with
-// the last equal one decoded from the same bytes (sharedValues): the
-// children a parent's sync applies have the same labels, the same owner
-// references and the same fields in their managedFields entry, so a
-// parent's ten children hold one set of those maps, not ten, and a value
-// seen before is not decoded again. Like every object an informer's cache
-// holds, these maps are read and never changed (what changes a cached
-// object copies it first); one changed in place would change its
-// siblings too.
-//
-// It refuses what it does not decode exactly as that function would (a
-// lone UTF-16 surrogate, bytes that are not UTF-8, nesting deeper than
-// maxDepth) as well as what is not JSON; its caller then decodes the same
-// bytes with the dynamic client's decoder, which decodes the first and
-// says what is wrong with the rest. It never accepts what that function
-// refuses.
-func unmarshalObject(data []byte) (map[string]interface{}, error) {
+// Decode decodes the JSON object data. Every map and slice it returns is
+// its own, for the caller to change; its strings, which no one can
+// change, are shared with the equal strings decoded recently
+// (internedStrings): every object of a kind repeats the same keys
+// ("apiVersion", "metadata", "f:data", ...) and many of the same values
+// ("v1", a namespace, an owner's name and UID, a field manager), and a
+// string seen again costs neither its bytes nor its interface box.
+func Decode(data []byte) (map[string]interface{}, error) {
 	d := decoder{data: data}
+	return d.topObject(nil)
+}
+
+// DecodeShared decodes the JSON object data as Decode does, and also
+// shares the values of a few metadata keys (sharedKey) whole with the
+// last equal one decoded from the same bytes (sharedValues): the children
+// a parent's sync applies have the same labels, the same owner references
+// and the same fields in their managedFields entry, so an informer's
+// cache holds one set of those maps for a parent's ten children, not ten,
+// and a value seen before is not decoded again (in B4, 0.54× the heap per
+// cached child it took without). So what it returns must be
+// read and never changed, as every object an informer's cache holds (what
+// changes a cached object copies it first): a map changed in place would
+// change its siblings too.
+func DecodeShared(data []byte) (map[string]interface{}, error) {
+	d := decoder{data: data, shared: true}
+	return d.topObject(nil)
+}
+
+// DecodeMembers decodes the JSON object data as Decode does, and calls
+// member with each of its members in the order they are written, a
+// repeated key each time: its key, its value and the bytes the value was
+// decoded from (a slice of data, to be read before member returns). An
+// error member returns ends the decoding, and DecodeMembers returns it.
+func DecodeMembers(data []byte, member func(key string, value interface{}, raw []byte) error) error {
+	d := decoder{data: data}
+	_, err := d.topObject(member)
+	return err
+}
+
+// topObject decodes the object data holds, with nothing but space around
+// it, calling member (when not nil) with each of its members.
+func (d *decoder) topObject(member func(key string, value interface{}, raw []byte) error) (map[string]interface{}, error) {
 	d.skipSpace()
 	if d.peek() != '{' {
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
+	d.member = member
 	obj, err := d.object(0)
 	if err != nil {
 		return nil, err
 	}
 	if d.skipSpace(); d.pos != len(d.data) {
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
 	return obj, nil
 }
 
-// errNotDecoded is unmarshalObject's one error: what is wrong is for the
-// dynamic client's decoder to say.
-var errNotDecoded = errors.New("not decoded in one pass")
+// ErrNotDecoded is the decoders' one error: what is wrong is for
+// sigs.k8s.io/json to say.
+var ErrNotDecoded = errors.New("not decoded in one pass")
 
 // maxDepth is encoding/json's limit of nested objects and arrays.
 const maxDepth = 10000
@@ -61,6 +90,10 @@ const maxDepth = 10000
 type decoder struct {
 	data []byte
 	pos  int
+	// shared: DecodeShared's decoder, sharing sharedKey's values.
+	shared bool
+	// member, when not nil, is called with each member of the top object.
+	member func(key string, value interface{}, raw []byte) error
 	// scratch holds a string with escapes while it is unescaped.
 	scratch []byte
 }
@@ -105,12 +138,12 @@ func (d *decoder) value(depth int) (interface{}, error) {
 	case c == 'n':
 		return nil, d.literal("null")
 	}
-	return nil, errNotDecoded
+	return nil, ErrNotDecoded
 }
 
 func (d *decoder) literal(word string) error {
 	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
-		return errNotDecoded
+		return ErrNotDecoded
 	}
 	d.pos += len(word)
 	return nil
@@ -119,7 +152,7 @@ func (d *decoder) literal(word string) error {
 // object decodes the object whose '{' is at d.pos.
 func (d *decoder) object(depth int) (map[string]interface{}, error) {
 	if depth++; depth > maxDepth {
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
 	d.pos++
 	obj := map[string]interface{}{}
@@ -130,7 +163,7 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 	}
 	for {
 		if d.peek() != '"' {
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 		raw, err := d.strBytes()
 		if err != nil {
@@ -145,18 +178,24 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 		}
 		d.skipSpace()
 		if d.peek() != ':' {
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 		d.pos++
 		d.skipSpace()
+		start := d.pos
 		var v interface{}
-		if c := d.peek(); (c == '{' || c == '[') && sharedKey(key) {
+		if c := d.peek(); d.shared && (c == '{' || c == '[') && sharedKey(key) {
 			v, err = d.sharedComposite(depth)
 		} else {
 			v, err = d.value(depth)
 		}
 		if err != nil {
 			return nil, err
+		}
+		if depth == 1 && d.member != nil {
+			if err := d.member(key, v, d.data[start:d.pos]); err != nil {
+				return nil, err
+			}
 		}
 		obj[key] = v
 		d.skipSpace()
@@ -168,7 +207,7 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 			d.pos++
 			return obj, nil
 		default:
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 	}
 }
@@ -177,7 +216,7 @@ func (d *decoder) object(depth int) (map[string]interface{}, error) {
 // never nil, so an empty array stays an empty array.
 func (d *decoder) array(depth int) ([]interface{}, error) {
 	if depth++; depth > maxDepth {
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
 	d.pos++
 	arr := []interface{}{}
@@ -201,7 +240,7 @@ func (d *decoder) array(depth int) ([]interface{}, error) {
 			d.pos++
 			return arr, nil
 		default:
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 	}
 }
@@ -241,20 +280,20 @@ func (d *decoder) strBytes() ([]byte, error) {
 				escaped = true
 			}
 			if d.pos+1 >= len(d.data) {
-				return nil, errNotDecoded
+				return nil, ErrNotDecoded
 			}
 			if err := d.escape(d.data[d.pos+1]); err != nil {
 				return nil, err
 			}
 			continue
 		case c < 0x20:
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 		size := 1
 		if c >= utf8.RuneSelf {
 			var ok bool
 			if size, ok = d.runeSize(); !ok {
-				return nil, errNotDecoded
+				return nil, ErrNotDecoded
 			}
 		}
 		if escaped {
@@ -262,7 +301,7 @@ func (d *decoder) strBytes() ([]byte, error) {
 		}
 		d.pos += size
 	}
-	return nil, errNotDecoded
+	return nil, ErrNotDecoded
 }
 
 // runeSize is the length of the UTF-8 encoding of the rune at d.pos, or
@@ -282,13 +321,13 @@ func (d *decoder) escape(e byte) error {
 		return nil
 	}
 	if e != 'u' || d.pos+6 > len(d.data) {
-		return errNotDecoded
+		return ErrNotDecoded
 	}
 	r, err := strconv.ParseUint(string(d.data[d.pos+2:d.pos+6]), 16, 16)
 	// A surrogate pair (or a lone surrogate, which encoding/json
 	// replaces) is left to encoding/json.
 	if err != nil || (r >= 0xd800 && r < 0xe000) {
-		return errNotDecoded
+		return ErrNotDecoded
 	}
 	d.scratch = utf8.AppendRune(d.scratch, rune(r))
 	d.pos += 6
@@ -329,14 +368,14 @@ func (d *decoder) number() (interface{}, error) {
 	case c >= '1' && c <= '9':
 		d.digits()
 	default:
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
 	fraction := false
 	if d.peek() == '.' {
 		d.pos++
 		fraction = true
 		if !d.digits() {
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 	}
 	if c := d.peek(); c == 'e' || c == 'E' {
@@ -345,7 +384,7 @@ func (d *decoder) number() (interface{}, error) {
 			d.pos++
 		}
 		if !d.digits() {
-			return nil, errNotDecoded
+			return nil, ErrNotDecoded
 		}
 	}
 	text := string(d.data[start:d.pos])
@@ -356,7 +395,7 @@ func (d *decoder) number() (interface{}, error) {
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil {
-		return nil, errNotDecoded
+		return nil, ErrNotDecoded
 	}
 	return f, nil
 }

@@ -1,4 +1,4 @@
-package watchjson
+package jsonobject
 
 import (
 	"errors"
@@ -31,9 +31,9 @@ var kubeObjects = []string{
 
 func TestUnmarshalObjectDecodesWhatKubeAPIServerSends(t *testing.T) {
 	for _, in := range kubeObjects {
-		got, err := unmarshalObject([]byte(in))
+		got, err := DecodeShared([]byte(in))
 		if err != nil {
-			t.Errorf("unmarshalObject(%s): %v, want it decoded in one pass", in, err)
+			t.Errorf("DecodeShared(%s): %v, want it decoded in one pass", in, err)
 			continue
 		}
 		want, err := decodedByKJSON([]byte(in))
@@ -41,7 +41,7 @@ func TestUnmarshalObjectDecodesWhatKubeAPIServerSends(t *testing.T) {
 			t.Fatalf("the dynamic client's decoder refuses %s: %v", in, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("unmarshalObject(%s) = %#v, want the dynamic client's %#v", in, got, want)
+			t.Errorf("DecodeShared(%s) = %#v, want the dynamic client's %#v", in, got, want)
 		}
 	}
 }
@@ -55,24 +55,26 @@ func TestUnmarshalObjectLeavesTheRestToTheDynamicClientsDecoder(t *testing.T) {
 		// Decoded by encoding/json, which replaces them: left to it.
 		`{"a":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", "{\"\xc3\":1}",
 	} {
-		if got, err := unmarshalObject([]byte(in)); !errors.Is(err, errNotDecoded) {
-			t.Errorf("unmarshalObject(%q) = %#v, %v; want it left to the dynamic client's decoder", in, got, err)
+		if got, err := DecodeShared([]byte(in)); !errors.Is(err, ErrNotDecoded) {
+			t.Errorf("DecodeShared(%q) = %#v, %v; want it left to the dynamic client's decoder", in, got, err)
 		}
 	}
+}
+
+func mustDecode(t *testing.T, decode func([]byte) (map[string]interface{}, error), in string) map[string]interface{} {
+	t.Helper()
+	obj, err := decode([]byte(in))
+	if err != nil {
+		t.Fatalf("%s: %v", in, err)
+	}
+	return obj
 }
 
 // TestDecodedObjectsShareTheirStrings: two children of one parent share
 // their keys and their recurring values, so the cache holds them once.
 func TestDecodedObjectsShareTheirStrings(t *testing.T) {
 	tablesWithoutCollisions(t, kubeObjects[0])
-	a, err := unmarshalObject([]byte(kubeObjects[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := unmarshalObject([]byte(kubeObjects[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := mustDecode(t, DecodeShared, kubeObjects[0]), mustDecode(t, DecodeShared, kubeObjects[0])
 	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
 	keyOf := func(m map[string]interface{}, k string) string {
 		for key := range m {
@@ -104,13 +106,13 @@ func TestDecodedObjectsShareTheirStrings(t *testing.T) {
 func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	decode := func(in string) map[string]interface{} {
 		t.Helper()
-		obj, err := unmarshalObject([]byte(in))
+		obj, err := DecodeShared([]byte(in))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := decodedByKJSON([]byte(in))
 		if !reflect.DeepEqual(obj, want) {
-			t.Fatalf("unmarshalObject(%s) = %#v, want the dynamic client's %#v", in, obj, want)
+			t.Fatalf("DecodeShared(%s) = %#v, want the dynamic client's %#v", in, obj, want)
 		}
 		return obj
 	}
@@ -253,11 +255,11 @@ func TestSharedFieldsKeepTheDepthLimit(t *testing.T) {
 	// Nested 3,991 deep in under maxShared bytes, so that it is shared.
 	inner := `{"a":` + strings.Repeat("[", 3990) + strings.Repeat("]", 3990) + `}`
 	shallow := `{"fieldsV1":` + inner + `}`
-	if _, err := unmarshalObject([]byte(shallow)); err != nil {
+	if _, err := DecodeShared([]byte(shallow)); err != nil {
 		t.Fatalf("a fieldsV1 within the limit: %v", err)
 	}
 	tooDeep := `{"x":` + strings.Repeat("[", 6100) + `{"fieldsV1":` + inner + `}` + strings.Repeat("]", 6100) + `}`
-	if _, err := unmarshalObject([]byte(tooDeep)); !errors.Is(err, errNotDecoded) {
+	if _, err := DecodeShared([]byte(tooDeep)); !errors.Is(err, ErrNotDecoded) {
 		t.Errorf("a fieldsV1 seen before, placed beyond the limit: %v, want it left to the dynamic client's decoder", err)
 	}
 	if _, err := decodedByKJSON([]byte(tooDeep)); err == nil {
@@ -270,7 +272,7 @@ func TestSharedFieldsKeepTheDepthLimit(t *testing.T) {
 func TestDecodedObjectsOutliveTheirBytes(t *testing.T) {
 	for _, in := range kubeObjects {
 		buf := []byte(in)
-		got, err := unmarshalObject(buf)
+		got, err := DecodeShared(buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,30 +286,118 @@ func TestDecodedObjectsOutliveTheirBytes(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshalObject: whatever unmarshalObject decodes, the dynamic
-// client's decoder decodes too, into the same map down to the Go types;
-// so what it refuses is the dynamic client's decoder's to decode or
-// refuse, and nothing it accepts is accepted wrongly.
-func FuzzUnmarshalObject(f *testing.F) {
+// FuzzDecode: whatever the decoders decode, sigs.k8s.io/json decodes
+// too, into the same map down to the Go types; so what they refuse is
+// sigs.k8s.io/json's to decode or refuse, and nothing they accept is
+// accepted wrongly. Decode, DecodeShared and DecodeMembers accept the same
+// inputs, and DecodeMembers sees each member as written.
+func FuzzDecode(f *testing.F) {
 	for _, in := range kubeObjects {
 		f.Add([]byte(in))
 	}
 	f.Add([]byte(`{"a":"\u00e9\ud83d\ude00","b":[1,2.5,-3e2,{"c":null}]}`))
 	f.Add([]byte(`{"a":{"fieldsV1":{"f:x":{},"k:{\"uid\":\"u\"}":{}}},"b":[{"fieldsV1":{"f:x":{},"k:{\"uid\":\"u\"}":{}}}],"fieldsV1":{"f:x":{}`))
+	f.Add([]byte(`{"status":{"a":1},"children":[{"kind":"K"}],"status":{"b":2}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := unmarshalObject(data)
+		shared, err := DecodeShared(data)
+		own, ownErr := Decode(data)
+		var members []member
+		membersErr := DecodeMembers(data, func(key string, value interface{}, raw []byte) error {
+			members = append(members, member{key, value, string(raw)})
+			return nil
+		})
+		if (err == nil) != (ownErr == nil) || (err == nil) != (membersErr == nil) {
+			t.Fatalf("on %q: DecodeShared %v, Decode %v, DecodeMembers %v; want all to accept or all to refuse", data, err, ownErr, membersErr)
+		}
 		if err != nil {
-			if !errors.Is(err, errNotDecoded) {
-				t.Fatalf("unmarshalObject(%q): %v, want errNotDecoded", data, err)
+			if !errors.Is(err, ErrNotDecoded) {
+				t.Fatalf("DecodeShared(%q): %v, want ErrNotDecoded", data, err)
 			}
 			return
 		}
 		want, err := decodedByKJSON(data)
 		if err != nil {
-			t.Fatalf("unmarshalObject(%q) = %#v, but the dynamic client's decoder refuses it: %v", data, got, err)
+			t.Fatalf("DecodeShared(%q) = %#v, but sigs.k8s.io/json refuses it: %v", data, shared, err)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("unmarshalObject(%q) = %#v, want the dynamic client's %#v", data, got, want)
+		if !reflect.DeepEqual(shared, want) || !reflect.DeepEqual(own, want) {
+			t.Fatalf("on %q: DecodeShared = %#v, Decode = %#v; want sigs.k8s.io/json's %#v", data, shared, own, want)
 		}
+		checkMembers(t, data, members, want)
 	})
+}
+
+type member struct {
+	key   string
+	value interface{}
+	raw   string
+}
+
+// checkMembers: each member's raw bytes decode to its value, the last of
+// each key is the object's, and every key of the object was seen.
+func checkMembers(t *testing.T, data []byte, members []member, want map[string]interface{}) {
+	t.Helper()
+	last := map[string]interface{}{}
+	for _, m := range members {
+		var v interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(m.raw), &v); err != nil || !reflect.DeepEqual(v, m.value) {
+			t.Fatalf("on %q: member %q's bytes %q decode to %#v (%v), want its value %#v", data, m.key, m.raw, v, err, m.value)
+		}
+		last[m.key] = m.value
+	}
+	if !reflect.DeepEqual(last, want) {
+		t.Fatalf("on %q: the members' last values are %#v, want the object %#v", data, last, want)
+	}
+}
+
+func TestDecodeMembersSeesEachMemberAsWritten(t *testing.T) {
+	in := `{"status":{"a":1},"children":[{"kind":"K"}], "resyncAfterSeconds" : -0 ,"status":null}`
+	var got []member
+	err := DecodeMembers([]byte(in), func(key string, value interface{}, raw []byte) error {
+		got = append(got, member{key, value, string(raw)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []member{
+		{"status", map[string]interface{}{"a": int64(1)}, `{"a":1}`},
+		{"children", []interface{}{map[string]interface{}{"kind": "K"}}, `[{"kind":"K"}]`},
+		{"resyncAfterSeconds", int64(0), `-0`},
+		{"status", nil, `null`},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeMembers(%s) saw %#v, want %#v", in, got, want)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = DecodeMembers([]byte(in), func(string, interface{}, []byte) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("a member's error: DecodeMembers returned %v after %d calls, want it at once", err, calls)
+	}
+	if err := DecodeMembers([]byte(`{"a":1} x`), func(string, interface{}, []byte) error { return nil }); !errors.Is(err, ErrNotDecoded) {
+		t.Errorf("DecodeMembers of an object followed by more: %v, want ErrNotDecoded", err)
+	}
+}
+
+// TestDecodeSharesNoMaps: Decode's objects are the caller's to change, so
+// no map of one is another's; their strings, which no one can change, are
+// shared.
+func TestDecodeSharesNoMaps(t *testing.T) {
+	tablesWithoutCollisions(t, kubeObjects[0])
+	mustDecode(t, DecodeShared, kubeObjects[0])
+	a, b := mustDecode(t, Decode, kubeObjects[0]), mustDecode(t, Decode, kubeObjects[0])
+	c := mustDecode(t, DecodeShared, kubeObjects[0])
+	metaOf := func(m map[string]interface{}) map[string]interface{} { return m["metadata"].(map[string]interface{}) }
+	for _, other := range []map[string]interface{}{b, c} {
+		if unsafe.StringData(metaOf(a)["namespace"].(string)) != unsafe.StringData(metaOf(other)["namespace"].(string)) {
+			t.Error("Decode's namespace is a string of its own, want the one decoded before")
+		}
+		if reflect.ValueOf(metaOf(a)["labels"]).Pointer() == reflect.ValueOf(metaOf(other)["labels"]).Pointer() {
+			t.Error("Decode's labels are another object's map")
+		}
+	}
+	metaOf(a)["labels"].(map[string]interface{})["changed"] = "yes"
+	if _, changed := metaOf(c)["labels"].(map[string]interface{})["changed"]; changed {
+		t.Error("changing Decode's labels changed a shared object's")
+	}
 }

@@ -282,6 +282,26 @@ func TestComputePlan(t *testing.T) {
 			},
 		},
 		{
+			name:       "generateSelector labels a child with labels or without, and leaves the hook's answer as it was",
+			controller: newController(withGenerateSelector),
+			desired: []*unstructured.Unstructured{object("v1", "ConfigMap", "", "a"), func() *unstructured.Unstructured {
+				o := object("v1", "ConfigMap", "", "b")
+				delete(o.Object["metadata"].(map[string]interface{}), "labels")
+				return o
+			}()},
+			want: []string{"Create ConfigMap ns/a", "Create ConfigMap ns/b"},
+			check: func(t *testing.T, p *Plan) {
+				for i, want := range []map[string]string{{"app": "p", "controller-uid": parentUID}, {"controller-uid": parentUID}} {
+					if got := p.Desired[i].GetLabels(); !reflect.DeepEqual(got, want) {
+						t.Errorf("%s: labels %v, want %v", p.Desired[i].GetName(), got, want)
+					}
+				}
+				if a, b := p.Response.Children[0].GetLabels(), p.Response.Children[1].GetLabels(); !reflect.DeepEqual(a, map[string]string{"app": "p"}) || b != nil {
+					t.Errorf("the hook's own answer was modified: its children's labels are %v and %v", a, b)
+				}
+			},
+		},
+		{
 			name: "system metadata from the hook is dropped; its owner references are kept but another controller's, and the parent's is appended",
 			desired: []*unstructured.Unstructured{func() *unstructured.Unstructured {
 				o := cm("a", "blue")

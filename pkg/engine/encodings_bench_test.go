@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -65,4 +67,27 @@ func BenchmarkHookRequest(b *testing.B) {
 		}
 		benchmarkHookRequest(b, in, func(in *Input) { in.Encodings = cache.Parent("ns/p") })
 	})
+}
+
+// BenchmarkValidateAnswer is the check of a B2 hook's answer, as the loop
+// makes it for each sync: 10 ConfigMaps decoded from JSON, without a
+// namespace or the controller-uid label, which generateSelector adds.
+func BenchmarkValidateAnswer(b *testing.B) {
+	in := b2Input()
+	in.Definition = compile(newController(withGenerateSelector))
+	resp := &hookapi.SyncHookResponse{}
+	for i := range 10 {
+		child := &unstructured.Unstructured{}
+		if err := child.UnmarshalJSON(fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-%d"},"data":{"index":"%d"}}`, i, i)); err != nil {
+			b.Fatal(err)
+		}
+		resp.Children = append(resp.Children, child)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &computation{in: in, plan: &Plan{}, gvrs: map[schema.GroupVersionKind]resolved{}}
+		if desired, err := c.validate(definition.HookSync, resp); err != nil || len(desired) != 10 {
+			b.Fatal(len(desired), err)
+		}
+	}
 }

@@ -204,30 +204,48 @@ func placeChild(desc string, obj *unstructured.Unstructured, gvr schema.GroupVer
 }
 
 // labelChild adds the controller-uid label with generateSelector and
-// reports a child the parent's selector would not select.
+// reports a child the parent's selector would not select. obj is
+// normalize's copy, so its labels are changed where they are, rather
+// than copied out as strings and stored back as a new map (GetLabels,
+// SetLabels) for each child of each sync.
 func (c *computation) labelChild(desc string, obj *unstructured.Unstructured, selector labels.Selector, problem func(format string, args ...interface{})) {
 	generate := c.in.Definition.GenerateSelector
-	// The labels are read once: GetLabels copies them every time.
-	var l map[string]string
-	if generate || selector != nil {
-		l = obj.GetLabels()
+	if !generate && selector == nil {
+		return
 	}
-	if generate {
+	meta, _ := obj.Object["metadata"].(map[string]interface{})
+	l, _ := meta["labels"].(map[string]interface{})
+	if generate && meta != nil {
 		// As Metacontroller: add the label when the hook did not set
 		// it; a different value fails the selector check below.
 		if _, ok := l[ControllerUIDLabel]; !ok {
 			if l == nil {
-				l = map[string]string{}
+				l = map[string]interface{}{}
+				meta["labels"] = l
 			}
 			l[ControllerUIDLabel] = string(c.in.Parent.GetUID())
-			obj.SetLabels(l)
 		}
 	}
-	if selector != nil && !selector.Matches(labels.Set(l)) {
+	if selector != nil && !selector.Matches(jsonLabels(l)) {
 		// Such a child would be released right after it is created and
 		// recreated on every sync.
-		problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(l), selector)
+		problem("%s: its labels %v do not match the parent's selector %q", desc, labels.Set(obj.GetLabels()), selector)
 	}
+}
+
+// jsonLabels are an object's labels as decoded from JSON, read as
+// labels.Labels without copying them into a map of strings. A value that
+// is not a string (reported as a problem before) reads as "".
+type jsonLabels map[string]interface{}
+
+func (l jsonLabels) Has(key string) bool { _, ok := l[key]; return ok }
+
+func (l jsonLabels) Get(key string) string { v, _ := l.Lookup(key); return v }
+
+func (l jsonLabels) Lookup(key string) (string, bool) {
+	v, ok := l[key]
+	s, _ := v.(string)
+	return s, ok
 }
 
 // identity reads apiVersion, kind and metadata.name, reporting what is

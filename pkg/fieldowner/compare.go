@@ -398,8 +398,16 @@ func sanitizeLive(observed *unstructured.Unstructured) *unstructured.Unstructure
 func normaliseNumbers(v interface{}) interface{} {
 	switch t := v.(type) {
 	case map[string]interface{}:
+		// Only a number is stored back: a map or a slice is normalised
+		// where it is, and storing every value back cost a map assignment
+		// for each field of each child of each sync.
 		for k, e := range t {
-			t[k] = normaliseNumbers(e)
+			switch e.(type) {
+			case map[string]interface{}, []interface{}:
+				normaliseNumbers(e)
+			case float64, float32, int, int32:
+				t[k] = normaliseNumbers(e)
+			}
 		}
 	case []interface{}:
 		for i, e := range t {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 )
@@ -20,11 +20,31 @@ func b2Request() *SyncHookRequest {
 	parent.SetResourceVersion("1200")
 	parent.Object["spec"] = map[string]interface{}{"children": int64(10)}
 	return &SyncHookRequest{
-		Controller: &v1alpha1.CompositeController{ObjectMeta: metav1.ObjectMeta{Name: "hello"}},
+		Controller: b2Controller(),
 		Parent:     parent,
 		Children:   b2Children(),
 		Related:    RelativeObjectMap{},
 	}
+}
+
+// b2Controller is B2's CompositeController as the loop sends it: as
+// stored, with its status.
+func b2Controller() *v1alpha1.CompositeController {
+	cc := &v1alpha1.CompositeController{}
+	err := json.Unmarshal([]byte(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"CompositeController",
+		"metadata":{"name":"bench-tracking","uid":"5a2c3d4e-0000-4000-8000-000000000001","resourceVersion":"1100","generation":1,
+			"creationTimestamp":"2026-12-02T16:00:00Z"},
+		"spec":{"generateSelector":true,
+			"parentResource":{"apiVersion":"example.com/v1","resource":"hellos"},
+			"childResources":[{"apiVersion":"v1","resource":"configmaps","updateStrategy":{"method":"InPlace"}}],
+			"hooks":{"sync":{"webhook":{"url":"http://127.0.0.1:41234/bench-tracking/sync","timeout":"30s"}}}},
+		"status":{"observedGeneration":1,"parents":1,"children":10,"lastSyncTime":"2026-12-02T16:00:01Z","conditions":[
+			{"type":"Ready","status":"True","observedGeneration":1,"lastTransitionTime":"2026-12-02T16:00:00Z","reason":"Running","message":"the loop runs"},
+			{"type":"HookReachable","status":"True","observedGeneration":1,"lastTransitionTime":"2026-12-02T16:00:01Z","reason":"Answered","message":"the sync hook answered"}]}}`), cc)
+	if err != nil {
+		panic(err)
+	}
+	return cc
 }
 
 // plainRequest is SyncHookRequest without its MarshalJSON: what
@@ -132,6 +152,59 @@ func TestEncodingsReuseOnlyUnchangedChildren(t *testing.T) {
 		t.Errorf("a forgotten parent's next sync starts from %d encodings", len(fresh.last))
 	}
 }
+
+// The controller's encoding is kept for the loop's next requests, of any
+// parent, and written again when the controller is another object or
+// was changed: every request is, byte for byte, encoding/json's.
+func TestEncodingsKeepTheControllersEncodingUntilItChanges(t *testing.T) {
+	var cache EncodingCache
+	req := b2Request()
+	sameBytes := func(what string) string {
+		t.Helper()
+		want, err := json.Marshal((*plainRequest)(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached := *req
+		cached.Encodings = cache.Parent(req.Parent.GetNamespace() + "/" + req.Parent.GetName())
+		got, err := cached.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("%s: with Encodings\n%s\nwithout\n%s", what, got, want)
+		}
+		return string(got)
+	}
+	sameBytes("first request")
+	if cache.controller != req.Controller || len(cache.controllerJSON) == 0 {
+		t.Fatalf("the controller's encoding is not kept after the first request")
+	}
+	kept := cache.controllerJSON
+	req.Parent.SetName("p2")
+	sameBytes("another parent's request")
+	if &cache.controllerJSON[0] != &kept[0] {
+		t.Errorf("the same controller was encoded again for another parent")
+	}
+
+	// The controller changed: a new object, as the informer gives.
+	changed := req.Controller.DeepCopy()
+	changed.ResourceVersion = "1300"
+	changed.Spec.Hooks.Sync.Webhook.URL = ptr.To("http://127.0.0.1:41234/changed")
+	req.Controller = changed
+	if body := sameBytes("after the controller changed"); !strings.Contains(body, "/changed") {
+		t.Errorf("the changed controller is not sent: %s", body)
+	}
+	// The same object at another resourceVersion is not trusted either.
+	changed.ResourceVersion = "1301"
+	changed.Spec.Hooks.Sync.Webhook.URL = ptr.To("http://127.0.0.1:41234/changed-again")
+	if body := sameBytes("the same object at another resourceVersion"); !strings.Contains(body, "/changed-again") {
+		t.Errorf("the controller changed in place is not sent: %s", body)
+	}
+	req.Controller = nil
+	sameBytes("no controller")
+}
+
 
 // BenchmarkSyncHookRequestMarshalJSON is the encoding of a B2 parent's
 // sync request as the hook client encodes it (MarshalJSON, its bytes sent

@@ -41,13 +41,15 @@ type Discovery struct {
 	mu        sync.Mutex
 	lastReset time.Time
 	listeners []func()
-	// mappings remembers RESTMapping's answers for one version until the
-	// next refresh: the loop resolves each child of each sync, and the
-	// deferred mapper answers each time by walking every group the cluster
-	// serves, allocating an error for each that does not match. generation
-	// counts the refreshes, so that an answer read before one is not kept
-	// after it.
+	// mappings and kinds remember RESTMapping's answers for one version
+	// and KindFor's until the next refresh: the loop resolves each child
+	// and each child resource of each sync, and the deferred mapper
+	// answers each time by walking every group the cluster serves,
+	// allocating an error for each that does not match. generation counts
+	// the refreshes, so that an answer read before one is not kept after
+	// it.
 	mappings   map[mappingKey]meta.RESTMapping
+	kinds      map[schema.GroupVersionResource]schema.GroupVersionKind
 	generation uint64
 }
 
@@ -93,7 +95,7 @@ func (d *Discovery) Reset() {
 	// is dropped here.
 	d.mu.Lock()
 	d.generation++
-	d.mappings = nil
+	d.mappings, d.kinds = nil, nil
 	d.mu.Unlock()
 	for _, f := range listeners {
 		f()
@@ -122,13 +124,16 @@ func (d *Discovery) refreshOnMiss(err error) bool {
 	return true
 }
 
-// KindFor implements meta.RESTMapper.
+// KindFor implements meta.RESTMapper. An answer is remembered until the
+// next refresh, as RESTMapping's; a miss is not.
 func (d *Discovery) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	gvk, err := d.mapper.KindFor(resource)
-	if d.refreshOnMiss(err) {
-		gvk, err = d.mapper.KindFor(resource)
-	}
-	return gvk, err
+	return remembered(d, &d.kinds, resource, func() (schema.GroupVersionKind, error) {
+		gvk, err := d.mapper.KindFor(resource)
+		if d.refreshOnMiss(err) {
+			gvk, err = d.mapper.KindFor(resource)
+		}
+		return gvk, err
+	})
 }
 
 // KindsFor implements meta.RESTMapper.
@@ -165,27 +170,43 @@ func (d *Discovery) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.
 	if len(versions) != 1 {
 		return d.restMapping(gk, versions...)
 	}
-	key := mappingKey{gk: gk, version: versions[0]}
+	m, err := remembered(d, &d.mappings, mappingKey{gk: gk, version: versions[0]}, func() (meta.RESTMapping, error) {
+		m, err := d.restMapping(gk, versions...)
+		if err != nil {
+			return meta.RESTMapping{}, err
+		}
+		return *m, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// remembered answers key from *known, or else from lookup, and keeps
+// lookup's answer in *known unless it failed or discovery was refreshed
+// while it ran.
+func remembered[K comparable, V any](d *Discovery, known *map[K]V, key K, lookup func() (V, error)) (V, error) {
 	d.mu.Lock()
-	known, ok := d.mappings[key]
+	v, ok := (*known)[key]
 	generation := d.generation
 	d.mu.Unlock()
 	if ok {
-		return &known, nil
+		return v, nil
 	}
-	m, err := d.restMapping(gk, versions...)
+	v, err := lookup()
 	if err != nil {
-		return m, err
+		return v, err
 	}
 	d.mu.Lock()
 	if d.generation == generation {
-		if d.mappings == nil {
-			d.mappings = map[mappingKey]meta.RESTMapping{}
+		if *known == nil {
+			*known = map[K]V{}
 		}
-		d.mappings[key] = *m
+		(*known)[key] = v
 	}
 	d.mu.Unlock()
-	return m, nil
+	return v, nil
 }
 
 func (d *Discovery) restMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {

@@ -72,6 +72,35 @@ func TestRESTMappingIsRememberedUntilARefresh(t *testing.T) {
 	}
 }
 
+// A resource's kind is remembered as a mapping is: until the next refresh,
+// never past it.
+func TestKindForIsRememberedUntilARefresh(t *testing.T) {
+	fake := served(2, "things")
+	d := NewDiscovery(&fakediscovery.FakeDiscovery{Fake: fake})
+	things := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+	for range 2 {
+		if gvk, err := d.KindFor(things); err != nil || gvk.Kind != "Thing" {
+			t.Fatalf("the kind of things: %v, %v; want Thing", gvk, err)
+		}
+	}
+
+	*fake = *served(2, "things")
+	fake.Resources[len(fake.Resources)-1].APIResources[0].Kind = "Thingy"
+	if gvk, _ := d.KindFor(things); gvk.Kind != "Thing" {
+		t.Errorf("before a refresh: %v, want what discovery said (Thing)", gvk)
+	}
+	d.Reset()
+	if gvk, err := d.KindFor(things); err != nil || gvk.Kind != "Thingy" {
+		t.Errorf("after a refresh: %v, %v; want Thingy", gvk, err)
+	}
+
+	*fake = *served(2, "")
+	d.Reset()
+	if gvk, err := d.KindFor(things); !meta.IsNoMatchError(err) {
+		t.Errorf("after the resource went away and a refresh: %v, %v; want no match", gvk, err)
+	}
+}
+
 // BenchmarkRESTMapping is the lookup the loop makes for the children of
 // each sync, on a cluster serving 40 groups: "deferred-mapper" is
 // client-go's, as every lookup was answered before Discovery remembered
@@ -88,6 +117,28 @@ func BenchmarkRESTMapping(b *testing.B) {
 			for b.Loop() {
 				if m, err := lookup(); err != nil || m.Resource.Resource != "configmaps" {
 					b.Fatal(m, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkKindFor is the lookup the loop makes for each child resource
+// of each sync (the hook's empty group of a kind with no children), as
+// BenchmarkRESTMapping: "deferred-mapper" is how KindFor was answered
+// before Discovery remembered it.
+func BenchmarkKindFor(b *testing.B) {
+	d := NewDiscovery(&fakediscovery.FakeDiscovery{Fake: served(40, "things")})
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for name, lookup := range map[string]func() (schema.GroupVersionKind, error){
+		"Discovery":       func() (schema.GroupVersionKind, error) { return d.KindFor(configMaps) },
+		"deferred-mapper": func() (schema.GroupVersionKind, error) { return d.mapper.KindFor(configMaps) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if gvk, err := lookup(); err != nil || gvk.Kind != "ConfigMap" {
+					b.Fatal(gvk, err)
 				}
 			}
 		})

@@ -102,7 +102,8 @@ func TestDecodedObjectsShareTheirStrings(t *testing.T) {
 // TestDecodedObjectsShareTheirMetadata: children with the same labels,
 // owner references and managed fields hold one decoded copy of each; a
 // different value, or the same bytes under another key, is decoded on its
-// own.
+// own. Children applied a second apart hold two managedFields lists, with
+// one copy of the fields both entries own.
 func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	decode := func(in string) map[string]interface{} {
 		t.Helper()
@@ -127,12 +128,17 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 		return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
 	}
 	otherFields := strings.Replace(kubeObjects[0], `"f:index":{}`, `"f:other":{}`, 1)
-	tablesWithoutCollisions(t, kubeObjects[0], otherFields)
+	nextSecond := strings.Replace(kubeObjects[0], `"time":"2026-12-02T16:00:00Z"`, `"time":"2026-12-02T16:00:01Z"`, 1)
+	if nextSecond == kubeObjects[0] {
+		t.Fatal("the test object has no managedFields entry of 16:00:00")
+	}
+	tablesWithoutCollisions(t, kubeObjects[0], otherFields, nextSecond)
 	first, second := decode(kubeObjects[0]), decode(kubeObjects[0])
 	for _, c := range []struct {
 		what string
 		a, b interface{}
 	}{
+		{"managedFields", meta(first)["managedFields"], meta(second)["managedFields"]},
 		{"fieldsV1", fieldsOf(first), fieldsOf(second)},
 		{"labels", meta(first)["labels"], meta(second)["labels"]},
 		{"ownerReferences", meta(first)["ownerReferences"], meta(second)["ownerReferences"]},
@@ -144,6 +150,13 @@ func TestDecodedObjectsShareTheirMetadata(t *testing.T) {
 	other := decode(otherFields)
 	if same(fieldsOf(first), fieldsOf(other)) {
 		t.Error("a child with other fields shares the fieldsV1 of the first")
+	}
+	later := decode(nextSecond)
+	if same(meta(first)["managedFields"], meta(later)["managedFields"]) {
+		t.Error("a child applied a second later shares the managedFields list of the first")
+	}
+	if !same(fieldsOf(first), fieldsOf(later)) {
+		t.Error("a child applied a second later holds a copy of the same fieldsV1, want one")
 	}
 	if again := decode(kubeObjects[0]); !same(fieldsOf(first), fieldsOf(again)) {
 		t.Error("the first fieldsV1 is no longer shared after another was decoded")
@@ -214,7 +227,7 @@ func appendShortStrings(strs []string, v interface{}) []string {
 // without space after the colon, as kube-apiserver writes them.
 func sharedSpans(in string) []string {
 	var spans []string
-	for _, key := range []string{"labels", "ownerReferences", "fieldsV1"} {
+	for _, key := range []string{"labels", "ownerReferences", "managedFields", "fieldsV1"} {
 		for rest, at := in, 0; ; rest = rest[at:] {
 			i := strings.Index(rest, `"`+key+`":`)
 			if i < 0 {

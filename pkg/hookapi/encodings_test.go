@@ -205,7 +205,6 @@ func TestEncodingsKeepTheControllersEncodingUntilItChanges(t *testing.T) {
 	sameBytes("no controller")
 }
 
-
 // BenchmarkSyncHookRequestMarshalJSON is the encoding of a B2 parent's
 // sync request as the hook client encodes it (MarshalJSON, its bytes sent
 // as they are): "encoding-json" as encoding/json wrote it before

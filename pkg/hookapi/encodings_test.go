@@ -51,6 +51,27 @@ func b2Controller() *v1alpha1.CompositeController {
 // encoding/json writes for its fields.
 type plainRequest SyncHookRequest
 
+// marshalsAsWithout returns req's MarshalJSON with encodings, failing
+// the test when it is not, byte for byte, what encoding/json writes for
+// req's fields.
+func marshalsAsWithout(t *testing.T, what string, req *SyncHookRequest, encodings *Encodings) string {
+	t.Helper()
+	want, err := json.Marshal((*plainRequest)(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := *req
+	cached.Encodings = encodings
+	got, err := cached.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%s: with Encodings\n%s\nwithout\n%s", what, got, want)
+	}
+	return string(got)
+}
+
 // SyncHookRequest's MarshalJSON writes what encoding/json writes for its
 // fields, nil ones and HTML-escaped strings included, compact: the hook
 // client sends its bytes as they are, not through json.Marshal.
@@ -88,20 +109,7 @@ func TestEncodingsReuseOnlyUnchangedChildren(t *testing.T) {
 	req := b2Request()
 	sameBytes := func(sync string, encodings *Encodings) string {
 		t.Helper()
-		want, err := json.Marshal((*plainRequest)(req))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cached := *req
-		cached.Encodings = encodings
-		got, err := cached.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Fatalf("%s: with Encodings\n%s\nwithout\n%s", sync, got, want)
-		}
-		return string(got)
+		return marshalsAsWithout(t, sync, req, encodings)
 	}
 
 	first := cache.Parent("bench-0/p1")
@@ -161,20 +169,7 @@ func TestEncodingsKeepTheControllersEncodingUntilItChanges(t *testing.T) {
 	req := b2Request()
 	sameBytes := func(what string) string {
 		t.Helper()
-		want, err := json.Marshal((*plainRequest)(req))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cached := *req
-		cached.Encodings = cache.Parent(req.Parent.GetNamespace() + "/" + req.Parent.GetName())
-		got, err := cached.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Fatalf("%s: with Encodings\n%s\nwithout\n%s", what, got, want)
-		}
-		return string(got)
+		return marshalsAsWithout(t, what, req, cache.Parent(req.Parent.GetNamespace()+"/"+req.Parent.GetName()))
 	}
 	sameBytes("first request")
 	if cache.controller != req.Controller || len(cache.controllerJSON) == 0 {

@@ -10,6 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -139,7 +140,7 @@ func newClients(config *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfigAndClient(config, httpClient)
+	kube, err := kubernetes.NewForConfigAndClient(builtinTypesConfig(config), httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -152,4 +153,25 @@ func newClients(config *rest.Config) (*Clients, error) {
 		return nil, err
 	}
 	return &Clients{Dynamic: dyn, Metadata: meta, Kube: kube}, nil
+}
+
+// builtinTypesConfig is config for the clientset of Kubernetes' own types,
+// in protobuf for every request, as Kubernetes' own components configure
+// theirs (component-base's default for their client connections). client-go
+// sends its generated methods' requests in protobuf already, but not those
+// it builds by hand with the config's content type, which is JSON when
+// unset: the Event sink's creates among them, one for each parent whose
+// children a sync created, the loop's most frequent write after the
+// applies and the status writes. Every type this clientset writes has a
+// protobuf encoding, cheaper to write and read at both ends. The dynamic
+// and metadata clients choose their own encodings; a content type the
+// caller set is kept.
+func builtinTypesConfig(config *rest.Config) *rest.Config {
+	if config.ContentType != "" || config.AcceptContentTypes != "" {
+		return config
+	}
+	c := rest.CopyConfig(config)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
 }

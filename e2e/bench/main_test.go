@@ -158,7 +158,7 @@ var stack *framework.Stack
 var env *environment
 
 // benchmarks are the package's benchmarks, for benchmarksWanted.
-var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkMemoryLimit", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards"}
+var benchmarks = []string{"BenchmarkDryRunSync", "BenchmarkLoopConvergence", "BenchmarkLoopConvergenceWithIdentity", "BenchmarkConvergedResync", "BenchmarkMemory", "BenchmarkMemoryLimit", "BenchmarkCRUD", "BenchmarkIsolation", "BenchmarkFleetPreview", "BenchmarkShards", "BenchmarkWriteCost"}
 
 // benchmarksWanted tells whether the -bench pattern selects one of the
 // package's benchmarks (by its first, top-level element) that the -skip

@@ -95,6 +95,10 @@ type LoopConfig struct {
 	// EventsQPS and EventsBurst limit the Events recorded per object.
 	EventsQPS   float32
 	EventsBurst int
+	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
+	// Events about children (eventbudget); ChildEventsQPS 0 is none.
+	ChildEventsQPS   float32
+	ChildEventsBurst int
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail.
 	FinalizeGrace time.Duration
@@ -265,6 +269,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 			Dynamic: cluster.Dynamic, Informers: cluster.Informers, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
 			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
 			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
+			ChildEventsQPS: loop.ChildEventsQPS, ChildEventsBurst: loop.ChildEventsBurst,
 			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, StopGrace: loop.StopGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 			Shards: shards, AuthorRecheck: loop.ResyncPeriod, Gate: gate,

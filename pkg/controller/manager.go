@@ -82,6 +82,11 @@ type Config struct {
 	// reason; zero means client-go's defaults, which are Metacontroller's.
 	EventsQPS   float32
 	EventsBurst int
+	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
+	// Events about what its syncs did to children (eventbudget);
+	// ChildEventsQPS ≤ 0 records every one.
+	ChildEventsQPS   float32
+	ChildEventsBurst int
 	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
 	// while its children's deletes fail; zero means the default.
 	FinalizeGrace time.Duration
@@ -280,6 +285,7 @@ func (m *Manager) loopConfig(pool *sharedinformers.Pool) parentloop.Config {
 		Unchanged: m.unchanged, Workers: m.cfg.Workers, ResyncPeriod: m.cfg.ResyncPeriod,
 		FinalizeGrace: m.cfg.FinalizeGrace, EchoTimeout: m.cfg.EchoTimeout, StopGrace: m.cfg.StopGrace,
 		Gate: m.cfg.Gate, Shards: m.cfg.Shards,
+		ChildEventsQPS: m.cfg.ChildEventsQPS, ChildEventsBurst: m.cfg.ChildEventsBurst,
 	}
 }
 

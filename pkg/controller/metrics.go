@@ -9,6 +9,7 @@ import (
 	// duration, retries) per queue, named after the controller.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 )
@@ -18,6 +19,7 @@ var registerOnce sync.Once
 // RegisterMetrics registers the loop's metrics with the server's /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(append(parentloop.Metrics(), sharedinformers.Metrics()...)...)
+		ms := append(parentloop.Metrics(), sharedinformers.Metrics()...)
+		legacyregistry.MustRegister(append(ms, eventbudget.Metrics()...)...)
 	})
 }

@@ -74,8 +74,8 @@ func (c *Controller) planEvents(env Env, opts Options, parent *unstructured.Unst
 }
 
 // doneEvents records what was done to children: an Event per failure, one
-// per group of children with the same thing done for the same reason, and
-// a SyncError when anything failed.
+// per group of children with the same thing done for the same reason
+// (within Env.ChildEvents), and a SyncError when anything failed.
 func (c *Controller) doneEvents(env Env, opts Options, parent *unstructured.Unstructured, done []apply.Done, applyErr error) {
 	for _, d := range done {
 		if d.Err != nil {
@@ -83,6 +83,9 @@ func (c *Controller) doneEvents(env Env, opts Options, parent *unstructured.Unst
 		}
 	}
 	for _, g := range groupDone(done) {
+		if env.Recorder != nil && !opts.DryRun && env.ChildEvents != nil && !env.ChildEvents.Allow() {
+			continue
+		}
 		c.event(env, opts, parent, corev1.EventTypeNormal, eventReasons[g.action], g.message())
 	}
 	if applyErr != nil {
@@ -90,6 +93,12 @@ func (c *Controller) doneEvents(env Env, opts Options, parent *unstructured.Unst
 		// per-child ones: alerts on reason=SyncError see child failures.
 		c.event(env, opts, parent, corev1.EventTypeWarning, "SyncError", applyErr.Error())
 	}
+}
+
+// EventBudget decides whether one more routine Event may be recorded now
+// (Env.ChildEvents; eventbudget.Budget is the loop's).
+type EventBudget interface {
+	Allow() bool
 }
 
 // eventReasons name the Events of what a sync did to children.

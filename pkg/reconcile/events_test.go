@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
@@ -54,5 +56,46 @@ func TestGroupDone(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("events\n%q\nwant\n%q", got, want)
+	}
+}
+
+// budget allows its first n Events.
+type budget struct{ n, asked int }
+
+func (b *budget) Allow() bool {
+	b.asked++
+	return b.asked <= b.n
+}
+
+// Over Env.ChildEvents, what was done to children is not recorded; the
+// failures are, and a dry run asks the budget nothing.
+func TestDoneEventsWithinTheBudget(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Hello", "metadata": map[string]interface{}{"name": "p", "namespace": "ns"}}}
+	done := []apply.Done{
+		{Action: v1alpha1.SyncActionCreate, Kind: "ConfigMap", Namespace: "ns", Name: "p-a", Reason: "new"},
+		{Action: v1alpha1.SyncActionDelete, Kind: "Service", Namespace: "ns", Name: "p", Reason: "gone"},
+		{Action: v1alpha1.SyncActionCreate, Kind: "Secret", Namespace: "ns", Name: "p-s", Reason: "new", Err: errors.New("refused")},
+	}
+	c := &Controller{}
+	recorder := record.NewFakeRecorder(10)
+	b := &budget{n: 1}
+	env := Env{Recorder: recorder, ChildEvents: b}
+	c.doneEvents(env, Options{DryRun: true}, parent, done, errors.New("refused"))
+	if b.asked != 0 || len(recorder.Events) != 0 {
+		t.Fatalf("a dry run asked the budget %d times and recorded %d Events", b.asked, len(recorder.Events))
+	}
+	c.doneEvents(env, Options{}, parent, done, errors.New("refused"))
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	want := []string{
+		"Warning ChildError can't Create Secret ns/p-s: refused",
+		"Normal ChildCreated Create ConfigMap ns/p-a: new",
+		"Warning SyncError refused",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Events with a budget of one\n%q\nwant\n%q", got, want)
 	}
 }

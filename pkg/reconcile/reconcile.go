@@ -74,6 +74,10 @@ type Env struct {
 	Ownership engine.FieldOwnership
 	// Recorder records Events on the parent; nil records none.
 	Recorder record.EventRecorder
+	// ChildEvents, when set, budgets the Normal Events that say what a sync
+	// did to children (ChildCreated, ChildUpdated, ...): past it they are
+	// not recorded. Warnings are never budgeted. nil records every one.
+	ChildEvents EventBudget
 	// Revisions lists the ControllerRevisions of rolling updates; nil
 	// when there are none to read (a preview without a cluster).
 	Revisions RevisionLister

@@ -80,6 +80,10 @@ type Options struct {
 	// Workers is each CompositeController's number of workers unless its
 	// spec.workers says otherwise.
 	Workers int
+	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
+	// Events about what its syncs did to children (eventbudget).
+	ChildEventsQPS   float32
+	ChildEventsBurst int
 	// LeaderElect runs the loop on one replica at a time.
 	LeaderElect bool
 	// LeaderElection are the Lease's settings, and those of the shards'
@@ -149,6 +153,11 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		// Enough syncs in flight to keep one apiserver busy: a sync waits
 		// on its hook and then on one write per child.
 		Workers: 32,
+		// One parent's Event each tenth of a second, after a burst of a
+		// hundred: every Event while parents come a few at a time, and
+		// the cluster spared thousands when thousands come at once.
+		ChildEventsQPS:   10,
+		ChildEventsBurst: 100,
 		// Metacontroller flushes its caches, and so resyncs every parent,
 		// every 30 minutes; its discovery is refreshed every 30 seconds.
 		ResyncPeriod:      30 * time.Minute,
@@ -299,6 +308,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Parents of one CompositeController synced at once, unless its spec.workers says otherwise. "+
 			"A sync spends most of its time waiting (on the hook, then on one write per changed child), so the default of 32 "+
 			"keeps one kube-apiserver busy; workers are goroutines, and an idle one costs nothing.")
+	fs.Float32Var(&o.ChildEventsQPS, "child-events-qps", o.ChildEventsQPS,
+		"Normal Events saying what syncs did to children (ChildCreated, ChildUpdated, ChildDeleted, ...) that one controller records per second, "+
+			"past --child-events-burst; the others are not recorded, counted in composite_controller_child_events_dropped_total and said on the "+
+			"controller once a minute. An Event costs kube-apiserver and etcd about what a ConfigMap does, one per parent whose children changed, "+
+			"so this bounds what a thousand parents created at once add to the cluster. Warnings and rollout Events are always recorded. "+
+			"0 records every one.")
+	fs.IntVar(&o.ChildEventsBurst, "child-events-burst", o.ChildEventsBurst, "Normal Events about children one controller records at once, before --child-events-qps applies.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Run the controller loop on one replica at a time, chosen with a Lease; every replica serves the API. Turn it on when running more than one replica.")
 	fs.StringVar(&o.LeaderElection.Namespace, "leader-elect-namespace", o.LeaderElection.Namespace, "Namespace of the leader election Lease.")
@@ -392,6 +408,9 @@ func (o *Options) Validate() error {
 		}
 		if o.Workers < 1 {
 			errs = append(errs, fmt.Errorf("--workers must be at least 1"))
+		}
+		if o.ChildEventsQPS < 0 || o.ChildEventsBurst < 1 {
+			errs = append(errs, fmt.Errorf("--child-events-qps must not be negative and --child-events-burst must be at least 1"))
 		}
 		if o.Shards < 0 {
 			errs = append(errs, fmt.Errorf("--shards must not be negative"))
@@ -505,6 +524,7 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 				Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
 				ControllerSelector: o.Metacontroller.controllerSelector(),
 				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
+				ChildEventsQPS: o.ChildEventsQPS, ChildEventsBurst: o.ChildEventsBurst,
 				FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
 				// The Lease timings bound it in every mode: shards
 				// take them too (shardConfig).

@@ -52,6 +52,11 @@ type Config struct {
 	Informers *sharedinformers.Pool
 	// Recorder records the Events of parents and controllers.
 	Recorder record.EventRecorder
+	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
+	// the Normal Events that say what its syncs did to children
+	// (eventbudget); ChildEventsQPS ≤ 0 records every one.
+	ChildEventsQPS   float32
+	ChildEventsBurst int
 	// Secrets is where the hooks' credentials are read for controllers
 	// without an identity.
 	Secrets hooks.SecretSource

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -85,6 +86,9 @@ type parentLoop struct {
 	// request encoded them, for its next sync.
 	encodings hookapi.EncodingCache
 	status    Status
+	// childEvents is the controller's budget of Events about children,
+	// which its parent loops share; nil records every one.
+	childEvents *eventbudget.Budget
 	// writesStatus: this loop runs the status tracker it shares with its
 	// controller's other parent loops.
 	writesStatus bool

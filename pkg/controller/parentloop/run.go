@@ -2,10 +2,12 @@ package parentloop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 )
@@ -46,6 +49,10 @@ type Run struct {
 // status. Start runs it.
 func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, def *definition.Definition, status Status) (*Run, error) {
 	run := &Run{def: def, views: map[string]*parentLoop{}}
+	// One budget for the controller, whichever resource its parents are.
+	childEvents := eventbudget.New(cfg.ChildEventsQPS, cfg.ChildEventsBurst, key, func() {
+		childEventsDropped(klog.FromContext(ctx), cfg, owner, def)
+	})
 	for _, view := range def.Parents() {
 		pc, err := newParentLoop(ctx, cfg, key, owner, view, status)
 		if err != nil {
@@ -54,6 +61,7 @@ func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, 
 			}
 			return nil, err
 		}
+		pc.childEvents = childEvents
 		run.pcs = append(run.pcs, pc)
 	}
 	shards := routedShards(cfg.Shards, run.route)
@@ -71,6 +79,17 @@ func NewRun(ctx context.Context, cfg *Config, key string, owner runtime.Object, 
 	run.stopGrace = cfg.StopGrace
 	run.pcs[0].writesStatus = true
 	return run, nil
+}
+
+// childEventsDropped says on the controller, and in the log, that its
+// budget of Events about children is spent (eventbudget).
+func childEventsDropped(logger klog.Logger, cfg *Config, owner runtime.Object, def *definition.Definition) {
+	msg := fmt.Sprintf("Events about what syncs did to children are over this controller's budget (%g a second after a burst of %d: --child-events-qps, --child-events-burst); the others are not recorded, and counted in composite_controller_child_events_dropped_total. Warnings are always recorded.",
+		cfg.ChildEventsQPS, cfg.ChildEventsBurst)
+	logger.Info("Not recording every Event about children: over the controller's budget", strings.ToLower(def.Kind), def.Name, "qps", cfg.ChildEventsQPS, "burst", cfg.ChildEventsBurst)
+	if cfg.Recorder != nil {
+		cfg.Recorder.Event(owner, corev1.EventTypeNormal, "ChildEventsThrottled", msg)
+	}
 }
 
 // Close gives back what NewRun made, for a loop never started.

@@ -201,7 +201,7 @@ func (pc *parentLoop) env() reconcile.Env {
 	if c := pc.actor.Clients; c != nil {
 		client, meta = c.Dynamic, c.Metadata
 	}
-	return reconcile.Env{
+	env := reconcile.Env{
 		Client:    client,
 		Metadata:  meta,
 		Resolver:  definition.RESTMapperResolver(pc.cfg.Discovery),
@@ -212,6 +212,11 @@ func (pc *parentLoop) env() reconcile.Env {
 		Revisions: reconcile.ClientRevisions{Client: client},
 		Ownership: pc.cfg.Ownership(),
 	}
+	if pc.childEvents != nil {
+		// A nil *Budget must stay a nil interface.
+		env.ChildEvents = pc.childEvents
+	}
+	return env
 }
 
 // authorized records whether the sync of parent, which ended with err,

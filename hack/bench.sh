@@ -22,8 +22,10 @@ ahead of it; against client-go creating the same objects and against
 client-go server-side-applying the same children, with each process's
 CPU-seconds in each phase), B3 (restart over converged parents: no child or status
 writes), B4 (heap per cached child), B5 (CRUD of CompositeControllers vs a
-CRD) and B6 (isolation: a controller's convergence while another
-controller's hook hangs, vs without it), each against its baseline in the
+CRD), B6 (isolation: a controller's convergence while another
+controller's hook hangs, vs without it) and B12 (what an Event, a
+ConfigMap created and one applied cost kube-apiserver and etcd, in CPU
+per object), each against its baseline in the
 same run, with composite-apiserver's default flags, and prints one markdown
 table.
 
@@ -462,6 +464,17 @@ table() {
       row(what, sprintf("p50 %.1f ms, p99 %.1f ms", v(n, op[i] "-p50-ms"), v(n, op[i] "-p99-ms")),
         sprintf("same objects as a CRD: p50 %.1f ms, p99 %.1f ms", v(n, "crd-" op[i] "-p50-ms"), v(n, "crd-" op[i] "-p99-ms")),
         x(r), "p50 ≤ " limit[i] "×", met(r <= limit[i]))
+    }
+
+    e = "BenchmarkWriteCost/event"; a = "BenchmarkWriteCost/configmap-apply"; c = "BenchmarkWriteCost/configmap-create"
+    if (has(e) && has(a) && has(c)) {
+      r = (v(e, "apiserver-cpu-ms/object") + v(e, "etcd-cpu-ms/object")) / (v(a, "apiserver-cpu-ms/object") + v(a, "etcd-cpu-ms/object"))
+      row("B12 what one write costs the cluster: kube-apiserver + etcd CPU per object, as the loop writes it (its identity, protobuf, 8 writers)",
+        sprintf("an Event (what --child-events-qps budgets): %.2f + %.2f ms", v(e, "apiserver-cpu-ms/object"), v(e, "etcd-cpu-ms/object")),
+        sprintf("a ConfigMap applied: %.2f + %.2f ms; created: %.2f + %.2f ms", v(a, "apiserver-cpu-ms/object"), v(a, "etcd-cpu-ms/object"), v(c, "apiserver-cpu-ms/object"), v(c, "etcd-cpu-ms/object")),
+        x(r) " an apply", "—", "—")
+    } else if ("BenchmarkWriteCost" in failed) {
+      row("B12 what one write costs the cluster", why(e), "—", "—", "—", "**no**")
     }
 
     split(sizes, idsz, ",")

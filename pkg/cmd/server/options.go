@@ -311,7 +311,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.ChildEventsQPS, "child-events-qps", o.ChildEventsQPS,
 		"Normal Events saying what syncs did to children (ChildCreated, ChildUpdated, ChildDeleted, ...) that one controller records per second, "+
 			"past --child-events-burst; the others are not recorded, counted in composite_controller_child_events_dropped_total and said on the "+
-			"controller once a minute. An Event costs kube-apiserver and etcd about what a ConfigMap does, one per parent whose children changed, "+
+			"controller once a minute. An Event costs kube-apiserver and etcd nearly what creating a ConfigMap does, one per parent whose children changed, "+
 			"so this bounds what a thousand parents created at once add to the cluster. Warnings and rollout Events are always recorded. "+
 			"0 records every one.")
 	fs.IntVar(&o.ChildEventsBurst, "child-events-burst", o.ChildEventsBurst, "Normal Events about children one controller records at once, before --child-events-qps applies.")

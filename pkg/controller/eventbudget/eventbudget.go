@@ -2,11 +2,12 @@
 // Normal Events that say what its syncs did to children ("Create ConfigMap
 // a, b, … and 5 more"), one per parent a sync wrote children of.
 //
-// An Event costs kube-apiserver and etcd about what creating a ConfigMap
-// costs them. When thousands of parents are created at once, one Event per
-// parent is a tenth of what the loop costs the cluster, and client-go's
-// broadcaster, whose queue of 1,000 then overflows, drops Events without
-// choosing, Warnings among them. A token bucket per controller (a burst,
+// An Event costs kube-apiserver and etcd nearly what creating a ConfigMap
+// costs them (B12: 0.85× a create, 0.58× a child's apply). When thousands
+// of parents are created at once, one Event per parent adds a few per cent
+// to what the loop costs them, a cost no controller without Events pays,
+// and client-go's broadcaster, whose queue of 1,000 then overflows, drops
+// Events without choosing, Warnings among them. A token bucket per controller (a burst,
 // then a rate) keeps the routine Events to what an operator reads, and the
 // broadcaster's queue short for the Warnings and the rollout's Events,
 // which are never budgeted. Kubernetes' own controllers are bounded the same

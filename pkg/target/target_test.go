@@ -196,3 +196,28 @@ func tlsServer(t testing.TB, handler http.Handler) *rest.Config {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
 }
+
+// builtinTypesConfig fills in protobuf only where the caller chose no
+// encoding: a content type or an Accept header set by the caller is kept as
+// it was, and the caller's config is not changed.
+func TestBuiltinTypesConfigKeepsTheCallersEncoding(t *testing.T) {
+	for _, cc := range []rest.ContentConfig{
+		{ContentType: runtime.ContentTypeJSON},
+		{AcceptContentTypes: runtime.ContentTypeJSON},
+		{ContentType: runtime.ContentTypeCBOR, AcceptContentTypes: runtime.ContentTypeCBOR},
+	} {
+		c := rest.Config{ContentConfig: cc}
+		got := builtinTypesConfig(&c)
+		if got.ContentType != c.ContentType || got.AcceptContentTypes != c.AcceptContentTypes {
+			t.Errorf("the caller's %q / %q became %q / %q", c.ContentType, c.AcceptContentTypes, got.ContentType, got.AcceptContentTypes)
+		}
+	}
+	unset := &rest.Config{Host: "https://example.com"}
+	got := builtinTypesConfig(unset)
+	if want := runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON; got.ContentType != runtime.ContentTypeProtobuf || got.AcceptContentTypes != want {
+		t.Errorf("no encoding chosen gave %q / %q, want %q / %q", got.ContentType, got.AcceptContentTypes, runtime.ContentTypeProtobuf, want)
+	}
+	if unset.ContentType != "" || unset.AcceptContentTypes != "" {
+		t.Errorf("the caller's config was changed: %q / %q", unset.ContentType, unset.AcceptContentTypes)
+	}
+}

@@ -97,7 +97,9 @@ fi
 # body (decoded, defaulted, validated: never a panic) and as a /sync
 # request's inline parent and children (a result, a 400 or a 502: never a
 # 500); any bytes as a watched object (the informers' one-pass decoder
-# decodes them as client-go's decoder does, or leaves them to it) and as a
+# decodes them as client-go's decoder does, or leaves them to it), any bytes
+# as a watch stream in any pieces (the informers' frame reader finds the
+# frames client-go's JSON frame reader finds) and as a
 # sync hook's answer (decoded in one pass as sigs.k8s.io/json decodes it,
 # or left to it); and any JSON value as unstructured content
 # (unstructuredjson writes json.Marshal's bytes for it, or json.Marshal's
@@ -107,5 +109,6 @@ fuzz ./pkg/reconcile/ FuzzHookAnswers
 fuzz ./apis/metacontroller/install/ FuzzCompositeControllerBody
 fuzz ./pkg/syncrequest/ FuzzSyncRequest
 fuzz ./pkg/jsonobject/ FuzzDecode
+fuzz ./pkg/watchjson/ FuzzFrameReader
 fuzz ./pkg/hooks/ FuzzSyncAnswer
 fuzz ./pkg/unstructuredjson/ FuzzAppend

@@ -1,6 +1,7 @@
 // Package watchjson is the dynamic client the loop's informers list and
-// watch through. It decodes each JSON watch event in one pass into the
-// Unstructured object an informer's cache holds. client-go's dynamic
+// watch through. It finds where each JSON watch event ends by its
+// brackets alone and decodes it in one pass into the Unstructured object
+// an informer's cache holds. client-go's dynamic
 // client decodes the same objects after scanning each event about a dozen
 // times (to frame it, read the envelope's kind, copy out its object, read
 // the object's kind, tell a list from an object, validate and unmarshal
@@ -51,7 +52,7 @@ func NewForConfig(in *rest.Config) (dynamic.Interface, error) {
 }
 
 // negotiatedSerializer is the dynamic client's, with the JSON media type's
-// object and stream decoders replaced. A rest client asks it for its
+// object and stream decoders and its stream's frame reader replaced. A rest client asks it for its
 // media types on every request, so they are made once.
 type negotiatedSerializer struct {
 	runtime.NegotiatedSerializer
@@ -64,6 +65,7 @@ func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer) neg
 		if info.MediaType == runtime.ContentTypeJSON && info.StreamSerializer != nil {
 			stream := *info.StreamSerializer
 			stream.Serializer = eventDecoder{stream.Serializer}
+			stream.Framer = framer{stream.Framer}
 			info.StreamSerializer = &stream
 			info.Serializer = objectDecoder{info.Serializer}
 		}

@@ -201,7 +201,7 @@ func (pc *parentLoop) env() reconcile.Env {
 	if c := pc.actor.Clients; c != nil {
 		client, meta = c.Dynamic, c.Metadata
 	}
-	env := reconcile.Env{
+	return reconcile.Env{
 		Client:    client,
 		Metadata:  meta,
 		Resolver:  definition.RESTMapperResolver(pc.cfg.Discovery),
@@ -211,12 +211,9 @@ func (pc *parentLoop) env() reconcile.Env {
 		Recorder:  pc.cfg.Recorder,
 		Revisions: reconcile.ClientRevisions{Client: client},
 		Ownership: pc.cfg.Ownership(),
+		// A nil *Budget (--child-events-qps=0) allows every Event.
+		ChildEvents: pc.childEvents,
 	}
-	if pc.childEvents != nil {
-		// A nil *Budget must stay a nil interface.
-		env.ChildEvents = pc.childEvents
-	}
-	return env
 }
 
 // authorized records whether the sync of parent, which ended with err,

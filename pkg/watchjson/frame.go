@@ -11,9 +11,10 @@ import (
 // a watch: client-go's JSON framer finds where an event ends with
 // encoding/json's Decoder, which runs its scanner's state machine over
 // every byte twice (to read the value, then to skip it into a
-// json.RawMessage) and copies it; that was two thirds of what decoding a
+// json.RawMessage) and copies it; that was about 70% of what decoding a
 // B2 child's watch event cost after the one-pass decoder
-// (BenchmarkWatchEventDecode). What it writes is the JSON framer's.
+// (BenchmarkWatchEventDecode's profile). What it writes is the JSON
+// framer's.
 type framer struct {
 	runtime.Framer
 }
@@ -45,9 +46,9 @@ type frameReader struct {
 }
 
 // minRead is the free space frameReader reads into at least; its buffer
-// grows to twice the longest event plus this: a B2 child's watch event is
-// about 800 bytes, and an HTTP/2 body seldom hands over more than a few
-// at once.
+// doubles until it holds the longest event read and this much more: a B2
+// child's watch event is about 800 bytes, and an HTTP/2 body seldom hands
+// over more than a few at once.
 const minRead = 4 << 10
 
 // maxFrameBytes is the most frameReader keeps of one frame: as client-go's

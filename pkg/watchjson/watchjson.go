@@ -1,12 +1,11 @@
 // Package watchjson is the dynamic client the loop's informers list and
 // watch through. It finds where each JSON watch event ends by its
 // brackets alone and decodes it in one pass into the Unstructured object
-// an informer's cache holds. client-go's dynamic
-// client decodes the same objects after scanning each event about a dozen
-// times (to frame it, read the envelope's kind, copy out its object, read
-// the object's kind, tell a list from an object, validate and unmarshal
-// it), and an informer of every child's every change spends most of its
-// time there.
+// an informer's cache holds. client-go's dynamic client decodes the same
+// objects after scanning each event about a dozen times (to frame it, read
+// the envelope's kind, copy out its object, read the object's kind, tell a
+// list from an object, validate and unmarshal it), and an informer of every
+// child's every change spends most of its time there.
 package watchjson
 
 import (
@@ -52,8 +51,9 @@ func NewForConfig(in *rest.Config) (dynamic.Interface, error) {
 }
 
 // negotiatedSerializer is the dynamic client's, with the JSON media type's
-// object and stream decoders and its stream's frame reader replaced. A rest client asks it for its
-// media types on every request, so they are made once.
+// object and stream decoders and its stream's frame reader replaced. A
+// rest client asks it for its media types on every request, so they are
+// made once.
 type negotiatedSerializer struct {
 	runtime.NegotiatedSerializer
 	mediaTypes []runtime.SerializerInfo

@@ -90,10 +90,14 @@ func (r *frameReader) Close() error {
 // the error is kept for every call after.
 func (r *frameReader) next() ([]byte, error) {
 	for {
-		if frameEnd, ok := r.scan(); ok {
+		frameEnd, ok, err := r.scan()
+		if ok {
 			frame := r.buf[r.start:frameEnd]
 			r.start, r.scanned = frameEnd, frameEnd
 			return frame, nil
+		}
+		if err != nil {
+			r.err = err
 		}
 		if r.err != nil {
 			if r.err == io.EOF && r.start < r.end {
@@ -107,19 +111,19 @@ func (r *frameReader) next() ([]byte, error) {
 }
 
 // scan skips the space before a frame and scans for its end from where
-// the last scan stopped; ok says a frame ends before end.
-func (r *frameReader) scan() (int, bool) {
+// the last scan stopped; ok says a frame ends before end, err that what
+// begins there is not a frame.
+func (r *frameReader) scan() (frameEnd int, ok bool, err error) {
 	if r.scanned == r.start {
 		for r.start < r.end && isSpace(r.buf[r.start]) {
 			r.start++
 		}
 		r.scanned = r.start
 		if r.start == r.end {
-			return 0, false
+			return 0, false, nil
 		}
 		if c := r.buf[r.start]; c != '{' && c != '[' {
-			r.err = fmt.Errorf("watch stream: invalid character %q where a JSON object should begin", c)
-			return 0, false
+			return 0, false, fmt.Errorf("watch stream: invalid character %q where a JSON object should begin", c)
 		}
 		r.depth, r.inString, r.escaped = 0, false, false
 	}
@@ -141,12 +145,12 @@ func (r *frameReader) scan() (int, bool) {
 			r.depth++
 		case c == '}' || c == ']':
 			if r.depth--; r.depth == 0 {
-				return i + 1, true
+				return i + 1, true, nil
 			}
 		}
 	}
 	r.scanned = r.end
-	return 0, false
+	return 0, false, nil
 }
 
 // fill reads more of the stream after buf[start:end], first moving those

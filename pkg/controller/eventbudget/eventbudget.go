@@ -7,14 +7,14 @@
 // of parents are created at once, one Event per parent adds a few per cent
 // to what the loop costs them, a cost no controller without Events pays,
 // and client-go's broadcaster, whose queue of 1,000 then overflows, drops
-// Events without choosing, Warnings among them. A token bucket per controller (a burst,
-// then a rate) keeps the routine Events to what an operator reads, and the
-// broadcaster's queue short for the Warnings and the rollout's Events,
-// which are never budgeted. Kubernetes' own controllers are bounded the same
-// way, by their client's rate limit (kube-controller-manager's
-// --kube-api-qps). What is not recorded is counted
-// (composite_controller_child_events_dropped_total) and said on the
-// controller, at most once a minute.
+// Events without choosing, Warnings among them. A token bucket per
+// controller (a burst, then a rate) keeps the routine Events to what an
+// operator reads, and the broadcaster's queue short for the Warnings and
+// the rollout's Events, which are never budgeted. Kubernetes' own
+// controllers are bounded the same way, by their client's rate limit
+// (kube-controller-manager's --kube-api-qps). What is not recorded is
+// counted (composite_controller_child_events_dropped_total) and said on
+// the controller, at most once a minute.
 package eventbudget
 
 import (

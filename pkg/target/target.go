@@ -23,6 +23,8 @@ import (
 
 // Cluster reaches the target cluster.
 type Cluster struct {
+	// Dynamic gets, lists and writes any resource; the objects it answers
+	// with are decoded in one pass (watchjson), and are the caller's own.
 	Dynamic dynamic.Interface
 	// Informers is the dynamic client the loop's informers list and
 	// watch through: it decodes each watch event in one pass
@@ -144,7 +146,7 @@ func newClients(config *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfigAndClient(config, httpClient)
+	dyn, err := watchjson.NewForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,18 @@
 // Package watchjson is the dynamic client the loop's informers list and
-// watch through. It finds where each JSON watch event ends by its
-// brackets alone and decodes it in one pass into the Unstructured object
-// an informer's cache holds. client-go's dynamic client decodes the same
-// objects after scanning each event about a dozen times (to frame it, read
-// the envelope's kind, copy out its object, read the object's kind, tell a
-// list from an object, validate and unmarshal it), and an informer of every
-// child's every change spends most of its time there.
+// watch through, and the one each identity's reads and writes answer to.
+// It finds where each JSON watch event ends by its brackets alone and
+// decodes it in one pass into the Unstructured object an informer's cache
+// holds; a get's or a write's answer is decoded in the same pass. client-go's
+// dynamic client decodes the same objects after scanning each event about a
+// dozen times (to frame it, read the envelope's kind, copy out its object,
+// read the object's kind, tell a list from an object, validate and
+// unmarshal it), and an informer of every child's every change spends most
+// of its time there.
 package watchjson
 
 import (
 	"bytes"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,27 +25,48 @@ import (
 )
 
 // Config is dynamic.ConfigFor(in) with this package's JSON decoding of
-// watch events and objects; every other media type, and every decoding
+// watch events and objects, the informers': what it decodes shares values
+// with the objects decoded before it (jsonobject.DecodeShared), so it must
+// be read and never changed. Every other media type, and every decoding
 // into anything but an Unstructured object, is the dynamic client's own.
 func Config(in *rest.Config) *rest.Config {
+	return config(in, jsonobject.DecodeShared)
+}
+
+func config(in *rest.Config, decode func([]byte) (map[string]interface{}, error)) *rest.Config {
 	config := dynamic.ConfigFor(in)
-	config.NegotiatedSerializer = newNegotiatedSerializer(config.NegotiatedSerializer)
+	config.NegotiatedSerializer = newNegotiatedSerializer(config.NegotiatedSerializer, decode)
 	return config
 }
 
 // NewForConfig returns a dynamic client of config whose watches decode
-// each JSON event in one pass. It lists, gets and writes as
-// dynamic.NewForConfig's does.
+// each JSON event in one pass, for the informers (Config). It lists, gets
+// and writes as dynamic.NewForConfig's does.
 func NewForConfig(in *rest.Config) (dynamic.Interface, error) {
 	config := Config(in)
-	// As dynamic.NewForConfigAndClient does: its requests name their
-	// whole path, so none is configured.
-	config.GroupVersion = nil
-	config.APIPath = "/if-you-see-this-search-for-the-break"
 	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
 		return nil, err
 	}
+	return newClient(config, httpClient)
+}
+
+// NewForConfigAndClient returns a dynamic client of config over
+// httpClient, as dynamic.NewForConfigAndClient does, that decodes each
+// JSON object it reads (a get's, an update's, an apply's answer) in one
+// pass into maps of the caller's own (jsonobject.Decode), which it may
+// change: unlike the informers' client, it shares no value with other
+// objects. A status write's answer decoded by client-go's decoder was a
+// third of what writing a parent's status cost the loop.
+func NewForConfigAndClient(in *rest.Config, httpClient *http.Client) (dynamic.Interface, error) {
+	return newClient(config(in, jsonobject.Decode), httpClient)
+}
+
+func newClient(config *rest.Config, httpClient *http.Client) (dynamic.Interface, error) {
+	// As dynamic.NewForConfigAndClient does: its requests name their
+	// whole path, so none is configured.
+	config.GroupVersion = nil
+	config.APIPath = "/if-you-see-this-search-for-the-break"
 	client, err := rest.UnversionedRESTClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
@@ -59,7 +83,7 @@ type negotiatedSerializer struct {
 	mediaTypes []runtime.SerializerInfo
 }
 
-func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer) negotiatedSerializer {
+func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer, decode func([]byte) (map[string]interface{}, error)) negotiatedSerializer {
 	var mediaTypes []runtime.SerializerInfo
 	for _, info := range dynamicSerializer.SupportedMediaTypes() {
 		if info.MediaType == runtime.ContentTypeJSON && info.StreamSerializer != nil {
@@ -67,7 +91,7 @@ func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer) neg
 			stream.Serializer = eventDecoder{stream.Serializer}
 			stream.Framer = framer{stream.Framer}
 			info.StreamSerializer = &stream
-			info.Serializer = objectDecoder{info.Serializer}
+			info.Serializer = objectDecoder{Serializer: info.Serializer, decode: decode}
 		}
 		mediaTypes = append(mediaTypes, info)
 	}
@@ -89,14 +113,15 @@ var metaKinds = func() *runtime.Scheme {
 }()
 
 // objectDecoder decodes a JSON object into an Unstructured in one pass
-// over its bytes (jsonobject.DecodeShared), into the same map the dynamic client's
-// decoder makes of them (unstructured.UnstructuredJSONScheme's: strings
-// case-sensitively keyed, whole numbers int64), its recurring strings
-// shared. Whatever else it is asked to decode, and anything its one pass
-// can't, goes to the dynamic client's decoder, which says what is wrong
-// with it.
+// over its bytes (decode: jsonobject.DecodeShared or Decode), into the
+// same map the dynamic client's decoder makes of them
+// (unstructured.UnstructuredJSONScheme's: strings case-sensitively keyed,
+// whole numbers int64), its recurring strings shared. Whatever else it is
+// asked to decode, and anything its one pass can't, goes to the dynamic
+// client's decoder, which says what is wrong with it.
 type objectDecoder struct {
 	runtime.Serializer
+	decode func([]byte) (map[string]interface{}, error)
 }
 
 func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -104,7 +129,7 @@ func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, in
 	if defaults != nil || (into != nil && !isUnstructured) {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	content, err := jsonobject.DecodeShared(data)
+	content, err := d.decode(data)
 	if err != nil {
 		return d.Serializer.Decode(data, defaults, into)
 	}

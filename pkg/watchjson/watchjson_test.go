@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -51,6 +52,7 @@ func fakeAPIServer(t *testing.T, body string) *rest.Config {
 		case r.URL.Path == "/api/v1/configmaps":
 			_, _ = w.Write([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"12350"},"items":[` + configMap + `]}`))
 		case r.URL.Path == "/api/v1/namespaces/bench-0/configmaps/p1-3":
+			// A get, or an update answered with what is stored.
 			_, _ = w.Write([]byte(configMap))
 		default:
 			http.NotFound(w, r)
@@ -84,6 +86,19 @@ func clients(t *testing.T, config *rest.Config) (dynamic.Interface, dynamic.Inte
 	return clientGo, onePass
 }
 
+// writesClient is the client of an identity's reads and writes.
+func writesClient(t testing.TB, config *rest.Config) dynamic.Interface {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := watchjson.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestWatchEventsDecodeAsClientGosDynamicClientDecodesThem(t *testing.T) {
 	clientGo, onePass := clients(t, fakeAPIServer(t, strings.Join(events, "\n")+"\n"))
 	want, got := watchAll(t, clientGo), watchAll(t, onePass)
@@ -105,9 +120,15 @@ func TestWatchEventsDecodeAsClientGosDynamicClientDecodesThem(t *testing.T) {
 	}
 }
 
-func TestListAndGetDecodeAsClientGosDynamicClientDecodesThem(t *testing.T) {
-	clientGo, onePass := clients(t, fakeAPIServer(t, ""))
+func TestListGetAndWriteDecodeAsClientGosDynamicClientDecodesThem(t *testing.T) {
+	config := fakeAPIServer(t, "")
+	clientGo, informers := clients(t, config)
+	writes := writesClient(t, config)
 	ctx := context.Background()
+	stored := &unstructured.Unstructured{}
+	if err := stored.UnmarshalJSON([]byte(configMap)); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		call func(dynamic.Interface) (any, error)
@@ -119,12 +140,40 @@ func TestListAndGetDecodeAsClientGosDynamicClientDecodesThem(t *testing.T) {
 		{"get of what is not there", func(c dynamic.Interface) (any, error) {
 			return c.Resource(configMaps).Namespace("bench-0").Get(ctx, "gone", metav1.GetOptions{})
 		}},
+		{"update", func(c dynamic.Interface) (any, error) {
+			return c.Resource(configMaps).Namespace("bench-0").Update(ctx, stored, metav1.UpdateOptions{})
+		}},
 	} {
 		want, wantErr := c.call(clientGo)
-		got, gotErr := c.call(onePass)
-		if !reflect.DeepEqual(want, got) || !reflect.DeepEqual(wantErr, gotErr) {
-			t.Errorf("%s:\nclient-go %#v, %v\nwatchjson %#v, %v", c.name, want, wantErr, got, gotErr)
+		for name, onePass := range map[string]dynamic.Interface{"informers' client": informers, "writes' client": writes} {
+			got, gotErr := c.call(onePass)
+			if !reflect.DeepEqual(want, got) || !reflect.DeepEqual(wantErr, gotErr) {
+				t.Errorf("%s, %s:\nclient-go %#v, %v\nwatchjson %#v, %v", c.name, name, want, wantErr, got, gotErr)
+			}
 		}
+	}
+}
+
+// What the writes' client answers with is its caller's to change: two
+// answers with the same labels do not share them, as the informers'
+// decoding shares them among the objects of its cache.
+func TestTheWritesClientsAnswersAreTheCallersOwn(t *testing.T) {
+	writes := writesClient(t, fakeAPIServer(t, ""))
+	get := func() *unstructured.Unstructured {
+		obj, err := writes.Resource(configMaps).Namespace("bench-0").Get(context.Background(), "p1-3", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	first, second := get(), get()
+	first.Object["metadata"].(map[string]interface{})["labels"].(map[string]interface{})["changed"] = "by its caller"
+	first.Object["metadata"].(map[string]interface{})["ownerReferences"].([]interface{})[0].(map[string]interface{})["name"] = "another"
+	if got := second.GetLabels(); !reflect.DeepEqual(got, map[string]string{"controller-uid": "6b2c"}) {
+		t.Errorf("changing one answer's labels changed another's: %v", got)
+	}
+	if got := second.GetOwnerReferences()[0].Name; got != "p1" {
+		t.Errorf("changing one answer's owner reference changed another's: %s", got)
 	}
 }
 

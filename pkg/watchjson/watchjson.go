@@ -1,13 +1,13 @@
 // Package watchjson is the dynamic client the loop's informers list and
-// watch through, and the one each identity's reads and writes answer to.
-// It finds where each JSON watch event ends by its brackets alone and
-// decodes it in one pass into the Unstructured object an informer's cache
-// holds; a get's or a write's answer is decoded in the same pass. client-go's
-// dynamic client decodes the same objects after scanning each event about a
-// dozen times (to frame it, read the envelope's kind, copy out its object,
-// read the object's kind, tell a list from an object, validate and
-// unmarshal it), and an informer of every child's every change spends most
-// of its time there.
+// watch through, and the one each identity gets and writes with. It finds
+// where each JSON watch event ends by its brackets alone and decodes it in
+// one pass into the Unstructured object an informer's cache holds; a get's
+// or a write's answer is decoded in the same one pass. client-go's dynamic
+// client decodes the same objects after scanning each event about a dozen
+// times (to frame it, read the envelope's kind, copy out its object, read
+// the object's kind, tell a list from an object, validate and unmarshal
+// it), and an informer of every child's every change spends most of its
+// time there.
 package watchjson
 
 import (

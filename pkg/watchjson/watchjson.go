@@ -33,7 +33,12 @@ func Config(in *rest.Config) *rest.Config {
 	return config(in, jsonobject.DecodeShared)
 }
 
-func config(in *rest.Config, decode func([]byte) (map[string]interface{}, error)) *rest.Config {
+// decodeFunc decodes a JSON object's bytes into its map: the informers'
+// jsonobject.DecodeShared, or jsonobject.Decode for maps of the caller's
+// own.
+type decodeFunc func(data []byte) (map[string]interface{}, error)
+
+func config(in *rest.Config, decode decodeFunc) *rest.Config {
 	config := dynamic.ConfigFor(in)
 	config.NegotiatedSerializer = newNegotiatedSerializer(config.NegotiatedSerializer, decode)
 	return config
@@ -83,7 +88,7 @@ type negotiatedSerializer struct {
 	mediaTypes []runtime.SerializerInfo
 }
 
-func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer, decode func([]byte) (map[string]interface{}, error)) negotiatedSerializer {
+func newNegotiatedSerializer(dynamicSerializer runtime.NegotiatedSerializer, decode decodeFunc) negotiatedSerializer {
 	var mediaTypes []runtime.SerializerInfo
 	for _, info := range dynamicSerializer.SupportedMediaTypes() {
 		if info.MediaType == runtime.ContentTypeJSON && info.StreamSerializer != nil {
@@ -113,15 +118,15 @@ var metaKinds = func() *runtime.Scheme {
 }()
 
 // objectDecoder decodes a JSON object into an Unstructured in one pass
-// over its bytes (decode: jsonobject.DecodeShared or Decode), into the
-// same map the dynamic client's decoder makes of them
-// (unstructured.UnstructuredJSONScheme's: strings case-sensitively keyed,
-// whole numbers int64), its recurring strings shared. Whatever else it is
-// asked to decode, and anything its one pass can't, goes to the dynamic
-// client's decoder, which says what is wrong with it.
+// over its bytes (decode), into the same map the dynamic client's decoder
+// makes of them (unstructured.UnstructuredJSONScheme's: strings
+// case-sensitively keyed, whole numbers int64), its recurring strings
+// shared. Whatever else it is asked to decode, and anything its one pass
+// can't, goes to the dynamic client's decoder, which says what is wrong
+// with it.
 type objectDecoder struct {
 	runtime.Serializer
-	decode func([]byte) (map[string]interface{}, error)
+	decode decodeFunc
 }
 
 func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {

@@ -212,6 +212,8 @@ func (v *rolloutView) describe(target controllerArg) (string, bool, error) {
 
 // resuming tells whether a paused rollout was asked to resume and the
 // server has not said so yet: unpaused, or resumed after its failed step.
+// resumedAt is the stored annotation, the server's time of the resume, so
+// that it compares with pausedTime on one clock.
 func (v *rolloutView) resuming() bool {
 	st := v.status
 	if st.Phase == v1alpha1.RolloutPaused && st.Reason == "PausedByUser" {
@@ -314,7 +316,10 @@ func newRolloutPauseCommand(streams genericiooptions.IOStreams, client ClientFun
 			verb := "paused"
 			if !pause {
 				// The annotation resumes a step that failed; paused:false one
-				// that was paused.
+				// that was paused. The server stores its own time of the write
+				// in place of ours (our clock may be off); ours still changes
+				// the value, which is what asks it to, and serves an older
+				// server that stores it as written.
 				patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"rollout":{"paused":false}}}`,
 					v1alpha1.RolloutResumedAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
 				verb = "resumed"

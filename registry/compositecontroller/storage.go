@@ -53,6 +53,9 @@ func kind(scheme *runtime.Scheme) controllerregistry.Kind {
 		SpecChanged: func(obj, old runtime.Object) bool {
 			return !apiequality.Semantic.DeepEqual(obj.(*metacontroller.CompositeController).Spec, old.(*metacontroller.CompositeController).Spec)
 		},
+		Rollout: func(obj runtime.Object) *metacontroller.ControllerRollout {
+			return obj.(*metacontroller.CompositeController).Spec.Rollout
+		},
 		Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
 			proposed := stored.(*metacontroller.CompositeController).DeepCopy()
 			if req.Spec.CompositeController == nil {

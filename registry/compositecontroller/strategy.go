@@ -55,24 +55,28 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 }
 
 // PrepareForCreate clears the status, which only the controller may write,
-// starts the generation at 1, and makes managedFields name the fields an
-// object in Metacontroller's earliest shape is stored in.
+// starts the generation at 1, stamps a resume with the server's time, and
+// makes managedFields name the fields an object in Metacontroller's
+// earliest shape is stored in.
 func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	cc := obj.(*metacontroller.CompositeController)
 	cc.Status = metacontroller.CompositeControllerStatus{Author: s.authors.Of(ctx), Revision: 1}
 	cc.Generation = 1
+	controllerregistry.StampResume(&cc.ObjectMeta, nil)
 	translateLegacyManagedFields(cc)
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when,
 // and only when, the spec changed, so that status.observedGeneration tells
 // whether the loop runs the current spec; whoever changes the spec becomes
-// its author. managedFields name the fields an object in Metacontroller's
-// earliest shape is stored in.
+// its author. A resume it requests carries the server's time.
+// managedFields name the fields an object in Metacontroller's earliest
+// shape is stored in.
 func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Status = oldCC.Status
+	controllerregistry.StampResume(&newCC.ObjectMeta, &oldCC.ObjectMeta)
 	dropDefaultedModes(newCC, oldCC)
 	translateLegacyManagedFields(newCC)
 	switch {
@@ -84,7 +88,7 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 			newCC.Status.Author = s.authors.Of(ctx)
 		}
 		newCC.Status.Revision, newCC.Status.History = revisions.Update(oldCC.Spec, newCC.Spec, oldCC.Status.Revision, oldCC.Status.Author,
-			oldCC.Status.History, controllerregistry.KeptRevision(oldCC.Status.Rollout), controllerregistry.HistoryLimit(newCC.Spec.RevisionHistoryLimit))
+			oldCC.Status.History, oldCC.Status.Rollout, controllerregistry.HistoryLimit(newCC.Spec.RevisionHistoryLimit))
 	case oldCC.Status.Author == nil:
 		// A controller stored before authors were recorded runs nothing
 		// until someone who passes the author checks writes it again, its
@@ -230,8 +234,9 @@ func NewStatusStrategy(s strategy) statusStrategy {
 	return statusStrategy{strategy: s}
 }
 
-// PrepareForUpdate keeps everything but the status as stored.
-func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+// PrepareForUpdate keeps everything but the status as stored, and of the
+// status what only the server records.
+func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newCC := obj.(*metacontroller.CompositeController)
 	oldCC := old.(*metacontroller.CompositeController)
 	newCC.Spec = oldCC.Spec
@@ -240,6 +245,7 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	// cannot choose them.
 	newCC.Status.Author = oldCC.Status.Author
 	newCC.Status.Revision, newCC.Status.History = oldCC.Status.Revision, oldCC.Status.History
+	newCC.Status.Rollout = s.authors.StatusRollout(ctx, newCC.Status.Rollout, oldCC.Status.Rollout)
 }
 
 // revisions number a CompositeController's specs and keep its history.
@@ -256,6 +262,9 @@ var revisions = controllerregistry.Revisions[metacontroller.CompositeControllerS
 	},
 	Spec: func(e metacontroller.CompositeControllerRevision) metacontroller.CompositeControllerSpec {
 		return e.Spec
+	},
+	Rollout: func(s metacontroller.CompositeControllerSpec) *metacontroller.ControllerRollout {
+		return s.Rollout
 	},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -25,10 +26,29 @@ type Authors struct {
 // rights checked against itself.
 func (a Authors) Of(ctx context.Context) *metacontroller.ControllerAuthor {
 	author := requestUser(ctx)
-	if author == nil || a.isServer(ctx, author.Username) {
+	// Unsure, the server may be the writer: recording nobody is safe.
+	if author == nil || a.isServer(ctx, author.Username, true) {
 		return nil
 	}
 	return author
+}
+
+// StatusRollout is the status.rollout a write through /status stores:
+// written when this server writes it (its loop drives the rollout, through
+// the loopback client), else stored. Which revision runs which parents
+// follows status.rollout after a restart, on followers and for /sync, so
+// nobody else may choose it; like the author and the history, a write of
+// it by anyone else is ignored, not refused, as Kubernetes does with
+// status fields a writer may not set.
+func (a Authors) StatusRollout(ctx context.Context, written, stored *metacontroller.RolloutStatus) *metacontroller.RolloutStatus {
+	if apiequality.Semantic.DeepEqual(written, stored) {
+		return stored
+	}
+	// Unsure, the writer may be anyone: keeping the stored one is safe.
+	if u := requestUser(ctx); u != nil && a.isServer(ctx, u.Username, false) {
+		return written
+	}
+	return stored
 }
 
 // selfTimeout bounds the question of who the server is: a slow target
@@ -38,8 +58,8 @@ const selfTimeout = 3 * time.Second
 // isServer tells whether username is this server: its loopback client, or
 // its client of the target cluster, whose writes come back through
 // kube-apiserver's aggregator. When the server can't tell who it is in
-// the target cluster, anyone may be it.
-func (a Authors) isServer(ctx context.Context, username string) bool {
+// the target cluster, the answer is unsure: the caller's safe side.
+func (a Authors) isServer(ctx context.Context, username string, unsure bool) bool {
 	if username == user.APIServerUser {
 		return true
 	}
@@ -50,8 +70,8 @@ func (a Authors) isServer(ctx context.Context, username string) bool {
 	defer cancel()
 	self, err := a.Self(ctx)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Recording no author of a controller: the writer may be this server", "user", username)
-		return true
+		klog.FromContext(ctx).Error(err, "Can't tell whether the writer of a controller is this server", "user", username, "assumed", unsure)
+		return unsure
 	}
 	return username == self
 }

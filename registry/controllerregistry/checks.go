@@ -26,17 +26,35 @@ func (k Kind) checkAuthorOnCreate(authors AuthorChecker) genericregistry.BeginCr
 }
 
 // checkAuthorOnSpecUpdate checks the author of an update that changes the
-// spec: metadata-only updates (labels, finalizers) give the loop nothing
-// new to do.
+// spec, a change of spec.rollout alone too: its steps, health condition
+// (CEL evaluated over every parent, its outcome published), onFailure and
+// errorBudget decide which revision runs on which parent, and removing it
+// lands the revision on every parent at once, so they need the rights
+// writing the spec needs, though the author stays. Metadata-only updates
+// (labels, finalizers, the resume annotation) and a change of
+// spec.rollout.paused alone give the loop nothing new to run: kubectl
+// composite rollout pause and resume need only patch.
 func (k Kind) checkAuthorOnSpecUpdate(authors AuthorChecker) genericregistry.BeginUpdateFunc {
 	return func(ctx context.Context, obj, old runtime.Object, options *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
-		if k.SpecChanged(obj, old) {
+		if k.SpecChanged(obj, old) && !k.pausedOnly(obj, old) {
 			if err := k.checkAuthor(ctx, authors, obj); err != nil {
 				return nil, err
 			}
 		}
 		return func(context.Context, bool) {}, nil
 	}
+}
+
+// pausedOnly tells whether an update changes spec.rollout.paused and
+// nothing else of the spec.
+func (k Kind) pausedOnly(obj, old runtime.Object) bool {
+	r, stored := k.Rollout(obj), k.Rollout(old)
+	if r == nil || stored == nil || r.Paused == stored.Paused {
+		return false
+	}
+	unpaused := obj.DeepCopyObject()
+	k.Rollout(unpaused).Paused = stored.Paused
+	return !k.SpecChanged(unpaused, old)
 }
 
 // MayAuthor tells whether the request's user passes the author checks for

@@ -26,6 +26,9 @@ type Kind struct {
 	Versioned Versioner
 	// SpecChanged tells whether an update changes the spec.
 	SpecChanged func(obj, old runtime.Object) bool
+	// Rollout is the spec.rollout of an internal object of the kind, as
+	// stored in it (nil for none).
+	Rollout func(obj runtime.Object) *metacontroller.ControllerRollout
 	// Propose returns a copy of stored with the request's proposed spec,
 	// and whether the request proposed one.
 	Propose func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool)

@@ -1,6 +1,8 @@
 package controllerregistry
 
 import (
+	"slices"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,6 +25,8 @@ type Revisions[S, E any] struct {
 	// Record and Spec read an entry.
 	Record func(E) metacontroller.RevisionRecord
 	Spec   func(E) S
+	// Rollout is a spec's rollout, nil for none.
+	Rollout func(S) *metacontroller.ControllerRollout
 }
 
 // SameRevision tells whether two specs are one revision: they differ at
@@ -32,12 +36,13 @@ func (r Revisions[S, E]) SameRevision(a, b S) bool {
 }
 
 // Update returns the revision number and history of a controller whose
-// spec oldSpec (revision oldRevision, by oldAuthor, with oldHistory) is
-// replaced by newSpec. A spec equal to an earlier one leaves the history
-// (it becomes the new revision, as kubectl rollout undo makes an old
-// ReplicaSet the newest revision); keep names a revision trimming keeps,
-// the current revision of a rollout under way.
-func (r Revisions[S, E]) Update(oldSpec, newSpec S, oldRevision int64, oldAuthor *metacontroller.ControllerAuthor, oldHistory []E, keep int64, limit int32) (int64, []E) {
+// spec oldSpec (revision oldRevision, by oldAuthor, with oldHistory and the
+// rollout status rollout) is replaced by newSpec, which keeps at most limit
+// earlier revisions. A spec equal to an earlier one leaves the history (it
+// becomes the new revision, as kubectl rollout undo makes an old ReplicaSet
+// the newest revision). Trimming keeps, whatever the limit, the revisions
+// a rollout rolls from (keptRevisions).
+func (r Revisions[S, E]) Update(oldSpec, newSpec S, oldRevision int64, oldAuthor *metacontroller.ControllerAuthor, oldHistory []E, rollout *metacontroller.RolloutStatus, limit int32) (int64, []E) {
 	if r.SameRevision(oldSpec, newSpec) {
 		return max(oldRevision, 1), oldHistory
 	}
@@ -51,17 +56,18 @@ func (r Revisions[S, E]) Update(oldSpec, newSpec S, oldRevision int64, oldAuthor
 			history = append(history, e)
 		}
 	}
+	keep := keptRevisions(rollout, max(oldRevision, 1), r.Rollout(newSpec) != nil)
 	return newest + 1, trim(history, r.Record, keep, limit)
 }
 
-// trim keeps the newest limit entries of history, and the one of keep.
-func trim[E any](history []E, record func(E) metacontroller.RevisionRecord, keep int64, limit int32) []E {
+// trim keeps the newest limit entries of history, and those of keep.
+func trim[E any](history []E, record func(E) metacontroller.RevisionRecord, keep []int64, limit int32) []E {
 	if int(limit) >= len(history) {
 		return history
 	}
 	kept := history[:0:0]
 	for i, e := range history {
-		if i < int(limit) || (keep != 0 && record(e).Revision == keep) {
+		if i < int(limit) || slices.Contains(keep, record(e).Revision) {
 			kept = append(kept, e)
 		}
 	}
@@ -76,11 +82,21 @@ func HistoryLimit(limit *int32) int32 {
 	return max(*limit, 0)
 }
 
-// KeptRevision is the revision a rollout under way runs its parents not yet
-// moved with: trimming the history keeps it.
-func KeptRevision(status *metacontroller.RolloutStatus) int64 {
-	if status == nil || status.Phase == metacontroller.RolloutComplete {
-		return 0
+// keptRevisions are the revisions a rollout rolls its parents from, which
+// no revisionHistoryLimit may trim: without the revision its parents run,
+// a rollout has nothing to roll from and lands the new spec on every
+// parent at once (R3). They are the current revision of a rollout under
+// way, whatever the new spec; and when the new spec (a new revision) has
+// a rollout, the revision it replaces and the one the last rollout landed,
+// which every parent runs until the loop reads this write: two writes in a
+// row must not trim it before the loop has begun rolling from it.
+func keptRevisions(status *metacontroller.RolloutStatus, replaced int64, rollout bool) []int64 {
+	var keep []int64
+	if status != nil && (rollout || status.Phase != metacontroller.RolloutComplete) {
+		keep = append(keep, status.CurrentRevision)
 	}
-	return status.CurrentRevision
+	if rollout {
+		keep = append(keep, replaced)
+	}
+	return keep
 }

@@ -52,6 +52,9 @@ func kind(scheme *runtime.Scheme) controllerregistry.Kind {
 		SpecChanged: func(obj, old runtime.Object) bool {
 			return specChanged(obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController))
 		},
+		Rollout: func(obj runtime.Object) *metacontroller.ControllerRollout {
+			return obj.(*metacontroller.DecoratorController).Spec.Rollout
+		},
 		Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
 			proposed := stored.(*metacontroller.DecoratorController).DeepCopy()
 			if req.Spec.DecoratorController == nil {

@@ -51,20 +51,24 @@ func NewStrategy(typer runtime.ObjectTyper) strategy {
 }
 
 // PrepareForCreate clears the status, which only the controller may write,
-// records the request's user as the author, and starts the generation at 1.
+// records the request's user as the author, starts the generation at 1 and
+// stamps a resume with the server's time.
 func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	dc := obj.(*metacontroller.DecoratorController)
 	dc.Status = metacontroller.DecoratorControllerStatus{Author: s.authors.Of(ctx), Revision: 1}
 	dc.Generation = 1
+	controllerregistry.StampResume(&dc.ObjectMeta, nil)
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when,
 // and only when, the spec changed; whoever changes the spec becomes its
-// author, as for CompositeControllers.
+// author, and a resume it requests carries the server's time, as for
+// CompositeControllers.
 func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newDC := obj.(*metacontroller.DecoratorController)
 	oldDC := old.(*metacontroller.DecoratorController)
 	newDC.Status = oldDC.Status
+	controllerregistry.StampResume(&newDC.ObjectMeta, &oldDC.ObjectMeta)
 	switch {
 	case specChanged(newDC, oldDC):
 		newDC.Generation = oldDC.Generation + 1
@@ -74,7 +78,7 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 			newDC.Status.Author = s.authors.Of(ctx)
 		}
 		newDC.Status.Revision, newDC.Status.History = revisions.Update(oldDC.Spec, newDC.Spec, oldDC.Status.Revision, oldDC.Status.Author,
-			oldDC.Status.History, controllerregistry.KeptRevision(oldDC.Status.Rollout), controllerregistry.HistoryLimit(newDC.Spec.RevisionHistoryLimit))
+			oldDC.Status.History, oldDC.Status.Rollout, controllerregistry.HistoryLimit(newDC.Spec.RevisionHistoryLimit))
 	case oldDC.Status.Author == nil:
 		if author := s.authors.Of(ctx); author != nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)) {
 			newDC.Status.Author = author
@@ -136,8 +140,9 @@ type statusStrategy struct {
 
 var _ rest.RESTUpdateStrategy = statusStrategy{}
 
-// PrepareForUpdate keeps everything but the status as stored.
-func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+// PrepareForUpdate keeps everything but the status as stored, and of the
+// status what only the server records.
+func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newDC := obj.(*metacontroller.DecoratorController)
 	oldDC := old.(*metacontroller.DecoratorController)
 	newDC.Spec = oldDC.Spec
@@ -146,6 +151,7 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	// cannot choose them.
 	newDC.Status.Author = oldDC.Status.Author
 	newDC.Status.Revision, newDC.Status.History = oldDC.Status.Revision, oldDC.Status.History
+	newDC.Status.Rollout = s.authors.StatusRollout(ctx, newDC.Status.Rollout, oldDC.Status.Rollout)
 }
 
 // expressions compiles a rollout's health condition as the loop does.
@@ -165,6 +171,9 @@ var revisions = controllerregistry.Revisions[metacontroller.DecoratorControllerS
 	},
 	Spec: func(e metacontroller.DecoratorControllerRevision) metacontroller.DecoratorControllerSpec {
 		return e.Spec
+	},
+	Rollout: func(s metacontroller.DecoratorControllerSpec) *metacontroller.ControllerRollout {
+		return s.Rollout
 	},
 }
 

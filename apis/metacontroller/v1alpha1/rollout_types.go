@@ -108,8 +108,16 @@ const (
 )
 
 // RolloutResumedAnnotation on a controller, set by kubectl composite
-// rollout resume to the time of the request, resumes a rollout that a
-// failed step paused or rolled back, when it is later than the failure.
+// rollout resume, resumes a rollout that a failed step paused or rolled
+// back, when it is later than the failure (status.rollout.pausedTime). Both
+// times are the server's: a create or update that sets or changes the
+// annotation stores the server's time of the write (UTC, RFC 3339 with
+// nanoseconds), whatever value the client wrote, so that a client's clock
+// ahead does not resume failures still to come, nor one behind miss the
+// failure it meant to resume. A write that leaves the value as stored keeps
+// it; one that removes it removes it. A write of any new value is a resume,
+// so a manifest that carries the annotation resumes each time it is applied
+// over the server's value.
 const RolloutResumedAnnotation = "composite.metacontroller.k8s.io/rollout-resumed-at"
 
 // ParentPausedAnnotation on a parent, "true", stops the loop from syncing

@@ -20,11 +20,14 @@ func ValidateDecoratorController(dc *metacontroller.DecoratorController, exprs E
 	return append(allErrs, checkDecoratorSpec(&dc.Spec, exprs).errs...)
 }
 
-// ValidateDecoratorControllerUpdate validates an update: the spec has no
-// immutable fields, the loop restarts with the new one.
+// ValidateDecoratorControllerUpdate validates an update the strategy
+// prepared, as ValidateCompositeControllerUpdate: the spec has no
+// immutable fields, the loop restarts with the new one, and the steps of a
+// rollout under way go on past its step.
 func ValidateDecoratorControllerUpdate(newDC, oldDC *metacontroller.DecoratorController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newDC.ObjectMeta, &oldDC.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrs, checkDecoratorSpec(&newDC.Spec, exprs).errs...)
+	allErrs = append(allErrs, checkDecoratorSpec(&newDC.Spec, exprs).errs...)
+	return append(allErrs, validateStepsKept(newDC.Spec.Rollout, oldDC.Spec.Rollout, oldDC.Status.Rollout, newDC.Status.Revision, field.NewPath("spec"))...)
 }
 
 // ValidateDecoratorControllerStatusUpdate validates an update through the

@@ -3,11 +3,32 @@ package validation
 import (
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 )
+
+// validateStepsKept refuses, on an update that leaves the spec at the
+// revision whose rollout is under way (stored, not Complete), steps that end
+// at or before the step under way: the driver has no step to go on with
+// (R2). revision is the revision the update leaves the spec at, as the
+// strategy numbered it; a new revision begins a new rollout at its first
+// step, and removing spec.rollout lands the revision, so neither is
+// refused. Only a change of the steps is: a pause of a rollout stored so
+// must not be refused for steps it did not cut.
+func validateStepsKept(r, old *metacontroller.ControllerRollout, stored *metacontroller.RolloutStatus, revision int64, fldPath *field.Path) field.ErrorList {
+	if r == nil || stored == nil || stored.Phase == metacontroller.RolloutComplete || stored.UpdateRevision != revision {
+		return nil
+	}
+	if int32(len(r.Steps)) > stored.Step || (old != nil && apiequality.Semantic.DeepEqual(r.Steps, old.Steps)) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath.Child("rollout", "steps"), len(r.Steps), fmt.Sprintf(
+		"must keep more than status.rollout.step (%d) steps while the rollout of revision %d is under way; remove spec.rollout to land the revision at once, or kubectl composite rollout undo",
+		stored.Step, revision))}
+}
 
 // checkRollout checks a controller's spec.rollout and
 // spec.revisionHistoryLimit, of either kind.
@@ -17,6 +38,9 @@ func (c *checker) checkRollout(r *metacontroller.ControllerRollout, limit *int32
 	}
 	if r == nil {
 		return
+	}
+	if limit != nil && *limit == 0 {
+		c.warn(fldPath.Child("revisionHistoryLimit"), "0 with spec.rollout keeps only the revisions rollouts roll from: kubectl composite rollout undo has no earlier revision to go back to")
 	}
 	rolloutPath := fldPath.Child("rollout")
 	stepsPath := rolloutPath.Child("steps")

@@ -98,14 +98,16 @@ func ValidateCompositeController(cc *metacontroller.CompositeController, exprs E
 }
 
 // ValidateCompositeControllerUpdate validates an update of a
-// CompositeController. The spec has no immutable fields: the embedded
-// controller is restarted with the new spec, so the new spec is validated
-// as on creation.
+// CompositeController, after the strategy prepared it (newCC's
+// status.revision is the one the update leaves the spec at). The spec has
+// no immutable fields: the embedded controller is restarted with the new
+// spec, so the new spec is validated as on creation; only the steps of a
+// rollout under way must go on past its step.
 func ValidateCompositeControllerUpdate(newCC, oldCC *metacontroller.CompositeController, exprs Expressions) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newCC.ObjectMeta, &oldCC.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, legacyShapeErrors(newCC, oldCC)...)
 	allErrs = append(allErrs, checkSpec(&newCC.Spec, exprs).errs...)
-	return allErrs
+	return append(allErrs, validateStepsKept(newCC.Spec.Rollout, oldCC.Spec.Rollout, oldCC.Status.Rollout, newCC.Status.Revision, field.NewPath("spec"))...)
 }
 
 // legacyShapeErrors are the contradictions the conversion from

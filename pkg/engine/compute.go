@@ -239,6 +239,11 @@ type Plan struct {
 	Rollout *Rollout
 	// Warnings are problems that did not stop the sync.
 	Warnings []string
+	// Recheck, when positive, is how soon the parent wants another sync
+	// for the plan's own sake, whatever the hook asked: a child it left
+	// alone because the API server holds a newer version, which may be
+	// the loop's own write that no echo syncs on.
+	Recheck time.Duration
 	// CustomizeDuration is the time spent in the customize hook.
 	CustomizeDuration time.Duration
 	// SyncDuration is the time spent in the sync or finalize hook.

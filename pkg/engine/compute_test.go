@@ -121,7 +121,7 @@ func TestComputePlan(t *testing.T) {
 			want:     []string{"Unchanged Deployment ns/web"},
 			check: func(t *testing.T, p *Plan) {
 				it := p.Items[0]
-				if it.Reason != "differs; updateStrategy OnDelete updates it only once deleted" {
+				if it.Reason != reasonOnDelete {
 					t.Errorf("reason %q", it.Reason)
 				}
 				if !reflect.DeepEqual(it.Diff, []string{"spec.replicas: 1 -> 3"}) {

@@ -19,9 +19,12 @@ const (
 	reasonRetake = "returned by the hook; it exists but was released (no longer matches the selector), and applying it takes it back"
 	// ReasonForeign is the reason of a desired child whose name another
 	// owner's object has: it is never taken over.
-	ReasonForeign        = "returned by the hook, but an object of that name exists and is controlled by another owner; it is not taken over"
-	reasonWaitDeletion   = "waiting for the old child to be deleted"
-	reasonOnDelete       = "differs; updateStrategy OnDelete updates it only once deleted"
+	ReasonForeign      = "returned by the hook, but an object of that name exists and is controlled by another owner; it is not taken over"
+	reasonWaitDeletion = "waiting for the old child to be deleted"
+	// reasonOnDelete: the target cluster is asked nothing about a child
+	// the update method leaves alone, so the difference is the local
+	// merge's, which admission may undo.
+	reasonOnDelete       = "differs by the local merge, which does not see the cluster's defaulting and admission; updateStrategy OnDelete updates it only once deleted"
 	reasonInPlace        = "differs; updateStrategy %s updates it in place"
 	reasonRecreate       = "differs; updateStrategy %s deletes and recreates it"
 	reasonDelete         = "no longer returned by the hook"
@@ -190,7 +193,12 @@ func (c *computation) updateItem(ctx context.Context, d desiredChild, obs *unstr
 			item.Reason = reasonTakeover
 		}
 	}
-	res := c.compareChild(ctx, d, observed, item.Takeover == nil)
+	method := c.in.Definition.UpdateMethod(d.gvr)
+	action := updateAction(method)
+	// A dry run is worth its request only for a child the method would
+	// write: OnDelete leaves it alone whatever the server says, so the
+	// local merge is enough to say that it differs.
+	res := c.compareChild(ctx, d, observed, item.Takeover == nil && action != v1alpha1.SyncActionUnchanged)
 	item.Diff = append(res.Lines, res.Ownership...)
 	if res.Reason != "" {
 		item.Reason = res.Reason
@@ -198,17 +206,28 @@ func (c *computation) updateItem(ctx context.Context, d desiredChild, obs *unstr
 	if !res.Changed {
 		return item
 	}
-	switch method := c.in.Definition.UpdateMethod(d.gvr); method {
-	case v1alpha1.ChildUpdateInPlace, v1alpha1.ChildUpdateRollingInPlace:
-		item.Action, item.Reason = v1alpha1.SyncActionUpdate, fmt.Sprintf(reasonInPlace, method)
-	case v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateRollingRecreate:
-		item.Action, item.Reason = v1alpha1.SyncActionRecreate, fmt.Sprintf(reasonRecreate, method)
+	switch item.Action = action; action {
+	case v1alpha1.SyncActionUpdate:
+		item.Reason = fmt.Sprintf(reasonInPlace, method)
+	case v1alpha1.SyncActionRecreate:
+		item.Reason = fmt.Sprintf(reasonRecreate, method)
 	default:
-		// OnDelete, and any method this version does not know: leaving a
-		// child alone is the safe reading.
 		item.Reason = reasonOnDelete
 	}
 	return item
+}
+
+// updateAction is what the update method does to a child that differs:
+// Unchanged for OnDelete, and for any method this version does not know,
+// as leaving a child alone is the safe reading.
+func updateAction(method v1alpha1.ChildUpdateMethod) v1alpha1.SyncAction {
+	switch method {
+	case v1alpha1.ChildUpdateInPlace, v1alpha1.ChildUpdateRollingInPlace:
+		return v1alpha1.SyncActionUpdate
+	case v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateRollingRecreate:
+		return v1alpha1.SyncActionRecreate
+	}
+	return v1alpha1.SyncActionUnchanged
 }
 
 // ownership is the field-ownership comparison of Input, or one on deduced

@@ -352,8 +352,11 @@ func (c *computation) step(ctx context.Context, revisions []*parentRevision) (re
 		default:
 			// Moving a child that already matches changes nothing, and
 			// keeps the sync from being a no-op that nothing would
-			// follow up.
-			if obs := c.observedChild(key); obs != nil && !c.differs(ctx, d, obs) {
+			// follow up. The local merge alone is asked: a dry run of
+			// every child an older revision holds, on every sync, cost
+			// O(N) requests a sync. One that only the API server finds
+			// matching moves for free when the rollout reaches it.
+			if obs := c.observedChild(key); obs != nil && !c.differs(ctx, d, obs, false) {
 				pr.remove(gvk.Group, gvk.Kind, d.obj.GetName())
 				latest.add(gvk.Group, gvk.Kind, d.obj.GetName())
 				claimed[key] = latest
@@ -378,6 +381,13 @@ func (c *computation) step(ctx context.Context, revisions []*parentRevision) (re
 		}
 		latest.add(gvk.Group, gvk.Kind, d.obj.GetName())
 		claimed[key] = latest
+		if obs := c.observedChild(key); obs != nil && !c.differs(ctx, d, obs, true) {
+			// It matches once defaulting and admission have had their
+			// say: that move changes nothing either, and the next child
+			// moves in its place. The dry run that tells is the one its
+			// update would cost anyway.
+			continue
+		}
 		next = gvk.Kind + " " + d.obj.GetName()
 		return ReasonRolloutProgressing, "updating " + next, next
 	}
@@ -436,7 +446,7 @@ func (c *computation) latestHealthy(ctx context.Context, latest *parentRevision)
 				// A recreated child's old self, on its way out.
 				return fmt.Errorf("waiting for %s %s: being deleted", ck.Kind, name)
 			}
-			if d, ok := latest.desired[key]; ok && c.differs(ctx, d, obs) {
+			if d, ok := latest.desired[key]; ok && c.differs(ctx, d, obs, true) {
 				return fmt.Errorf("waiting for %s %s: not updated yet", ck.Kind, name)
 			}
 			if strategy.Method == v1alpha1.ChildUpdateRollingInPlace {
@@ -507,14 +517,15 @@ func (c *computation) observedChild(key string) *unstructured.Unstructured {
 	return c.observedByKey[key]
 }
 
-// differs tells whether applying d would change obs, as updateItem decides.
-// A child the API server holds a newer version of than the one observed
-// (a Pod just recreated, whose old self is still in the cache) is not
-// known to match: it counts as differing until the sync that observes the
-// newer version, so that a rollout never moves on, or counts a child as
-// updated, on the strength of its old self.
-func (c *computation) differs(ctx context.Context, d desiredChild, obs *unstructured.Unstructured) bool {
-	r := c.compareChild(ctx, d, obs, true)
+// differs tells whether applying d would change obs, as updateItem decides
+// when askServer, by the local merge alone otherwise. A child the API
+// server holds a newer version of than the one observed (a Pod just
+// recreated, whose old self is still in the cache) is not known to match:
+// it counts as differing until the sync that observes the newer version,
+// so that a rollout never moves on, or counts a child as updated, on the
+// strength of its old self.
+func (c *computation) differs(ctx context.Context, d desiredChild, obs *unstructured.Unstructured, askServer bool) bool {
+	r := c.compareChild(ctx, d, obs, askServer)
 	return r.Changed || r.Reason == reasonMovedOn
 }
 

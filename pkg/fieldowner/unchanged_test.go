@@ -2,7 +2,9 @@ package fieldowner
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +22,10 @@ func (c *countingComparer) Compare(observed, desired *unstructured.Unstructured,
 
 func (c *countingComparer) CompareDryRun(observed, desired, stored *unstructured.Unstructured, manager string) (Result, error) {
 	c.calls++
-	return Result{Changed: c.changed}, nil
+	if c.changed {
+		return Result{Changed: true, Lines: []string{"server"}}, nil
+	}
+	return Result{}, nil
 }
 
 func (c *countingComparer) TakeoverPatch(*unstructured.Unstructured, string) ([]byte, bool, error) {
@@ -79,6 +84,76 @@ func TestUnchanged(t *testing.T) {
 	u.Applied(jsonOf(t, obj("", "", "red")), "u-c", "5", "m")
 	if res := compare(obj("c", "5", "red"), obj("", "", "red"), "m"); res.Changed || inner.calls != 7 {
 		t.Errorf("the applied child was merged again: %+v, %d calls", res, inner.calls)
+	}
+}
+
+// TestServerAnswersAreTrustedForALimitedTime: what the API server answered
+// (a dry run, changed or not, and what an apply stored) depends on the
+// admission chain and defaulting, which the key does not hold: it is
+// trusted for serverAnswerTTL, so that a mutating policy's removal shows
+// within a bounded time. A local merge's answer depends on the key alone
+// and is kept.
+func TestServerAnswersAreTrustedForALimitedTime(t *testing.T) {
+	child := func() *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{"color": "red"}}}
+		o.SetUID("u-a")
+		o.SetResourceVersion("5")
+		return o
+	}
+	desired := &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{"color": "blue"}}}
+	changed := Result{Changed: true, Lines: []string{"server"}}
+	for _, tc := range []struct {
+		name string
+		// answer is how the answer came to be remembered.
+		answer  func(u *Unchanged, inner *countingComparer)
+		expires bool
+		// dryRun is what DryRunAnswer knows; nil for nothing.
+		dryRun *Result
+	}{
+		{name: "a dry run found it converged", answer: func(u *Unchanged, inner *countingComparer) {
+			_, _ = u.CompareDryRun(child(), desired, child(), "m")
+		}, expires: true, dryRun: &Result{}},
+		{name: "a dry run found it changed", answer: func(u *Unchanged, inner *countingComparer) {
+			inner.changed = true
+			_, _ = u.CompareDryRun(child(), desired, child(), "m")
+		}, expires: true, dryRun: &changed},
+		{name: "the server stored the apply", answer: func(u *Unchanged, inner *countingComparer) {
+			u.Applied(jsonOf(t, desired), "u-a", "5", "m")
+		}, expires: true, dryRun: &Result{}},
+		{name: "the local merge found it converged", answer: func(u *Unchanged, inner *countingComparer) {
+			_, _ = u.Compare(child(), desired, "m")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			inner := &countingComparer{}
+			u := NewUnchanged(inner, 10)
+			u.now = func() time.Time { return now }
+			tc.answer(u, inner)
+			late := serverAnswerTTL
+			if !tc.expires {
+				late = 100 * serverAnswerTTL
+			}
+			for _, at := range []struct {
+				after   time.Duration
+				trusted bool
+			}{{serverAnswerTTL - time.Second, true}, {late, !tc.expires}} {
+				now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(at.after)
+				res, known := u.DryRunAnswer(child(), desired, "m")
+				wantKnown := at.trusted && tc.dryRun != nil
+				if known != wantKnown || known && !reflect.DeepEqual(res, *tc.dryRun) {
+					t.Errorf("after %v: dry run answer %+v known %v, want known %v", at.after, res, known, wantKnown)
+				}
+				if tc.dryRun != nil && tc.dryRun.Changed {
+					continue
+				}
+				before := inner.calls
+				_, _ = u.Compare(child(), desired, "m")
+				if merged := inner.calls > before; merged == at.trusted {
+					t.Errorf("after %v: merged %v, want the remembered answer trusted %v", at.after, merged, at.trusted)
+				}
+			}
+		})
 	}
 }
 

@@ -225,7 +225,7 @@ func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructu
 		Related:    env.Related,
 		Resolver:   env.Resolver,
 		Ownership:  env.Ownership,
-		DryRun:     c.dryRunner(env),
+		DryRun:     c.dryRunner(env, opts),
 		Existing:   c.existing(env, opts),
 		Encodings:  opts.Encodings,
 	})
@@ -241,9 +241,12 @@ func (c *Controller) computePlan(ctx context.Context, env Env, parent *unstructu
 }
 
 // dryRunner asks the target cluster, through the sync's client, about the
-// children the engine finds changed; nil without a cluster.
-func (c *Controller) dryRunner(env Env) engine.DryRunner {
-	if env.Client == nil {
+// children the engine finds changed; nil without a cluster, and nil for a
+// preview (opts.DryRun), which goes by the local merge: one preview costs
+// about one hook call, and spec.serverDryRun asks the cluster about each
+// desired child itself.
+func (c *Controller) dryRunner(env Env, opts Options) engine.DryRunner {
+	if env.Client == nil || opts.DryRun {
 		return nil
 	}
 	return apply.DryRunner{Client: env.Client, Controller: c.Def.Name}
@@ -398,7 +401,7 @@ func (c *Controller) claim(ctx context.Context, env Env, parent *unstructured.Un
 // requeueAfter is when the parent is next synced without a change: the
 // smaller of the hook's resyncAfterSeconds and the controller's
 // resyncPeriodSeconds (which Metacontroller raises to at least a second, so
-// 0 means every second).
+// 0 means every second), or sooner when the plan asks (engine.Plan.Recheck).
 func (c *Controller) requeueAfter(plan *engine.Plan) time.Duration {
 	var after time.Duration
 	if s := plan.Response.ResyncAfterSeconds; s > 0 {
@@ -411,6 +414,9 @@ func (c *Controller) requeueAfter(plan *engine.Plan) time.Duration {
 	}
 	if after == 0 && plan.Finalizing && !plan.Response.Finalized {
 		after = finalizingResync
+	}
+	if plan.Recheck > 0 && (after == 0 || plan.Recheck < after) {
+		after = plan.Recheck
 	}
 	return after
 }

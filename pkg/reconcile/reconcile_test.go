@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -234,6 +235,7 @@ func TestRequeueAfter(t *testing.T) {
 		period      *int32
 		resyncAfter float64
 		finalizing  bool
+		recheck     time.Duration
 		want        time.Duration
 	}{
 		{name: "nothing asked: only on change", want: 0},
@@ -242,12 +244,65 @@ func TestRequeueAfter(t *testing.T) {
 		{name: "the smaller of the two wins", period: ptr.To[int32](30), resyncAfter: 600, want: 30 * time.Second},
 		{name: "resyncPeriodSeconds 0 means every second, as Metacontroller clamps it", period: ptr.To[int32](0), want: time.Second},
 		{name: "an unfinished finalize comes back soon", finalizing: true, want: finalizingResync},
+		{name: "the plan's recheck comes before the period", period: ptr.To[int32](30), recheck: time.Second, want: time.Second},
+		{name: "the plan's recheck alone", recheck: time.Second, want: time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := controller(t, false, func(cc *v1alpha1.CompositeController) { cc.Spec.ResyncPeriodSeconds = tc.period })
-			plan := &engine.Plan{Finalizing: tc.finalizing, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
+			plan := &engine.Plan{Finalizing: tc.finalizing, Recheck: tc.recheck, Response: &hookapi.SyncHookResponse{ResyncAfterSeconds: tc.resyncAfter}}
 			if got := c.requeueAfter(plan); got != tc.want {
 				t.Errorf("requeueAfter %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAPreviewAsksTheClusterNothing: a preview (DryRun) of a parent whose
+// child differs goes by the local merge and sends no dry-run apply, so
+// that one preview costs about one hook call; a live sync of the same
+// parent asks the cluster before it updates the child.
+func TestAPreviewAsksTheClusterNothing(t *testing.T) {
+	child := func(color string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"name": "c", "namespace": "ns", "uid": "uid-c", "resourceVersion": "5",
+				"labels":          map[string]interface{}{"controller-uid": "uid-p"},
+				"ownerReferences": []interface{}{map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Thing", "name": "p", "uid": "uid-p", "controller": true}}},
+			"data": map[string]interface{}{"color": color},
+		}}
+	}
+	for _, tc := range []struct {
+		name      string
+		dryRun    bool
+		wantAsked bool
+	}{
+		{"a preview", true, false},
+		{"a live sync", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := parent()
+			e, client := env(t, p.DeepCopy(), child("red"))
+			e.Children = someObjects{child("red")}
+			asked := false
+			client.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				asked = asked || a.(k8stesting.PatchAction).GetPatchType() == "application/apply-patch+yaml"
+				return true, nil, apierrors.NewServiceUnavailable("not in this test")
+			})
+			c := controller(t, false, func(cc *v1alpha1.CompositeController) {
+				cc.Spec.ChildResources[0].UpdateStrategy = &v1alpha1.CompositeControllerChildUpdateStrategy{Method: v1alpha1.ChildUpdateInPlace}
+			})
+			c.Hooks.Sync = engine.InProcess(hookapi.SyncHookFunc(func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+				return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{child("blue")}}, nil
+			}))
+			// A live sync stops once planned: what it writes is not the
+			// question.
+			stop := func(context.Context, *engine.Plan) error { return errors.New("planned") }
+			res, _ := c.Sync(context.Background(), e, p, Options{DryRun: tc.dryRun, Allow: stop})
+			if res.Plan == nil || len(res.Plan.Items) != 1 || res.Plan.Items[0].Action != v1alpha1.SyncActionUpdate {
+				t.Fatalf("plan %+v, want the child updated", res.Plan)
+			}
+			if asked != tc.wantAsked {
+				t.Errorf("asked the cluster %v, want %v", asked, tc.wantAsked)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/leader"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
@@ -85,7 +86,7 @@ type LoopConfig struct {
 	// changed; 0 never.
 	ResyncPeriod time.Duration
 	// LeaderElection, when set, runs the loop on one replica at a time.
-	LeaderElection *controller.LeaderElection
+	LeaderElection *leader.Election
 	// Shards, when set, runs the loop on every replica, each syncing the
 	// parents of the shards the group's Leases give it.
 	Shards *shard.Config
@@ -300,7 +301,7 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 		}
 		// A new manager per leadership term: nothing of a lost term's
 		// state carries over.
-		if err := controller.RunWithLeaderElection(hookCtx, cluster.Kube, *loop.LeaderElection, func(ctx context.Context) {
+		if err := leader.Run(hookCtx, cluster.Kube, *loop.LeaderElection, func(ctx context.Context) {
 			gate.Lead(ctx, func(ctx context.Context) { run(ctx, newManager(nil)) })
 		}); err != nil {
 			klog.FromContext(hookCtx).Error(err, "Leader election failed; the controller loop does not run")

@@ -182,7 +182,7 @@ func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {
 // is due, and tells whether the controller must stop: its author may no
 // longer do what it does. A check that could not be made leaves it
 // running, due again when updateRun retries with err.
-func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition.Definition) (stop bool, err error) {
+func (m *Manager) authorRevoked(ctx context.Context, key string, defs ...*definition.Definition) (stop bool, err error) {
 	m.waitingMu.Lock()
 	due := m.recheck[key]
 	delete(m.recheck, key)
@@ -190,11 +190,22 @@ func (m *Manager) authorRevoked(ctx context.Context, key string, def *definition
 	if !due {
 		return false, nil
 	}
+	for _, def := range defs {
+		if stop, err = m.authorRevokedOf(ctx, key, def); stop || err != nil {
+			return stop, err
+		}
+	}
+	return false, nil
+}
+
+// authorRevokedOf checks again the author of one definition the
+// controller runs.
+func (m *Manager) authorRevokedOf(ctx context.Context, key string, def *definition.Definition) (stop bool, err error) {
 	err = m.checkAuthor(ctx, def)
 	var refused *parentloop.ForbiddenError
 	switch {
 	case errors.As(err, &refused):
-		klog.FromContext(ctx).Info("The controller's author may no longer do what its loop does: stopping it", "author", def.Author.Username, "missing", err.Error())
+		klog.FromContext(ctx).Info("The author of a revision the controller runs may no longer do what its loop does: stopping it", "author", def.Author.Username, "missing", err.Error())
 		return true, nil
 	case err != nil:
 		m.waitingMu.Lock()

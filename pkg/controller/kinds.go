@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/controllerstatus"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 )
@@ -39,7 +40,7 @@ type kind struct {
 	watch   func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
 	get     func(m *Manager, name string) (controllerObject, error)
 	compile func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
-	status  func(m *Manager) statusStore
+	status  func(m *Manager) controllerstatus.Store
 	// author is the controller's recorded author (status.author).
 	author func(obj controllerObject) *v1alpha1.ControllerAuthor
 	// revisions reads the controller's revisions and rollout.
@@ -75,9 +76,9 @@ type kindEntry[T controllerObject] struct {
 	// revisions reads the kind's revisions (see revisions).
 	revisions func(obj T) revisions
 	// readStatus and writeStatus convert the kind's status to and from
-	// the loop's trackedStatus; updateStatus writes it.
-	readStatus   func(obj T) trackedStatus
-	writeStatus  func(obj T, status trackedStatus)
+	// the loop's controllerstatus.Status; updateStatus writes it.
+	readStatus   func(obj T) controllerstatus.Status
+	writeStatus  func(obj T, status controllerstatus.Status)
 	updateStatus func(ctx context.Context, m *Manager, obj T) error
 }
 
@@ -106,12 +107,12 @@ var (
 			}
 			return r
 		},
-		readStatus: func(cc *v1alpha1.CompositeController) trackedStatus {
+		readStatus: func(cc *v1alpha1.CompositeController) controllerstatus.Status {
 			st := &cc.Status
-			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Parents, Children: st.Children,
+			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Parents, Children: st.Children,
 				RollingParents: st.RollingParents, PausedParents: st.PausedParents, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
 		},
-		writeStatus: func(cc *v1alpha1.CompositeController, t trackedStatus) {
+		writeStatus: func(cc *v1alpha1.CompositeController, t controllerstatus.Status) {
 			// The server's own fields (author, revisions) are kept by the
 			// status strategy whatever is written here.
 			cc.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
@@ -144,12 +145,12 @@ var (
 			}
 			return r
 		},
-		readStatus: func(dc *v1alpha1.DecoratorController) trackedStatus {
+		readStatus: func(dc *v1alpha1.DecoratorController) controllerstatus.Status {
 			st := &dc.Status
-			return trackedStatus{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
+			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
 				PausedParents: st.PausedObjects, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
 		},
-		writeStatus: func(dc *v1alpha1.DecoratorController, t trackedStatus) {
+		writeStatus: func(dc *v1alpha1.DecoratorController, t controllerstatus.Status) {
 			dc.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
 				Objects: t.Parents, Attachments: t.Children, PausedObjects: t.PausedParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError,
 				Rollout: t.Rollout}
@@ -175,7 +176,7 @@ func (e kindEntry[T]) kind() kind {
 		return obj, nil
 	}
 	k.author = func(obj controllerObject) *v1alpha1.ControllerAuthor { return e.author(obj.(T)) }
-	k.status = func(m *Manager) statusStore { return kindStatus[T]{entry: e, m: m} }
+	k.status = func(m *Manager) controllerstatus.Store { return kindStatus[T]{entry: e, m: m} }
 	k.revisions = func(obj controllerObject) revisions { return e.revisions(obj.(T)) }
 	return k
 }
@@ -200,38 +201,13 @@ func (k kind) restartsOn(old, cur controllerObject) bool {
 		old.GetAnnotations()[v1alpha1.RolloutResumedAnnotation] != cur.GetAnnotations()[v1alpha1.RolloutResumedAnnotation]
 }
 
-// trackedStatus is the status of a controller of either kind, as the loop
-// keeps it: a CompositeController's parents and children are a
-// DecoratorController's objects and attachments.
-type trackedStatus struct {
-	ObservedGeneration int64
-	Conditions         []metav1.Condition
-	Parents, Children  int32
-	RollingParents     int32
-	PausedParents      int32
-	LastSyncTime       *metav1.Time
-	LastSyncError      string
-	// Rollout is written by the rollout's driver only (rollout.go); the
-	// status tracker keeps it as stored.
-	Rollout *v1alpha1.RolloutStatus
-}
-
-// statusStore reads and writes the status of one kind of controller.
-type statusStore interface {
-	// mutate applies change to the status of the controller named name,
-	// read from the informer's cache, and writes it, unless the
-	// controller is gone or is another one now (not uid); it retries on
-	// a conflict.
-	mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error
-}
-
-// kindStatus is the statusStore of every kind, through its entry.
+// kindStatus is the controllerstatus.Store of every kind, through its entry.
 type kindStatus[T controllerObject] struct {
 	entry kindEntry[T]
 	m     *Manager
 }
 
-func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, change func(*trackedStatus)) error {
+func (s kindStatus[T]) Mutate(ctx context.Context, name string, uid types.UID, change func(*controllerstatus.Status)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := s.entry.lister(s.m).Get(name)
 		if err != nil || current.GetUID() != uid {

@@ -5,13 +5,16 @@
 // restarts and stops its loop (pkg/controller/parentloop), and keeps its
 // status; with leader election, it runs on one replica at a time. The
 // loop's pieces have packages of their own: sharedinformers, expectations,
-// syncgate and parentloop.
+// syncgate and parentloop; a rollout's driver is rolloutdriver (its
+// decisions, pkg/rollout), the status tracker controllerstatus, leader
+// election leader.
 package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +38,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/controllerstatus"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/rolloutdriver"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
@@ -96,7 +101,7 @@ type Config struct {
 	EchoTimeout time.Duration
 	// StopGrace is how long a sync in flight when the loop stops (a
 	// leader stepping down, the process ending) may go on before it is
-	// cancelled; see LeaderElection.StopGrace.
+	// cancelled; see leader.Election.StopGrace.
 	StopGrace time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
@@ -135,7 +140,7 @@ type Manager struct {
 	identities *identities
 	// group is Config.Shards as rollouts need it (rolloutshards.go), nil
 	// without --shards.
-	group shardGroup
+	group rolloutdriver.ShardGroup
 	// loops is what every controller's loop shares, once Run has made
 	// the recorder and the shared informers.
 	loops parentloop.Config
@@ -169,7 +174,7 @@ type running struct {
 	loop  *parentloop.Run
 	// tracker writes the controller's status; revision is the one loop
 	// runs, the update revision during a rollout.
-	tracker  *statusTracker
+	tracker  *controllerstatus.Tracker
 	revision int64
 	// rollout, during a rollout, runs the previous revision's loop
 	// beside loop, and moves the steps (rollout.go).
@@ -180,14 +185,29 @@ type running struct {
 func (r *running) start(ctx context.Context) {
 	r.loop.Start(ctx)
 	if r.rollout != nil {
-		r.rollout.start(ctx)
+		r.rollout.Start(ctx)
 	}
+}
+
+// broken tells whether the controller's rollout driver panicked: it is
+// run anew from its stored status.
+func (r *running) broken() bool {
+	return r.rollout != nil && r.rollout.ctl.broken.Load()
+}
+
+// defs are the definitions the controller runs: its spec's and, during a
+// rollout, the revision's its parents not yet moved run.
+func (r *running) defs() []*definition.Definition {
+	if r.rollout != nil && r.rollout.previousDef != nil {
+		return []*definition.Definition{r.def, r.rollout.previousDef}
+	}
+	return []*definition.Definition{r.def}
 }
 
 // stop ends the controller's loops.
 func (r *running) stop() {
 	if r.rollout != nil {
-		r.rollout.stop()
+		r.rollout.Stop()
 	}
 	r.loop.Stop()
 }
@@ -218,7 +238,7 @@ func NewManager(cfg Config) *Manager {
 		unchanged:  newUnchanged(cfg.Schemas),
 		identities: newIdentities(cfg),
 	}
-	m.group, _ = cfg.Shards.(shardGroup)
+	m.group, _ = cfg.Shards.(rolloutdriver.ShardGroup)
 	if cfg.Shards != nil {
 		// Before the replica acquires any shard: a gain unheard of would
 		// leave parents listed before it unsynced until the next resync.
@@ -384,13 +404,34 @@ func (m *Manager) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer m.queue.Done(name)
-	if err := m.updateRun(ctx, name); err != nil {
+	if err := m.recoveredUpdateRun(ctx, name); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Can't start a controller's loop", "controller", name)
 		m.queue.AddRateLimited(name)
 		return true
 	}
 	m.queue.Forget(name)
 	return true
+}
+
+// recoveredUpdateRun is updateRun with a panic recovered: one controller's
+// panic is its own failure, retried with the queue's capped backoff, and
+// the manager goes on with every other controller. updateRun releases mu
+// in a defer, as the panic unwinds.
+func (m *Manager) recoveredUpdateRun(ctx context.Context, key string) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			perr := &parentloop.PanicError{Recovered: rec, Stack: debug.Stack()}
+			klog.FromContext(ctx).Error(perr, "Recovered a panic in a controller's lifecycle", "controller", key, "stack", string(perr.Stack))
+			parentloop.CountPanic(key)
+			k, name := kindOf(key)
+			if obj, gerr := k.get(m, name); gerr == nil {
+				m.setNotReady(ctx, k, obj, "Panicked", perr)
+				m.event(obj, corev1.EventTypeWarning, "Panicked", perr.Error())
+			}
+			err = perr
+		}
+	}()
+	return m.updateRun(ctx, key)
 }
 
 // updateRun starts, restarts or stops the loop of the controller of key
@@ -414,14 +455,15 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	if current != nil && m.unchangedRun(k, current, obj) {
-		// Unchanged: it runs on unless its author may no longer do what
-		// it does, which starting it again refuses below. Its rollout
-		// follows the spec.
+	if current != nil && m.unchangedRun(k, current, obj) && !current.broken() {
+		// Unchanged: it runs on unless its author (or the author of the
+		// revision its rollout's parents not yet moved run, R10) may no
+		// longer do what it does, which starting it again refuses below.
+		// Its rollout follows the spec.
 		if err := m.followRollout(ctx, k, current, obj); err != nil {
 			return err
 		}
-		if stop, err := m.authorRevoked(ctx, key, current.def); !stop {
+		if stop, err := m.authorRevoked(ctx, key, current.defs()...); !stop {
 			return err
 		}
 	}
@@ -435,11 +477,17 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 		logger.Info(k.name+" changed, or what discovery says of its resources: restarting its loop", "generation", obj.GetGeneration())
 	}
 	run, err := m.newRun(ctx, k, key, obj.DeepCopyObject().(controllerObject), current)
+	if err != nil && current != nil && !current.broken() && isRolloutStatusError(err) {
+		// The new revision's rollout could not be recorded (a conflict,
+		// a timeout): the loop running goes on until it is, rather than
+		// no loop at all (R21).
+		return err
+	}
 	if current != nil {
 		if run != nil && run.rollout != nil && run.rollout.previous == current.loop {
 			// Its loop runs on as the previous revision's of the
 			// rollout begun: its parents are not synced again.
-			current.tracker.retire(run.tracker)
+			current.tracker.Retire(run.tracker)
 		} else {
 			m.stopRun(key, current)
 		}
@@ -465,7 +513,7 @@ func (m *Manager) awaitsDriver(k kind, key string, obj controllerObject) bool {
 		return false
 	}
 	revs := k.revisions(obj)
-	return revs.rollout != nil && (revs.status == nil || revs.status.UpdateRevision != revs.revision) && !m.group.Owns(driverKey(key))
+	return revs.rollout != nil && (revs.status == nil || revs.status.UpdateRevision != revs.revision) && !m.group.Owns(rolloutdriver.DriverKey(key))
 }
 
 // unchangedRun tells whether the running loop r runs obj as it is now,
@@ -496,12 +544,13 @@ func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controll
 	if err := m.checkAuthor(ctx, def); err != nil {
 		return nil, err
 	}
-	status := newStatusTracker(owner, k.status(m), m.cfg.StatusInterval, len(def.Parents()))
+	status := controllerstatus.New(owner, k.status(m), m.cfg.StatusInterval, len(def.Parents()))
+	status.Event = func(eventType, reason, message string) { m.event(owner, eventType, reason, message) }
 	loop, err := parentloop.NewRun(ctx, &m.loops, key, owner, def, status)
 	if err != nil {
 		return nil, err
 	}
-	status.counts = loop.Counts
+	status.Counts = loop.Counts
 	r := &running{owner: owner, def: def, loop: loop, tracker: status, revision: k.revisions(owner).revision}
 	if err := m.withRollout(ctx, k, key, r, current); err != nil {
 		loop.Close()
@@ -584,10 +633,10 @@ func (m *Manager) event(obj runtime.Object, eventType, reason, message string) {
 // writes only when that changes the Ready condition, and says whether it
 // did.
 func (m *Manager) setNotReady(ctx context.Context, k kind, obj controllerObject, reason string, cause error) bool {
-	message := truncate(cause.Error(), 1024)
+	message := controllerstatus.Truncate(cause.Error(), 1024)
 	generation := obj.GetGeneration()
 	changed := true
-	err := k.status(m).mutate(ctx, obj.GetName(), obj.GetUID(), func(s *trackedStatus) {
+	err := k.status(m).Mutate(ctx, obj.GetName(), obj.GetUID(), func(s *controllerstatus.Status) {
 		if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse &&
 			c.Reason == reason && c.Message == message && c.ObservedGeneration == generation {
 			changed = false

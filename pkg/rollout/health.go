@@ -62,6 +62,9 @@ func compileHealth(expr string, stored bool) (*Health, error) {
 	return &Health{expr: expr, program: program}, nil
 }
 
+// Expr is the condition as written.
+func (h *Health) Expr() string { return h.expr }
+
 // Healthy evaluates the condition over the parent.
 func (h *Health) Healthy(ctx context.Context, parent *unstructured.Unstructured) (bool, error) {
 	out, _, err := h.program.ContextEval(ctx, map[string]interface{}{"parent": parent.Object})

@@ -44,7 +44,7 @@ type Plan struct {
 
 // NewPlan is the plan of the rollout's steps at status.
 func NewPlan(steps []v1alpha1.RolloutStep, status *v1alpha1.RolloutStatus) (*Plan, error) {
-	if status == nil || status.Phase == v1alpha1.RolloutComplete || int(status.Step) >= len(steps) {
+	if status == nil || status.Phase == v1alpha1.RolloutComplete || len(steps) == 0 {
 		return &Plan{All: true}, nil
 	}
 	if status.Phase == v1alpha1.RolloutRolledBack {
@@ -57,6 +57,8 @@ func NewPlan(steps []v1alpha1.RolloutStep, status *v1alpha1.RolloutStatus) (*Pla
 	if status.StepStartTime == nil {
 		last--
 	}
+	// Steps cut below the step under way hold it at the last one (Step).
+	last = min(last, len(steps)-1)
 	for i := 0; i <= last; i++ {
 		if s := steps[i].Selector; s != nil {
 			sel, err := metav1.LabelSelectorAsSelector(s)
@@ -104,10 +106,9 @@ func LimitOf(step v1alpha1.RolloutStep, previous int32, waiting []metav1.Object)
 			}
 		}
 		slices.Sort(above)
-		n := int(*step.MaxParents)
-		if n >= len(above) {
-			return Buckets
-		}
+		// Never more than the parents seen waiting: a view that missed
+		// parents (or has none yet) moves no share it did not see.
+		n := min(int(*step.MaxParents), len(above))
 		if n <= 0 {
 			return previous
 		}

@@ -96,7 +96,10 @@ func TestPlanOfEndedRollouts(t *testing.T) {
 		{nil, 100},
 		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutComplete}, 100},
 		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutRolledBack, BucketLimit: Buckets}, 0},
-		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 1}, 100},
+		// A step index past the steps (steps cut mid-rollout) holds at
+		// the last step's plan: it never moves every parent (R2).
+		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 1}, 0},
+		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 1, BucketLimit: 1000}, 10},
 		{&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing}, 0},
 	} {
 		p, err := NewPlan(steps, tc.status)

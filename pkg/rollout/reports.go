@@ -26,6 +26,14 @@ type Tally struct {
 	// Unreported are the shards no report counted for: the step does not
 	// pass while there are any.
 	Unreported []int
+	// Paused are the step's parents paused by their annotation, which the
+	// loop does not sync: neither moved nor failing, counted apart (R6).
+	Paused int32
+	// HealthErrors are the moved parents the health condition could not
+	// be evaluated on, HealthError the first error: they fail the gate,
+	// and the status says why.
+	HealthErrors int32
+	HealthError  string
 }
 
 // OfStep tells whether the report is of the step under way at status.
@@ -81,6 +89,18 @@ func Merge(reports []v1alpha1.RolloutReplicaReport, report *v1alpha1.RolloutRepl
 	out = append(out, *report)
 	slices.SortFunc(out, func(a, b v1alpha1.RolloutReplicaReport) int { return strings.Compare(a.Replica, b.Replica) })
 	return out
+}
+
+// notes are what the status adds to a step's count of healthy parents.
+func (t Tally) notes() string {
+	var s string
+	if t.Paused > 0 {
+		s += fmt.Sprintf("; %d paused parents not gated", t.Paused)
+	}
+	if t.HealthErrors > 0 {
+		s += fmt.Sprintf("; the health condition failed on %d parents: %s", t.HealthErrors, t.HealthError)
+	}
+	return s
 }
 
 // Waiting says which shards the step waits for the reports of.

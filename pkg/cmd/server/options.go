@@ -30,7 +30,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller"
+	"github.com/composite-apiserver/composite-apiserver/pkg/controller/leader"
 	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
@@ -88,7 +88,7 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElection are the Lease's settings, and those of the shards'
 	// Leases.
-	LeaderElection controller.LeaderElection
+	LeaderElection leader.Election
 	// Shards divides the loop's parents into that many shards shared by
 	// all replicas; 0 does not.
 	Shards int
@@ -165,7 +165,7 @@ func NewOptions(stdout, stderr io.Writer) *Options {
 		FinalizeGrace:     reconcile.DefaultFinalizeGrace,
 		EchoTimeout:       parentloop.DefaultEchoTimeout,
 		HookDeniedCIDRs:   hooks.DefaultDeniedDestinations,
-		LeaderElection: controller.LeaderElection{
+		LeaderElection: leader.Election{
 			Namespace: "composite-system", Name: "composite-apiserver",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		},

@@ -1,14 +1,24 @@
-package controller
+// Package controllerstatus keeps a CompositeController's or
+// DecoratorController's status as its loop runs: the Ready, HookReachable
+// and Authorized conditions, the counts of parents and children, the last
+// sync, written every interval and only when it changed. A rollout's part
+// of the status (status.rollout) is its driver's, which the tracker keeps
+// as stored.
+package controllerstatus
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -16,17 +26,49 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
 )
 
-// statusTracker keeps a controller's status in memory as its parents are
+// Status is the status of a controller of either kind, as the loop keeps
+// it: a CompositeController's parents and children are a
+// DecoratorController's objects and attachments.
+type Status struct {
+	ObservedGeneration int64
+	Conditions         []metav1.Condition
+	Parents, Children  int32
+	RollingParents     int32
+	PausedParents      int32
+	LastSyncTime       *metav1.Time
+	LastSyncError      string
+	// Rollout is written by the rollout's driver only; the tracker keeps
+	// it as stored.
+	Rollout *v1alpha1.RolloutStatus
+}
+
+// Store reads and writes the status of one kind of controller.
+type Store interface {
+	// Mutate applies change to the status of the controller named name,
+	// read from the informer's cache, and writes it, unless the
+	// controller is gone or is another one now (not uid); it retries on
+	// a conflict.
+	Mutate(ctx context.Context, name string, uid types.UID, change func(*Status)) error
+}
+
+// Owner is the controller whose status a Tracker keeps.
+type Owner interface {
+	GetName() string
+	GetUID() types.UID
+	GetGeneration() int64
+}
+
+// Tracker keeps a controller's status in memory as its parents are
 // synced, and writes it every interval, only when it changed: a busy
 // controller writes its status a few times a minute, not once per parent
 // sync. A DecoratorController's parent loops (one per resource) share one.
-type statusTracker struct {
-	owner    controllerObject
-	store    statusStore
+type Tracker struct {
+	owner    Owner
+	store    Store
 	interval time.Duration
 	// counts are the controller's parents, children and parents
 	// mid-rollout (parentloop.Run.Counts), set once its loop is made.
-	counts func() parentloop.Counts
+	Counts func() parentloop.Counts
 	// countTook is how long the last count took (Run's goroutine only).
 	countTook time.Duration
 
@@ -38,39 +80,46 @@ type statusTracker struct {
 	access        *metav1.Condition
 	lastSync      time.Time
 	lastSyncError string
-	written       *trackedStatus
+	written       *Status
+	// panicking are the parents whose last sync panicked, with the
+	// panic: the controller is not Ready while any is.
+	panicking map[string]string
+	// Event records an Event on the controller (Manager.event).
+	Event func(eventType, reason, message string)
 	// successor, once set, is the tracker of the controller's next
 	// revision, whose rollout took this one's loop on as its previous
 	// revision's: this one writes nothing more, and passes what its loop
 	// reports on to it.
-	successor *statusTracker
+	successor *Tracker
 }
 
-// retire makes successor the tracker this one's loop reports to.
-func (s *statusTracker) retire(successor *statusTracker) {
+// Retire makes successor the tracker this one's loop reports to.
+func (s *Tracker) Retire(successor *Tracker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.successor = successor
 }
 
 // next is the successor to report to, nil while this tracker is current.
-func (s *statusTracker) next() *statusTracker {
+func (s *Tracker) next() *Tracker {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.successor
 }
 
-var _ parentloop.Status = &statusTracker{}
+var _ parentloop.Status = &Tracker{}
 
-func newStatusTracker(owner controllerObject, store statusStore, interval time.Duration, loops int) *statusTracker {
-	return &statusTracker{owner: owner, store: store, interval: interval, starting: loops, ready: metav1.Condition{
+// New is the tracker of owner's status, written to store every
+// interval, Ready once loops parent loops started.
+func New(owner Owner, store Store, interval time.Duration, loops int) *Tracker {
+	return &Tracker{owner: owner, store: store, interval: interval, starting: loops, ready: metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Starting", Message: "waiting for informers to sync",
 	}}
 }
 
-// setOwner takes the controller as written now, whose generation the
+// SetOwner takes the controller as written now, whose generation the
 // status observes: a change of its rollout alone keeps its loop.
-func (s *statusTracker) setOwner(owner controllerObject) {
+func (s *Tracker) SetOwner(owner Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.owner = owner
@@ -78,7 +127,7 @@ func (s *statusTracker) setOwner(owner controllerObject) {
 
 // Started records that one parent loop's informers synced; the controller
 // is Ready once all of them did.
-func (s *statusTracker) Started(message string) {
+func (s *Tracker) Started(message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.starting--; s.starting <= 0 {
@@ -88,7 +137,7 @@ func (s *statusTracker) Started(message string) {
 
 // HookCalled records whether the hooks answered; an invalid answer is a
 // reachable hook with a wrong answer.
-func (s *statusTracker) HookCalled(err error) {
+func (s *Tracker) HookCalled(err error) {
 	if n := s.next(); n != nil {
 		n.HookCalled(err)
 		return
@@ -96,7 +145,7 @@ func (s *statusTracker) HookCalled(err error) {
 	var call *hooks.CallError
 	c := metav1.Condition{Type: v1alpha1.ConditionHookReachable, Status: metav1.ConditionTrue, Reason: "HookAnswered", Message: "the last hook call was answered"}
 	if err != nil && errors.As(err, &call) {
-		c = metav1.Condition{Type: v1alpha1.ConditionHookReachable, Status: metav1.ConditionFalse, Reason: "HookCallFailed", Message: truncate(err.Error(), 1024)}
+		c = metav1.Condition{Type: v1alpha1.ConditionHookReachable, Status: metav1.ConditionFalse, Reason: "HookCallFailed", Message: Truncate(err.Error(), 1024)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,22 +155,64 @@ func (s *statusTracker) HookCalled(err error) {
 // Authorized records whether the last sync could read and write all it
 // needed as the controller's subject: a refusal names the subject and the
 // right.
-func (s *statusTracker) Authorized(err error) {
+func (s *Tracker) Authorized(err error) {
 	if n := s.next(); n != nil {
 		n.Authorized(err)
 		return
 	}
 	c := metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionTrue, Reason: "Allowed", Message: "the last sync was allowed everything it did"}
 	if err != nil {
-		c = metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionFalse, Reason: "Forbidden", Message: truncate(err.Error(), 1024)}
+		c = metav1.Condition{Type: v1alpha1.ConditionAuthorized, Status: metav1.ConditionFalse, Reason: "Forbidden", Message: Truncate(err.Error(), 1024)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.access = &c
 }
 
+// Panicked records that the sync of the parent of key panicked (err) or,
+// with nil, ended without: a panic makes the controller not Ready, with
+// reason Panicked and an Event, until that parent syncs without one.
+func (s *Tracker) Panicked(key string, err error) {
+	if n := s.next(); n != nil {
+		n.Panicked(key, err)
+		return
+	}
+	s.mu.Lock()
+	if err == nil {
+		if _, ok := s.panicking[key]; ok {
+			delete(s.panicking, key)
+		}
+		s.mu.Unlock()
+		return
+	}
+	if s.panicking == nil {
+		s.panicking = map[string]string{}
+	}
+	s.panicking[key] = err.Error()
+	event := s.Event
+	s.mu.Unlock()
+	if event != nil {
+		event(corev1.EventTypeWarning, "Panicked", fmt.Sprintf("the sync of %s panicked, retrying with backoff: %s", key, Truncate(err.Error(), 512)))
+	}
+}
+
+// panicked is the Ready condition of a controller one of whose parents'
+// syncs panicked last; under mu.
+func (s *Tracker) panicked() (metav1.Condition, bool) {
+	if len(s.panicking) == 0 {
+		return metav1.Condition{}, false
+	}
+	keys := make([]string, 0, len(s.panicking))
+	for k := range s.panicking {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Panicked",
+		Message: Truncate(fmt.Sprintf("the last sync of %d parents panicked (first: %s): %s", len(keys), keys[0], s.panicking[keys[0]]), 1024)}, true
+}
+
 // Synced records how the last sync ended.
-func (s *statusTracker) Synced(err error) {
+func (s *Tracker) Synced(err error) {
 	if n := s.next(); n != nil {
 		n.Synced(err)
 		return
@@ -131,7 +222,7 @@ func (s *statusTracker) Synced(err error) {
 	s.lastSync = time.Now()
 	s.lastSyncError = ""
 	if err != nil {
-		s.lastSyncError = truncate(err.Error(), 1024)
+		s.lastSyncError = Truncate(err.Error(), 1024)
 	}
 }
 
@@ -145,7 +236,7 @@ const countingShare = 0.01
 
 // Run writes the status every interval, or every took/countingShare when
 // the last count took longer, until ctx is done.
-func (s *statusTracker) Run(ctx context.Context) {
+func (s *Tracker) Run(ctx context.Context) {
 	for {
 		s.write(ctx)
 		select {
@@ -163,14 +254,14 @@ func pace(interval, countTook time.Duration) time.Duration {
 	return max(interval, time.Duration(float64(countTook)/countingShare))
 }
 
-func (s *statusTracker) desired() trackedStatus {
+func (s *Tracker) desired() Status {
 	start := time.Now()
-	n := s.counts()
+	n := s.Counts()
 	s.countTook = time.Since(start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	generation := s.owner.GetGeneration()
-	status := trackedStatus{
+	status := Status{
 		ObservedGeneration: generation,
 		Parents:            int32(n.Parents),
 		Children:           int32(n.Children),
@@ -178,7 +269,11 @@ func (s *statusTracker) desired() trackedStatus {
 		PausedParents:      int32(n.Paused),
 		LastSyncError:      s.lastSyncError,
 	}
-	conditions := []metav1.Condition{s.ready}
+	ready := s.ready
+	if c, ok := s.panicked(); ok {
+		ready = c
+	}
+	conditions := []metav1.Condition{ready}
 	if s.hook != nil {
 		conditions = append(conditions, *s.hook)
 	}
@@ -196,7 +291,7 @@ func (s *statusTracker) desired() trackedStatus {
 	return status
 }
 
-func (s *statusTracker) write(ctx context.Context) {
+func (s *Tracker) write(ctx context.Context) {
 	if s.next() != nil {
 		return
 	}
@@ -207,7 +302,7 @@ func (s *statusTracker) write(ctx context.Context) {
 	s.mu.Lock()
 	owner := s.owner
 	s.mu.Unlock()
-	err := s.store.mutate(ctx, owner.GetName(), owner.GetUID(), func(stored *trackedStatus) {
+	err := s.store.Mutate(ctx, owner.GetName(), owner.GetUID(), func(stored *Status) {
 		// Keep transition times of conditions that did not change.
 		conditions, rollout := stored.Conditions, stored.Rollout
 		for _, c := range status.Conditions {
@@ -225,7 +320,7 @@ func (s *statusTracker) write(ctx context.Context) {
 
 // sameStatus compares all but the last sync time, which is written only
 // once it is a minute older than the one stored: it moves on every sync.
-func sameStatus(a, b trackedStatus) bool {
+func sameStatus(a, b Status) bool {
 	at, bt := a.LastSyncTime, b.LastSyncTime
 	a.LastSyncTime, b.LastSyncTime = nil, nil
 	if !equality.Semantic.DeepEqual(a, b) {
@@ -237,7 +332,8 @@ func sameStatus(a, b trackedStatus) bool {
 	return at == nil || bt.Sub(at.Time) < time.Minute
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to n bytes, marking the cut.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,7 @@
-package controller
+// Package leader runs the controller loop on one replica at a time: a
+// Lease held with client-go's leader election, handed over to the
+// replicas of a --shards group when they appear.
+package leader
 
 import (
 	"context"
@@ -14,8 +17,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
 )
 
-// LeaderElection configures running the loop on one replica at a time.
-type LeaderElection struct {
+// Election configures running the loop on one replica at a time.
+type Election struct {
 	// Namespace and Name of the Lease.
 	Namespace, Name string
 	LeaseDuration   time.Duration
@@ -33,11 +36,11 @@ type LeaderElection struct {
 // another replica may take the Lease LeaseDuration after that renewal:
 // half of what remains between the two is the grace, so that even then
 // no sync of this replica's outlives its Lease.
-func (le LeaderElection) StopGrace() time.Duration {
+func (le Election) StopGrace() time.Duration {
 	return max(0, (le.LeaseDuration-le.RenewDeadline-le.RetryPeriod)/2)
 }
 
-// RunWithLeaderElection runs run while this replica holds the Lease; API
+// Run runs run while this replica holds the Lease; API
 // serving goes on in every replica regardless. Losing the Lease stops the
 // loop (run's context is cancelled) and the replica tries to get it back.
 //
@@ -46,7 +49,7 @@ func (le LeaderElection) StopGrace() time.Duration {
 // beside this loop: the leader runs the loop only while none of them is
 // live, and steps down when one joins. The members, for their part, take
 // no shard while this Lease is held (pkg/shard).
-func RunWithLeaderElection(ctx context.Context, kube kubernetes.Interface, le LeaderElection, run func(context.Context)) error {
+func Run(ctx context.Context, kube kubernetes.Interface, le Election, run func(context.Context)) error {
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
@@ -71,7 +74,7 @@ func RunWithLeaderElection(ctx context.Context, kube kubernetes.Interface, le Le
 // no sync of this replica's is still running when another replica may
 // take the Lease (client-go releases it as soon as its context ends, with
 // the loop maybe still stopping). The Lease is renewed meanwhile.
-func term(ctx context.Context, lock resourcelock.Interface, le LeaderElection, identity string, lead func(context.Context)) {
+func term(ctx context.Context, lock resourcelock.Interface, le Election, identity string, lead func(context.Context)) {
 	logger := klog.FromContext(ctx)
 	electing, release := context.WithCancel(ctx)
 	defer release()
@@ -108,7 +111,7 @@ func term(ctx context.Context, lock resourcelock.Interface, le LeaderElection, i
 // Lease, before the loop starts: a member that wrote its membership before
 // that check is seen by it, and one that writes it after reads the Lease
 // held, and waits.
-func lead(ctx context.Context, members *shard.Members, le LeaderElection, identity string, run func(context.Context)) {
+func lead(ctx context.Context, members *shard.Members, le Election, identity string, run func(context.Context)) {
 	logger := klog.FromContext(ctx).WithValues("identity", identity)
 	if live, err := members.Live(ctx); err != nil || len(live) > 0 {
 		if err != nil {
@@ -149,7 +152,7 @@ func lead(ctx context.Context, members *shard.Members, le LeaderElection, identi
 
 // awaitNoMembers waits until no shard member of the group is live, and
 // tells whether ctx is still going. A failed read is waited out too.
-func awaitNoMembers(ctx context.Context, members *shard.Members, le LeaderElection) bool {
+func awaitNoMembers(ctx context.Context, members *shard.Members, le Election) bool {
 	logger := klog.FromContext(ctx)
 	var last string
 	for ctx.Err() == nil {

@@ -1,4 +1,4 @@
-package controller
+package leader
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // not lead again while the member is live.
 func TestALeaderStepsDownForShardMembersAndReleasesItsLeaseAfterItsLoop(t *testing.T) {
 	kube := fake.NewClientset()
-	le := LeaderElection{Namespace: "composite-system", Name: "loop", LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}
+	le := Election{Namespace: "composite-system", Name: "loop", LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	leases := kube.CoordinationV1().Leases(le.Namespace)
@@ -33,7 +33,7 @@ func TestALeaderStepsDownForShardMembersAndReleasesItsLeaseAfterItsLoop(t *testi
 	}
 	started, stopped := make(chan struct{}, 10), make(chan string, 10)
 	go func() {
-		_ = RunWithLeaderElection(ctx, kube, le, func(ctx context.Context) {
+		_ = Run(ctx, kube, le, func(ctx context.Context) {
 			started <- struct{}{}
 			<-ctx.Done()
 			// Still held while the loop stops.
@@ -88,11 +88,11 @@ func TestALeaderStepsDownForShardMembersAndReleasesItsLeaseAfterItsLoop(t *testi
 // defaults (15 s, 10 s, 2 s), 1.5 s; none when the timings leave no room.
 func TestTheStopGraceEndsBeforeALostLeaseCanBeTaken(t *testing.T) {
 	for _, c := range []struct {
-		le   LeaderElection
+		le   Election
 		want time.Duration
 	}{
-		{LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, 1500 * time.Millisecond},
-		{LeaderElection{LeaseDuration: 10 * time.Second, RenewDeadline: 8 * time.Second, RetryPeriod: 2 * time.Second}, 0},
+		{Election{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, 1500 * time.Millisecond},
+		{Election{LeaseDuration: 10 * time.Second, RenewDeadline: 8 * time.Second, RetryPeriod: 2 * time.Second}, 0},
 	} {
 		got := c.le.StopGrace()
 		if got != c.want {

@@ -97,6 +97,9 @@ type Status interface {
 	Authorized(err error)
 	// Synced says how the last sync ended.
 	Synced(err error)
+	// Panicked says a sync of the parent of key panicked (err, a
+	// *PanicError), or, with nil, that it ended without.
+	Panicked(key string, err error)
 	// Run writes the status now and then until ctx is done; the
 	// controller's first parent loop calls it once its informers synced.
 	Run(ctx context.Context)

@@ -14,9 +14,18 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 16),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"controller"})
+	panicsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "composite_controller_panics_total",
+		Help:           "Panics recovered in a controller's sync or rollout, by controller (CompositeController or DecoratorController): each one was retried with backoff, and the server served on.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"controller"})
 )
+
+// CountPanic counts a panic recovered in the controller of key (the
+// manager's name for it: Run's key).
+func CountPanic(key string) { panicsTotal.WithLabelValues(key).Inc() }
 
 // Metrics are the parent loops' metrics, for the server's /metrics.
 func Metrics() []metrics.Registerable {
-	return []metrics.Registerable{syncsTotal, syncLatency}
+	return []metrics.Registerable{syncsTotal, syncLatency, panicsTotal}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
 )
 
 // Revision is what a rollout asks of the loop of one revision of a
@@ -21,7 +22,19 @@ type Revision struct {
 	// Runs tells whether this loop syncs the parent now.
 	Runs func(parent metav1.Object) bool
 	// Synced, when set, is told how each sync this loop ran ended.
-	Synced func(parent *unstructured.Unstructured, err error)
+	Synced func(parent *unstructured.Unstructured, sync SyncOutcome)
+}
+
+// SyncOutcome is how one sync of a parent ended, for a rollout's gate.
+type SyncOutcome struct {
+	Err error
+	// Written is the resourceVersion of the sync's last write of the
+	// parent (its status), "" when it wrote none: the gate reads the
+	// parent's health only once its cache is at least that new (R8).
+	Written string
+	// StatusDeferred says the sync left the status to the sync after
+	// its children's echoes: the gate waits for that one.
+	StatusDeferred bool
 }
 
 // SetRevision makes the loop sync only the parents rev runs, from its
@@ -58,10 +71,16 @@ func (pc *parentLoop) runs(parent metav1.Object) bool {
 }
 
 // revisionSynced tells the revision how the sync of parent ended.
-func (pc *parentLoop) revisionSynced(parent *unstructured.Unstructured, err error) {
-	if rev := pc.revision.Load(); rev != nil && rev.Synced != nil {
-		rev.Synced(parent, err)
+func (pc *parentLoop) revisionSynced(parent *unstructured.Unstructured, res *reconcile.Result, err error) {
+	rev := pc.revision.Load()
+	if rev == nil || rev.Synced == nil {
+		return
 	}
+	out := SyncOutcome{Err: err, StatusDeferred: res.StatusDeferred}
+	if n := len(res.ParentWrites); n > 0 {
+		out.Written = res.ParentWrites[n-1].ResourceVersion
+	}
+	rev.Synced(parent, out)
 }
 
 // paused tells whether parent is paused (v1alpha1.ParentPausedAnnotation).
@@ -111,4 +130,18 @@ func (pc *parentLoop) markPaused(ctx context.Context, parent *unstructured.Unstr
 		klog.FromContext(ctx).V(2).Info("Parent paused by its annotation: not synced")
 	}
 	return err
+}
+
+// HasSynced tells whether every parent loop's handlers have had their
+// informers' initial lists: until then Parents misses parents, and a
+// rollout judges no step on it.
+func (r *Run) HasSynced() bool {
+	for _, pc := range r.pcs {
+		select {
+		case <-pc.synced:
+		default:
+			return false
+		}
+	}
+	return true
 }

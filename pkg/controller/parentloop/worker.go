@@ -3,6 +3,8 @@ package parentloop
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,7 @@ func (pc *parentLoop) process(ctx context.Context, qkey, key string) {
 
 	start := time.Now()
 	deferredLast := pc.expectations.Begin(key)
-	requeueAfter, writes, err := pc.sync(ctx, key, !deferredLast)
+	requeueAfter, writes, err := pc.recoveredSync(ctx, key, !deferredLast)
 	if err != nil {
 		writes = nil
 	}
@@ -68,6 +70,35 @@ func (pc *parentLoop) process(ctx context.Context, qkey, key string) {
 	}
 	pc.status.Synced(err)
 	pc.requeue(logger, qkey, requeueAfter, err)
+}
+
+// PanicError is a panic recovered in a controller's sync: the sync failed,
+// and is retried with backoff like any failed sync; the server goes on.
+type PanicError struct {
+	Recovered interface{}
+	Stack     []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Recovered) }
+
+// recoveredSync is sync, with a panic recovered as a *PanicError, as
+// controller-runtime's RecoverPanic does: one controller's bug (or one
+// parent's shape that a hook answer makes it meet) must not end the
+// process that serves the API and every other controller. The locks a sync
+// takes are released by its defers while the panic unwinds.
+func (pc *parentLoop) recoveredSync(ctx context.Context, key string, mayDefer bool) (_ time.Duration, _ *expectations.Writes, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr := &PanicError{Recovered: r, Stack: debug.Stack()}
+			klog.FromContext(ctx).Error(perr, "Recovered a panic in a sync; retrying with backoff", "stack", string(perr.Stack))
+			CountPanic(pc.key)
+			pc.status.Panicked(key, perr)
+			err = perr
+		}
+	}()
+	requeueAfter, writes, err := pc.sync(ctx, key, mayDefer)
+	pc.status.Panicked(key, nil)
+	return requeueAfter, writes, err
 }
 
 // requeue queues the parent of qkey again as its sync ended: after
@@ -130,6 +161,9 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 	if paused(parent) {
 		return 0, nil, pc.markPaused(ctx, parent)
 	}
+	if beforeSync != nil {
+		beforeSync(parent)
+	}
 	if err := pc.checkActor(ctx, parent); err != nil {
 		pc.status.Authorized(err)
 		pc.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "Forbidden", err.Error())
@@ -141,7 +175,7 @@ func (pc *parentLoop) sync(ctx context.Context, key string, mayDefer bool) (time
 	})
 	if res.Plan != nil || err != nil {
 		pc.status.HookCalled(err)
-		pc.revisionSynced(parent, err)
+		pc.revisionSynced(parent, res, err)
 	}
 	pc.authorized(parent, err)
 	if pc.cfg.Unchanged != nil {

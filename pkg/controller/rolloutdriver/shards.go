@@ -1,4 +1,4 @@
-package controller
+package rolloutdriver
 
 import (
 	"context"
@@ -19,27 +19,28 @@ import (
 // one replica can't see is how the other replicas' syncs ended: each
 // reports its own parents' part of the step's gate in
 // status.rollout.replicas, and one replica, the holder of the shard of the
-// controller's key (driverKey), drives: it begins, gates, passes, pauses
-// and rolls back steps as a lone replica does, from the sum of the reports
-// of every shard's holder (rollout.Gather). Its writes end with its hold of
-// that shard (Begin's context), and whoever holds it next takes the
-// rollout on from its status, so a failover or a shard move resumes it
-// where it was, and no parent is synced by two revisions: a parent has one
-// holder, which syncs it with the revision the stored status gives it.
+// controller's key (DriverKey), drives: it feeds the step function the sum
+// of the reports of every shard's holder (rollout.Gather). Its writes end
+// with its hold of that shard (Begin's context), and whoever holds it next
+// takes the rollout on from its status, so a failover or a shard move
+// resumes it where it was, and no parent is synced by two revisions: a
+// parent has one holder, which syncs it with the revision the stored
+// status gives it. A replica reports only once its informers have listed:
+// a report of an empty view would pass a step (R1).
 
-// shardGroup is what a rollout needs of the group of --shards
+// ShardGroup is what a rollout needs of the group of --shards
 // (pkg/shard.Member): the parents' shards, this replica's identity and
 // shards, and who holds every shard.
-type shardGroup interface {
+type ShardGroup interface {
 	syncgate.ParentShards
 	Identity() string
 	Owned() []int
 	Holders() []string
 }
 
-// rolloutShards is a rollout's part in the group of --shards.
-type rolloutShards struct {
-	group     shardGroup
+// shardsState is a rollout's part in the group of --shards.
+type shardsState struct {
+	group     ShardGroup
 	driverKey string
 	// driving says whether this replica drove at its last tick.
 	driving bool
@@ -50,25 +51,15 @@ type rolloutShards struct {
 	tallied *v1alpha1.RolloutReplicaReport
 }
 
-// driverKey is the key whose shard's holder drives the rollout of the
+// DriverKey is the key whose shard's holder drives the rollout of the
 // controller of key.
-func driverKey(key string) string { return "rollout/" + key }
-
-// stored is the controller's rollout status as this replica's informer
-// has it, nil when the controller is gone or has none.
-func (r *rolloutRun) stored() *v1alpha1.RolloutStatus {
-	obj, err := r.k.get(r.m, r.owner.GetName())
-	if err != nil || obj.GetUID() != r.owner.GetUID() {
-		return nil
-	}
-	return r.k.revisions(obj).status
-}
+func DriverKey(key string) string { return "rollout/" + key }
 
 // adopt takes the rollout's status as its driver wrote it: this replica
 // moves the parents of its shards as it says, and a resumed step's parents
-// are synced again for its gate, as the driver's own are (resume).
-func (r *rolloutRun) adopt() {
-	st := r.stored()
+// are synced again for its gate, as the driver's own are.
+func (r *Driver) adopt() {
+	st := r.cfg.Controller.Stored()
 	r.mu.Lock()
 	if st == nil || st.UpdateRevision != r.status.UpdateRevision {
 		// A new revision restarts the controller's loops.
@@ -87,24 +78,22 @@ func (r *rolloutRun) adopt() {
 	err := r.replan()
 	r.mu.Unlock()
 	if err != nil {
-		klog.Background().Error(err, "Can't follow the controller's rollout", "controller", r.key)
+		klog.Background().Error(err, "Can't follow the controller's rollout", "controller", r.cfg.Key)
 		return
 	}
 	r.enqueueMoved(before)
 	if st.Phase == v1alpha1.RolloutComplete {
-		// The manager stops the previous revision's loop and this driver.
-		r.m.queue.Add(r.key)
+		r.cfg.Controller.Done()
 	}
 }
 
-// ownReport is this replica's report of the step under way; under mu.
-func (r *rolloutRun) ownReport(ctx context.Context) *v1alpha1.RolloutReplicaReport {
+// ownReport is this replica's report of the step under way in st.
+func (r *Driver) ownReport(ctx context.Context, st *v1alpha1.RolloutStatus) *v1alpha1.RolloutReplicaReport {
 	t := r.look(ctx)
-	st := &r.status
 	rep := &v1alpha1.RolloutReplicaReport{
 		Replica: r.shards.group.Identity(), UpdateRevision: st.UpdateRevision, Step: st.Step, StepStartTime: st.StepStartTime.DeepCopy(),
 		UpdatedParents: t.Updated, HealthyParents: t.Healthy, SyncFailures: t.SyncFailures,
-		FailingParents: t.Failing[:min(len(t.Failing), maxFailingNamed)],
+		FailingParents: t.Failing[:min(len(t.Failing), rollout.MaxFailingNamed)],
 	}
 	for _, s := range r.shards.group.Owned() {
 		rep.Shards = append(rep.Shards, int32(s))
@@ -114,31 +103,34 @@ func (r *rolloutRun) ownReport(ctx context.Context) *v1alpha1.RolloutReplicaRepo
 
 // report writes this replica's report of the step under way when the
 // stored one is not it (changed, or dropped by a replica that did not
-// know this one yet): only a step under way is gated.
-func (r *rolloutRun) report(ctx context.Context) {
-	r.mu.Lock()
-	rep, owner := r.shards.tallied, r.owner
+// know this one yet): only a step under way is gated, and only a view
+// that has listed is reported on.
+func (r *Driver) report(ctx context.Context) {
+	rep := r.shards.tallied
 	r.shards.tallied = nil
-	if r.status.Phase != v1alpha1.RolloutProgressing || r.status.StepStartTime == nil {
-		r.mu.Unlock()
+	r.mu.Lock()
+	st := r.status.DeepCopy()
+	r.mu.Unlock()
+	if st.Phase != v1alpha1.RolloutProgressing || st.StepStartTime == nil || !r.cfg.Update.HasSynced() || !r.cfg.Previous.HasSynced() {
 		return
 	}
-	if rep == nil || !sameStep(rep, &r.status) {
-		rep = r.ownReport(ctx)
+	if rep == nil || !sameStep(rep, st) {
+		rep = r.ownReport(ctx, st)
 	}
-	r.mu.Unlock()
-	if st := r.stored(); st != nil {
-		for i := range st.Replicas {
-			if equality.Semantic.DeepEqual(&st.Replicas[i], rep) {
+	if stored := r.cfg.Controller.Stored(); stored != nil {
+		for i := range stored.Replicas {
+			if equality.Semantic.DeepEqual(&stored.Replicas[i], rep) {
 				return
 			}
 		}
 	}
 	holders := r.shards.group.Holders()
-	err := r.store.mutate(ctx, owner.GetName(), owner.GetUID(), func(t *trackedStatus) {
-		if t.Rollout != nil && t.Rollout.UpdateRevision == rep.UpdateRevision {
-			t.Rollout.Replicas = rollout.Merge(t.Rollout.Replicas, rep, holders)
+	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus {
+		if stored != nil && stored.UpdateRevision == rep.UpdateRevision {
+			stored = stored.DeepCopy()
+			stored.Replicas = rollout.Merge(stored.Replicas, rep, holders)
 		}
+		return stored
 	})
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't report on the controller's rollout", "err", err)
@@ -146,18 +138,21 @@ func (r *rolloutRun) report(ctx context.Context) {
 }
 
 // tally is the gate's view of every parent the step moved: this replica's
-// own, with the other replicas' reports of theirs with --shards; under mu.
-func (r *rolloutRun) tally(ctx context.Context) rollout.Tally {
+// own, with the other replicas' reports of theirs with --shards.
+func (r *Driver) tally(ctx context.Context) rollout.Tally {
 	if r.shards == nil {
 		return r.look(ctx)
 	}
+	r.mu.Lock()
+	st := r.status.DeepCopy()
+	r.mu.Unlock()
 	var reports []v1alpha1.RolloutReplicaReport
-	if st := r.stored(); st != nil {
-		reports = st.Replicas
+	if stored := r.cfg.Controller.Stored(); stored != nil {
+		reports = stored.Replicas
 	}
 	holders := r.shards.group.Holders()
-	r.shards.tallied = r.ownReport(ctx)
-	return rollout.Gather(&r.status, holders, rollout.Merge(reports, r.shards.tallied, holders))
+	r.shards.tallied = r.ownReport(ctx, st)
+	return rollout.Gather(st, holders, rollout.Merge(reports, r.shards.tallied, holders))
 }
 
 // sameStep tells whether rep reports on the step under way in st.
@@ -167,8 +162,8 @@ func sameStep(rep *v1alpha1.RolloutReplicaReport, st *v1alpha1.RolloutStatus) bo
 }
 
 // withReports is the driver's status to write over stored, keeping the
-// replicas' reports stored, with its own as it is now.
-func (r *rolloutRun) withReports(status, stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus {
+// replicas' reports stored.
+func (r *Driver) withReports(status, stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus {
 	if r.shards == nil {
 		return status
 	}

@@ -164,13 +164,55 @@ func waitMutatedChildren(t *testing.T, gvr schema.GroupVersionResource, ns, pare
 	return got
 }
 
+// onDeleteReason is the reason a preview gives a child that
+// updateStrategy OnDelete leaves alone and that differs by the local merge:
+// the loop never asks the target cluster about such a child, so the
+// preview cannot tell a change of the hook's from what admission added.
+const onDeleteReason = "differs by the local merge, which does not see the cluster's defaulting and admission; updateStrategy OnDelete updates it only once deleted"
+
+// previewPlan is the plan of a /sync dry run of parent.
+func previewPlan(t *testing.T, ns, ctrl, parent string) ([]v1alpha1.SyncPlanItem, error) {
+	t.Helper()
+	preview, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
+		Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: parent}},
+	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return nil, err
+	}
+	return preview.Status.Plan, nil
+}
+
+// unconverged says what of a /sync dry run's plan is not a child left
+// unchanged for no reason; under OnDelete, the local merge's difference
+// may show, with onDeleteReason.
+func unconverged(plan []v1alpha1.SyncPlanItem, method v1alpha1.ChildUpdateMethod) []string {
+	var out []string
+	if len(plan) != len(mutatedChildren) {
+		out = append(out, fmt.Sprintf("%d children planned, want %d", len(plan), len(mutatedChildren)))
+	}
+	for _, item := range plan {
+		switch {
+		case item.Action == v1alpha1.SyncActionUnchanged && item.Reason == "" && len(item.Diff) == 0:
+		case item.Action == v1alpha1.SyncActionUnchanged && method == v1alpha1.ChildUpdateOnDelete && item.Reason == onDeleteReason && len(item.Diff) > 0:
+		default:
+			out = append(out, fmt.Sprintf("%s %s %s: %q, diff %q", item.Action, item.Kind, item.Name, item.Reason, item.Diff))
+		}
+	}
+	return out
+}
+
 // assertStable checks, after several fresh syncs, that no child was
 // written, deleted or recreated since before, that (with noEvents, when
 // the hook never asked for a change) no Event of the parent says a child
-// differs, and that a /sync dry run and a fleet preview of the controller
-// both plan every child unchanged, for no reason: the loop, /sync and the
-// fleet preview agree.
-func assertStable(t *testing.T, hook *mutatedHook, gvr schema.GroupVersionResource, ns, ctrl, parent string, before map[string]mutatedChild, noEvents bool) {
+// differs, that a /sync dry run plans every child unchanged, and that a
+// fleet preview of the controller does too. A preview asks the target
+// cluster nothing, so it knows what admission did to a child from what
+// the loop learnt of it (the loop's dry runs, and what its applies
+// stored): the children the update strategy would write are planned
+// unchanged for no reason, as the loop plans them. Under OnDelete the
+// loop asks the cluster nothing either, and the preview may show the local
+// merge's difference, with onDeleteReason.
+func assertStable(t *testing.T, hook *mutatedHook, gvr schema.GroupVersionResource, ns, ctrl, parent string, method v1alpha1.ChildUpdateMethod, before map[string]mutatedChild, noEvents bool) {
 	t.Helper()
 	hook.waitFreshCalls(t, parent, 3)
 	if after := mutatedChildrenOf(t, gvr, ns, parent); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -181,19 +223,12 @@ func assertStable(t *testing.T, hook *mutatedHook, gvr schema.GroupVersionResour
 			t.Errorf("Event of %s: %s", parent, e)
 		}
 	}
-	preview, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
-		Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: parent}},
-	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	plan, err := previewPlan(t, ns, ctrl, parent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(preview.Status.Plan) != len(mutatedChildren) {
-		t.Errorf("/sync dry run of %s plans %d children, want %d", parent, len(preview.Status.Plan), len(mutatedChildren))
-	}
-	for _, item := range preview.Status.Plan {
-		if item.Action != v1alpha1.SyncActionUnchanged || item.Reason != "" || len(item.Diff) > 0 {
-			t.Errorf("/sync dry run of %s: %s %s %s: %q, diff %q; want it unchanged", parent, item.Action, item.Kind, item.Name, item.Reason, item.Diff)
-		}
+	for _, p := range unconverged(plan, method) {
+		t.Errorf("/sync dry run of %s: %s; want every child unchanged", parent, p)
 	}
 	fleet, err := cc.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), ctrl, &v1alpha1.FleetPreview{}, metav1.CreateOptions{})
 	if err != nil {
@@ -304,7 +339,11 @@ func installMutatingPolicy(t *testing.T, name, ns string) {
 // ConfigMaps: a MutatingAdmissionPolicy that adds a data key and overrides
 // a label the hook sets. After several fresh syncs, no child's UID or
 // resourceVersion moved, no Event says a child differs, and the /sync dry
-// run and the fleet preview plan every child unchanged. Before the fix, the
+// run and the fleet preview plan every child unchanged, by what the loop
+// learnt from the cluster (under OnDelete, which asks the cluster nothing,
+// the /sync dry run may show the local merge's difference, for
+// onDeleteReason; and it does show the hook's change before the children
+// are deleted). Before the fix, the
 // loop compared the hook's object with the live one by its own merge, which
 // sees neither admission nor defaulting: Recreate and RollingRecreate
 // deleted and recreated the Pods on every sync, and every strategy's plan
@@ -357,7 +396,7 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 	createParent(t, ns, "p", ctrl, map[string]interface{}{"version": "v1"})
 	before := waitMutatedChildren(t, gvr, ns, "p", "v1")
 	assertMutated(t, kind, ns, "p-0")
-	assertStable(t, hook, gvr, ns, ctrl, "p", before, true)
+	assertStable(t, hook, gvr, ns, ctrl, "p", method, before, true)
 
 	// A change the hook makes is still a change: it rolls out as the
 	// strategy says, and the new children are as stable.
@@ -367,6 +406,7 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 		if got := mutatedChildrenOf(t, gvr, ns, "p"); fmt.Sprint(got) != fmt.Sprint(before) {
 			t.Fatalf("OnDelete changed children before they were deleted: before %v, after %v", before, got)
 		}
+		assertOnDeletePreview(t, ns, ctrl, "p", "v2")
 		for _, n := range mutatedChildren {
 			if err := dyn.Resource(gvr).Namespace(ns).Delete(context.Background(), "p-"+n, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
@@ -380,7 +420,27 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 			t.Errorf("%s %s after the change: UID %s, before %s; updateStrategy %s keeps it: %v", kind, "p-"+n, after[n].UID, before[n].UID, method, inPlace)
 		}
 	}
-	assertStable(t, hook, gvr, ns, ctrl, "p", after, false)
+	assertStable(t, hook, gvr, ns, ctrl, "p", method, after, false)
+}
+
+// assertOnDeletePreview checks that a /sync dry run shows the change the
+// hook asked for of the children that OnDelete leaves alone: each
+// unchanged, with onDeleteReason and a difference that names version.
+func assertOnDeletePreview(t *testing.T, ns, ctrl, parent, version string) {
+	t.Helper()
+	plan, err := previewPlan(t, ns, ctrl, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != len(mutatedChildren) {
+		t.Errorf("/sync dry run of %s plans %d children, want %d", parent, len(plan), len(mutatedChildren))
+	}
+	for _, item := range plan {
+		if item.Action != v1alpha1.SyncActionUnchanged || item.Reason != onDeleteReason || !strings.Contains(strings.Join(item.Diff, "\n"), version) {
+			t.Errorf("/sync dry run of %s: %s %s %s: %q, diff %q; want it unchanged, for %q, with a difference naming %s",
+				parent, item.Action, item.Kind, item.Name, item.Reason, item.Diff, onDeleteReason, version)
+		}
+	}
 }
 
 // assertMutated checks that admission did mutate the child, so that the

@@ -252,11 +252,6 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 		owners[c.parent.GetUID()] = true
 	}
 	env.Index = newPageChildren(children, f.r.caches, owners)
-	if f.r.caches != nil {
-		if o := f.r.caches.Ownership(); o != nil {
-			env.Ownership = o
-		}
-	}
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
 	pageCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {

@@ -136,14 +136,17 @@ func TestTotalsAddUpThePlans(t *testing.T) {
 	}
 }
 
-// fakeCaches holds one index, of configmaps.
-type fakeCaches struct{ index engine.ChildIndex }
+// fakeCaches holds one index, of configmaps, and the loop's comparison.
+type fakeCaches struct {
+	index     engine.ChildIndex
+	ownership engine.FieldOwnership
+}
 
 func (c fakeCaches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool) {
 	return c.index, gvr == configMaps
 }
 
-func (fakeCaches) Ownership() engine.FieldOwnership { return nil }
+func (c fakeCaches) Ownership() engine.FieldOwnership { return c.ownership }
 
 type oneChild struct{ obj *unstructured.Unstructured }
 
@@ -171,7 +174,7 @@ func TestPageChildrenReadTheLoopsCacheAsTheCallerMay(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{oneChild{cached}}, nil)
+	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{index: oneChild{cached}}, nil)
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
 	objs, err := page.Candidates(ctx, configMaps, "ns", "uid")
 	if err != nil || len(objs) != 1 || objs[0] != cached {

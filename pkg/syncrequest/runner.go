@@ -73,7 +73,8 @@ type Runner struct {
 	// a controller's reads and writes are checked against and done as.
 	Identity rights.IdentityPolicy
 	// caches are the loop's caches of child resources on this replica,
-	// which fleet previews read instead of listing; nil for none.
+	// which fleet previews read instead of listing, and its comparison,
+	// with which every sync compares children; nil for none.
 	caches ChildCaches
 	// gate admits a live sync beside the controller loop; nil for none.
 	gate LoopGate
@@ -99,12 +100,14 @@ type ChildCaches interface {
 	// synced.
 	Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool)
 	// Ownership compares children as the loop does, remembering the
-	// converged ones; nil for none.
+	// converged ones and what the target cluster's dry runs answered;
+	// nil for none.
 	Ownership() engine.FieldOwnership
 }
 
 // ReadChildrenFrom makes fleet previews read children from caches where
-// they hold them. Call it before serving.
+// they hold them, and every sync compare children with their Ownership.
+// Call it before serving.
 func (r *Runner) ReadChildrenFrom(caches ChildCaches) { r.caches = caches }
 
 // NewRunner returns a Runner for cluster; a nil cluster means standalone
@@ -156,6 +159,10 @@ func (r *Runner) Run(ctx context.Context, controller runtime.Object, req *v1alph
 	if err != nil {
 		return nil, err
 	}
+	pausedWarning, err := pausedParent(def, parent, dryRun)
+	if err != nil {
+		return nil, err
+	}
 	if at, other := atParentsRevision(controller, parent); other {
 		if def, controllerHooks, act, err = r.compiled(ctx, at, resolver); err != nil {
 			return nil, err
@@ -174,6 +181,9 @@ func (r *Runner) Run(ctx context.Context, controller runtime.Object, req *v1alph
 	status, err := r.answer(ctx, def, req, dryRun, parent, result)
 	if err != nil {
 		return nil, err
+	}
+	if pausedWarning != "" {
+		status.Warnings = append(status.Warnings, pausedWarning)
 	}
 	if result.res.Skipped == "" {
 		status.Timings.TotalMillis = time.Since(start).Milliseconds()
@@ -345,6 +355,30 @@ func parentKey(def *definition.Definition, ref *v1alpha1.ParentReference) string
 	return ref.Namespace + "/" + ref.Name
 }
 
+// pausedParent answers a sync of a parent annotated
+// v1alpha1.ParentPausedAnnotation "true", which the controller loop does not
+// sync: a live sync would run over the pause that an operator set, so it is
+// refused; a preview runs, as it writes nothing, and warns that the loop
+// does not sync the parent.
+func pausedParent(def *definition.Definition, parent *unstructured.Unstructured, dryRun bool) (warning string, err error) {
+	if parent.GetAnnotations()[v1alpha1.ParentPausedAnnotation] != "true" {
+		return "", nil
+	}
+	if dryRun {
+		return fmt.Sprintf("%s %s is annotated %s=true: the controller loop does not sync it, and a live /sync of it is refused while it is",
+			parent.GetKind(), cache.MetaObjectToName(parent), v1alpha1.ParentPausedAnnotation), nil
+	}
+	ns := ""
+	if parent.GetNamespace() != "" {
+		ns = " -n " + parent.GetNamespace()
+	}
+	gr := def.Parent.GVR.GroupResource()
+	return "", apierrors.NewConflict(gr, parent.GetName(), fmt.Errorf(
+		"it is annotated %[1]s=true, so the controller loop does not sync it, and a live /sync does not run over the pause: "+
+			"preview the sync with ?dryRun=All, or remove the annotation (kubectl annotate%[2]s %[3]s %[4]s %[1]s-) to sync it, which resumes the loop's syncs of it",
+		v1alpha1.ParentPausedAnnotation, ns, gr, parent.GetName()))
+}
+
 // checkRequest refuses what a request can't ask of this server: a live
 // sync without a target cluster or of an inline parent, and
 // spec.serverDryRun outside a preview or without a cluster.
@@ -377,6 +411,16 @@ func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authoriz
 	if act.Clients != nil {
 		client, meta = act.Clients.Dynamic, act.Clients.Metadata
 	}
+	var ownership engine.FieldOwnership = r.cluster.Schemas
+	if r.caches != nil {
+		// The loop's memo holds what the target cluster answered about
+		// each child (admission, defaulting), which a preview, asking it
+		// nothing, would otherwise not know: a child that admission alone
+		// makes differ would be planned as an update the loop never makes.
+		if o := r.caches.Ownership(); o != nil {
+			ownership = o
+		}
+	}
 	return reconcile.Env{
 		Client:   client,
 		Metadata: meta,
@@ -390,7 +434,7 @@ func (r *Runner) env(resolver definition.KindResolver, authz authorizer.Authoriz
 			Subjects:     act.Readers,
 		},
 		Recorder:  r.recorder,
-		Ownership: r.cluster.Schemas,
+		Ownership: ownership,
 		Revisions: reconcile.ClientRevisions{Client: client},
 	}, children, nil
 }

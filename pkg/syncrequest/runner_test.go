@@ -1,13 +1,19 @@
 package syncrequest
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/openapi/openapitest"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -15,6 +21,10 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
+	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
@@ -191,5 +201,136 @@ func BenchmarkWouldStoreSchema(b *testing.B) {
 		if out, warnings := r.wouldStore(def, parent, plan, nil); len(out) != 10 || len(warnings) != 0 {
 			b.Fatalf("%d children, warnings %q", len(out), warnings)
 		}
+	}
+}
+
+// TestASyncComparesChildrenWithTheLoopsMemo: a /sync preview asks the target
+// cluster nothing, so what its admission and defaulting do to a child it
+// knows only from the loop, which asked: a child that admission alone makes
+// differ from the hook's (a policy overrides a label the hook sets) is
+// planned unchanged, as the loop plans it, where the loop runs on this
+// replica; without it the local merge decides.
+func TestASyncComparesChildrenWithTheLoopsMemo(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Hello",
+		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
+		"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "p"}}},
+	}}
+	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync")
+	cc.Spec.ChildResources[0].UpdateStrategy = &v1alpha1.CompositeControllerChildUpdateStrategy{Method: v1alpha1.ChildUpdateInPlace}
+	def := definitiontest.Compile(t, cc)
+	desired := configMap("p-a", map[string]interface{}{"color": "blue"})
+	desired.SetLabels(map[string]string{"app": "p", "team": "hook"})
+	live := stored(t, desired, def.FieldManager, []metav1.OwnerReference{engine.ControllerRef(parent)})
+	live.SetLabels(map[string]string{"app": "p", "team": "platform"})
+	// What the loop learnt: a dry run of the apply answered the child as
+	// it is.
+	memo := fieldowner.NewUnchanged(deducedSchemas, 10)
+	want := engine.WithOwnerReferences(desired, engine.ChildOwnerReferences(parent, desired))
+	if res, err := memo.CompareDryRun(live, want, live.DeepCopy(), def.FieldManager); err != nil || res.Changed {
+		t.Fatalf("the loop's dry run: %+v, %v; want it unchanged", res, err)
+	}
+	rec := &reconcile.Controller{Def: def, Hooks: engine.Hooks{Sync: engine.InProcess(hookapi.SyncHookFunc(
+		func(context.Context, *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
+			return &hookapi.SyncHookResponse{Children: []*unstructured.Unstructured{desired.DeepCopy()}}, nil
+		}))}}
+	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: "default", Name: "p"}}}
+	for _, tc := range []struct {
+		name   string
+		caches ChildCaches
+		want   v1alpha1.SyncAction
+	}{
+		{"the loop runs here: its memo decides", fakeCaches{ownership: memo}, v1alpha1.SyncActionUnchanged},
+		{"no loop here: the local merge decides", nil, v1alpha1.SyncActionUpdate},
+		{"a loop without a memo: the local merge decides", fakeCaches{}, v1alpha1.SyncActionUpdate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"}, live.DeepCopy())
+			r := &Runner{cluster: &target.Cluster{Dynamic: client, Schemas: deducedSchemas}, caches: tc.caches}
+			res, err := r.sync(context.Background(), rec, definition.GuessingResolver(), &rights.Actor{}, parent, req, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := res.res.Plan.Items
+			if len(items) != 1 || items[0].Action != tc.want {
+				t.Fatalf("plan %+v, want the child %s", items, tc.want)
+			}
+			if tc.want == v1alpha1.SyncActionUnchanged && (items[0].Reason != "" || len(items[0].Diff) > 0) {
+				t.Errorf("reason %q, diff %q; want neither: the child is converged", items[0].Reason, items[0].Diff)
+			}
+		})
+	}
+}
+
+// TestALiveSyncRespectsAPausedParent: the controller loop does not sync a
+// parent annotated paused, and a live /sync does not either: it is refused
+// with a Conflict that names the annotation and how to sync the parent. A
+// preview of it runs and warns that the loop does not sync it.
+func TestALiveSyncRespectsAPausedParent(t *testing.T) {
+	def := definitiontest.Compile(t, configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync"))
+	for _, tc := range []struct {
+		name        string
+		annotation  string
+		dryRun      bool
+		wantRefused bool
+		wantWarning bool
+	}{
+		{name: "a live sync of a paused parent is refused", annotation: "true", wantRefused: true},
+		{name: "a preview of a paused parent warns", annotation: "true", dryRun: true, wantWarning: true},
+		{name: "a live sync of a parent not paused runs"},
+		{name: "only true pauses", annotation: "false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "example.com/v1", "kind": "Hello",
+				"metadata": map[string]interface{}{"name": "p", "namespace": "team-a"},
+			}}
+			if tc.annotation != "" {
+				parent.SetAnnotations(map[string]string{v1alpha1.ParentPausedAnnotation: tc.annotation})
+			}
+			warning, err := pausedParent(def, parent, tc.dryRun)
+			if refused := apierrors.IsConflict(err); refused != tc.wantRefused || (err != nil && !refused) {
+				t.Fatalf("error %v, want a Conflict %v", err, tc.wantRefused)
+			}
+			if tc.wantRefused {
+				for _, says := range []string{v1alpha1.ParentPausedAnnotation, "?dryRun=All", "kubectl annotate -n team-a hellos.example.com p " + v1alpha1.ParentPausedAnnotation + "-"} {
+					if !strings.Contains(err.Error(), says) {
+						t.Errorf("refusal %q does not say %q", err, says)
+					}
+				}
+			}
+			if (warning != "") != tc.wantWarning || tc.wantWarning && !strings.Contains(warning, "the controller loop does not sync it") {
+				t.Errorf("warning %q, want one %v saying the loop does not sync it", warning, tc.wantWarning)
+			}
+		})
+	}
+}
+
+// TestAPreviewOfAPausedParentSaysTheLoopDoesNotSyncIt: the warning reaches
+// the answer of a preview, which otherwise plans as for any parent.
+func TestAPreviewOfAPausedParentSaysTheLoopDoesNotSyncIt(t *testing.T) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"children":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-a"},"data":{"k":"v"}}]}`))
+	}))
+	defer hook.Close()
+	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
+	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
+		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default","annotations":{"` + v1alpha1.ParentPausedAnnotation + `":"true"}}}`),
+	}}}
+	st, err := NewRunner(context.Background(), nil, nil, hooks.Destinations{}).Run(context.Background(), cc, req, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Plan) != 1 || st.Plan[0].Action != v1alpha1.SyncActionCreate {
+		t.Errorf("plan %+v, want the child created", st.Plan)
+	}
+	var warned bool
+	for _, w := range st.Warnings {
+		warned = warned || strings.Contains(w, "Hello default/p is annotated "+v1alpha1.ParentPausedAnnotation+"=true")
+	}
+	if !warned {
+		t.Errorf("warnings %q, want one saying the parent is paused", st.Warnings)
 	}
 }

@@ -81,21 +81,7 @@ var (
 // BuildCompositeAPIServer builds this checkout's server once per test
 // process and returns the binary's path.
 func BuildCompositeAPIServer() (string, error) {
-	buildOnce.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		out := filepath.Join(root, "_output", "bin", "composite-apiserver")
-		cmd := exec.Command("go", "build", "-o", out, "./cmd/composite-apiserver")
-		cmd.Dir = root
-		if output, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("can't build composite-apiserver: %w\n%s", err, output)
-			return
-		}
-		built = out
-	})
+	buildOnce.Do(func() { built, buildErr = buildCompositeAPIServer("composite-apiserver") })
 	return built, buildErr
 }
 

@@ -158,6 +158,14 @@ func (m *Manager) checkAuthor(ctx context.Context, def *definition.Definition) e
 		": nothing is done for the controller until they may again, or until someone who may writes it"}
 }
 
+// forgetRecheck drops a re-check due for a controller that is gone, whose
+// key would otherwise stay in recheck for the life of the process (R20).
+func (m *Manager) forgetRecheck(key string) {
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
+	delete(m.recheck, key)
+}
+
 // recheckAuthors marks every running controller's author as due for
 // checkAuthor and queues the controller, every period, until ctx is done.
 func (m *Manager) recheckAuthors(ctx context.Context, period time.Duration) {

@@ -449,6 +449,7 @@ func (m *Manager) updateRun(ctx context.Context, key string) error {
 	current := m.running[key]
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
 		m.setWaiting(key, false)
+		m.forgetRecheck(key)
 		if current != nil {
 			logger.Info(k.name + " is gone: stopping its loop")
 			m.stopRun(key, current)

@@ -414,3 +414,32 @@ func TestDecodeSharesNoMaps(t *testing.T) {
 		t.Error("changing Decode's labels changed a shared object's")
 	}
 }
+
+// TestDeepLabelsAreNotShared: only members of objects up to a pod
+// template's metadata are shared, so that a value nested as
+// {"labels":{"labels":…}} is decoded in one pass, not skimmed again at
+// every level (R20a).
+func TestDeepLabelsAreNotShared(t *testing.T) {
+	same := func(in string, path ...string) bool {
+		t.Helper()
+		var got []interface{}
+		for i := 0; i < 2; i++ {
+			obj, err := DecodeShared([]byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v interface{} = obj
+			for _, k := range path {
+				v = v.(map[string]interface{})[k]
+			}
+			got = append(got, v)
+		}
+		return reflect.ValueOf(got[0]).Pointer() == reflect.ValueOf(got[1]).Pointer()
+	}
+	if !same(`{"spec":{"template":{"metadata":{"labels":{"x":"y"}}}}}`, "spec", "template", "metadata", "labels") {
+		t.Errorf("a pod template's labels are not shared")
+	}
+	if same(`{"spec":{"a":{"b":{"c":{"labels":{"x":"y"}}}}}}`, "spec", "a", "b", "c", "labels") {
+		t.Errorf("labels of an object 5 deep are shared: each level of a nested {\"labels\":{\"labels\":…}} is skimmed again")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -356,6 +357,19 @@ func TestPausedParentIsNotSynced(t *testing.T) {
 	if g := observedGeneration(t, ns, "quiet"); g == 2 {
 		t.Errorf("the paused parent's status observed generation 2: it was synced")
 	}
+	// A live /sync does not run over the pause either; a preview runs.
+	ref := v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: "quiet"}}}
+	_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), v1alpha1.ParentPausedAnnotation) {
+		t.Errorf("a live /sync of the paused parent answered %v, want a 409 naming %s", err, v1alpha1.ParentPausedAnnotation)
+	}
+	if _, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("a preview of the paused parent: %v", err)
+	}
+	if n := sum(hook.callsOf(ns + "/quiet")); n != calls+1 {
+		t.Errorf("the paused parent's hook was called %d times by a refused live /sync and a preview, want once (the preview)", n-calls)
+	}
+	calls++
 	if _, stderr, err := stack.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"-"); err != nil {
 		t.Fatalf("kubectl annotate: %v: %s", err, stderr)
 	}

@@ -66,3 +66,30 @@ func TestAControllerWhoseAuthorLostARightIsForbidden(t *testing.T) {
 		})
 	}
 }
+
+// The periodic author re-check covers every revision a controller runs:
+// during a rollout, the revision its parents not yet moved run, whose
+// author may have been revoked while the rollout sat paused (R10).
+func TestAuthorRecheckCoversTheRolloutsPreviousRevision(t *testing.T) {
+	cc := &v1alpha1.CompositeController{ObjectMeta: metav1.ObjectMeta{Name: "hello"}}
+	cc.Spec.ParentResource.ResourceRule = v1alpha1.ResourceRule{APIVersion: "example.com/v1", Resource: "hellos"}
+	update, err := definition.Compile(cc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous := *update
+	update.Author, previous.Author = &v1alpha1.ControllerAuthor{Username: "bob"}, &v1alpha1.ControllerAuthor{Username: "alice"}
+	// alice's bindings were deleted; bob may do everything.
+	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetUser().GetName() == "alice" {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		return authorizer.DecisionAllow, "", nil
+	})
+	m := &Manager{cfg: Config{Authorizer: authz}, recheck: map[string]bool{"hello": true}}
+	r := &running{def: update, rollout: &rolloutRun{previousDef: &previous}}
+	stop, err := m.authorRevoked(context.Background(), "hello", r.defs()...)
+	if err != nil || !stop {
+		t.Errorf("re-check during a rollout whose previous revision's author was revoked: stop %v, err %v; want a stop", stop, err)
+	}
+}

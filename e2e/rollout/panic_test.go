@@ -122,30 +122,7 @@ func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
 
 // plainController is a CompositeController of the hellos labelled
 // test=<name>, whose sync hook is revision v1's of hook.
-func plainController(name, hookURL string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {test: %[1]s}
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      webhook:
-        url: %[2]s/v1/sync
-        timeout: 3s
-`, name, hookURL)
-}
+func plainController(name, hookURL string) string { return plainControllerOf(name, hookURL, "v1") }
 
 // annotate runs kubectl annotate of annotation on the hello ns/name.
 func annotate(t *testing.T, ns, name, annotation string) {

@@ -36,6 +36,15 @@ func rolloutController(name, hookURL, revision string) string {
 // rolloutControllerWith is rolloutController with rollout, the YAML under
 // spec.rollout from its steps' items on (four-space indented).
 func rolloutControllerWith(name, hookURL, revision, rollout string) string {
+	return plainControllerOf(name, hookURL, revision) + `  rollout:
+    steps:
+` + rollout
+}
+
+// plainControllerOf is a CompositeController of the hellos labelled
+// test=<name> with ConfigMap children, whose sync hook is revision's of
+// the hook at hookURL, with no rollout.
+func plainControllerOf(name, hookURL, revision string) string {
 	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -57,9 +66,7 @@ spec:
       webhook:
         url: %[2]s/%[3]s/sync
         timeout: 3s
-  rollout:
-    steps:
-%[4]s`, name, hookURL, revision, rollout)
+`, name, hookURL, revision)
 }
 
 // TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes lands a change of

@@ -91,8 +91,9 @@ func Step(in Input) Decision {
 	if st.Phase == v1alpha1.RolloutComplete || in.Spec == nil || len(in.Spec.Steps) == 0 {
 		return d
 	}
-	upgrade(st, in.Spec)
-	holdAtLastStep(st, in.Spec)
+	if Upgrade(st, in.Spec) {
+		d.Moved = true
+	}
 	if stop := d.pauseOrResume(in); stop || d.Resync {
 		// Paused, or just resumed: a resumed step is gated from the
 		// next look on, on the syncs since (its results so far no longer
@@ -113,18 +114,28 @@ func Step(in Input) Decision {
 	return d
 }
 
-// upgrade reads a status an earlier server wrote: it paused a failed step
-// by spec.rollout.paused over the failure, rolled back or not, so that the
-// failed revision ran again (R5). Such a status keeps its pausedTime: the
-// failure comes back, rolled back when the rollout rolls back.
-func upgrade(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) {
+// Upgrade reads a status as this server decides on it, and says whether
+// that moves parents (the driver then plans from it, as it must before its
+// first decision too): an earlier server paused a failed step by
+// spec.rollout.paused over the failure, rolled back or not, so that the
+// failed revision ran again (R5); such a status keeps its pausedTime, and
+// the failure comes back, rolled back when the rollout rolls back. And a
+// step index past the steps written holds at the last step
+// (holdAtLastStep).
+func Upgrade(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) (moved bool) {
+	if st.Phase == v1alpha1.RolloutComplete || spec == nil || len(spec.Steps) == 0 {
+		return false
+	}
+	holdAtLastStep(st, spec)
 	if st.Phase != v1alpha1.RolloutPaused || st.Reason != ReasonPausedByUser || st.PausedTime == nil {
-		return
+		return false
 	}
 	st.Reason, st.Message = "StepFailed", "a failed step, paused by spec.rollout.paused on an earlier server"
 	if p := spec.OnFailure; p != nil && *p == v1alpha1.RolloutRollback {
 		st.Phase = v1alpha1.RolloutRolledBack
+		return true
 	}
+	return false
 }
 
 // holdAtLastStep keeps the step index within the steps written: steps cut

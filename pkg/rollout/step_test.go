@@ -90,7 +90,7 @@ func TestStep(t *testing.T) {
 	}, {
 		name:  "a status an earlier server paused over a rollback is rolled back again (R5, upgrade)",
 		in:    Input{Spec: threeSteps(), Status: &v1alpha1.RolloutStatus{UpdateRevision: 2, Steps: 3, Step: 1, Phase: v1alpha1.RolloutPaused, Reason: ReasonPausedByUser, BucketLimit: 5000, PausedTime: at(0)}, Now: t0, View: View{Synced: true}},
-		phase: v1alpha1.RolloutRolledBack, step: 1, reason: "StepFailed", limit: 5000,
+		phase: v1alpha1.RolloutRolledBack, step: 1, reason: "StepFailed", limit: 5000, moved: true,
 	}, {
 		name:  "a resume after the failure begins again at the first step",
 		in:    Input{Spec: threeSteps(), Status: &v1alpha1.RolloutStatus{UpdateRevision: 2, Steps: 3, Step: 1, Phase: v1alpha1.RolloutRolledBack, Reason: "HealthCheckFailed", BucketLimit: 5000, PausedTime: at(0)}, ResumedAt: t0.Add(time.Second), Now: t0.Add(time.Second), View: View{Synced: true}},

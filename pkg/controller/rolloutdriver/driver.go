@@ -169,6 +169,11 @@ func New(cfg Config) (*Driver, error) {
 	if err := r.setSpec(cfg.Spec); err != nil {
 		return nil, err
 	}
+	// Planned from the status as the step function reads it, not as an
+	// earlier server may have stored it: a pause it wrote over a rollback
+	// moves no parent back to the failed revision, not even until the
+	// first decision is written.
+	rollout.Upgrade(&r.status, &r.spec)
 	if err := r.replan(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
@@ -32,6 +33,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/pkg/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
+	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
 	"github.com/composite-apiserver/composite-apiserver/registry/controllerrevision"
 	"github.com/composite-apiserver/composite-apiserver/registry/decoratorcontroller"
 )
@@ -174,6 +176,10 @@ func (c completedConfig) New() (*Server, error) {
 		opts.Rights = &rights.Checker{Kube: c.ExtraConfig.Target.Kube, Identity: c.ExtraConfig.Identity}
 		opts.Authors = &rights.Escalation{Authorizer: authz}
 		opts.Self = c.ExtraConfig.Target.Username
+		// A rollout's health condition is typed by, and its cost
+		// estimated over, the parent's schema where the cluster serves it.
+		disc := c.ExtraConfig.Target.Discovery
+		opts.ParentSchemas = &controllerregistry.ParentSchemas{Kinds: disc, Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc.Client()}}
 	}
 	runner := syncrequest.NewRunner(context.Background(), c.ExtraConfig.Target, authz, c.ExtraConfig.HookDestinations)
 	runner.Identity = c.ExtraConfig.Identity

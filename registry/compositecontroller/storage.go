@@ -56,6 +56,9 @@ func kind(scheme *runtime.Scheme) controllerregistry.Kind {
 		Rollout: func(obj runtime.Object) *metacontroller.ControllerRollout {
 			return obj.(*metacontroller.CompositeController).Spec.Rollout
 		},
+		Parents: func(obj runtime.Object) []metacontroller.ResourceRule {
+			return []metacontroller.ResourceRule{obj.(*metacontroller.CompositeController).Spec.ParentResource.ResourceRule}
+		},
 		Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
 			proposed := stored.(*metacontroller.CompositeController).DeepCopy()
 			if req.Spec.CompositeController == nil {
@@ -83,6 +86,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	}
 	if opts.Authors != nil {
 		s.mayAuthor = k.MayAuthor(opts.Authors)
+	}
+	if opts.ParentSchemas != nil {
+		s.healthCost = k.HealthCost(opts.ParentSchemas, expressions)
 	}
 	store := controllerregistry.NewStore("compositecontrollers", "compositecontroller",
 		func() runtime.Object { return &metacontroller.CompositeController{} },

@@ -39,6 +39,9 @@ type strategy struct {
 	// identityRequired refuses a controller that names no ServiceAccount
 	// (--require-controller-service-account without a default).
 	identityRequired bool
+	// healthCost checks a new health condition against the parent
+	// resource's schema; nil without a target cluster.
+	healthCost controllerregistry.HealthCheck
 }
 
 // expressions compiles the CEL and templates of patches with the patch
@@ -87,8 +90,7 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 			// pause) runs nothing new: the revision keeps its author.
 			newCC.Status.Author = s.authors.Of(ctx)
 		}
-		newCC.Status.Revision, newCC.Status.History = revisions.Update(oldCC.Spec, newCC.Spec, oldCC.Status.Revision, oldCC.Status.Author,
-			oldCC.Status.History, oldCC.Status.Rollout, controllerregistry.HistoryLimit(newCC.Spec.RevisionHistoryLimit))
+		newCC.Status.Revision, newCC.Status.History, _ = updateRevisions(newCC, oldCC)
 	case oldCC.Status.Author == nil:
 		// A controller stored before authors were recorded runs nothing
 		// until someone who passes the author checks writes it again, its
@@ -144,9 +146,17 @@ func defaultMode(v metacontroller.HookVersion) metacontroller.ResponseUnmarshall
 	return metacontroller.ResponseUnmarshallMode(definition.DefaultMode(v1alpha1.HookVersion(v)))
 }
 
+// updateRevisions numbers newCC's spec, replacing oldCC's, and keeps its
+// history; dropped are the revisions the history's size dropped.
+func updateRevisions(newCC, oldCC *metacontroller.CompositeController) (int64, []metacontroller.CompositeControllerRevision, []int64) {
+	return revisions.Update(oldCC.Spec, newCC.Spec, oldCC.Status.Revision, oldCC.Status.Author,
+		oldCC.Status.History, oldCC.Status.Rollout, controllerregistry.HistoryLimit(newCC.Spec.RevisionHistoryLimit))
+}
+
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	cc := obj.(*metacontroller.CompositeController)
 	errs := append(validation.ValidateCompositeController(cc, expressions), s.validateDestinations(cc)...)
+	errs = append(errs, s.healthCost.Validate(ctx, cc, nil)...)
 	return append(errs, s.validateIdentity(cc)...)
 }
 
@@ -191,6 +201,7 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	cc, oldCC := obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController)
 	errs := append(validation.ValidateCompositeControllerUpdate(cc, oldCC, expressions), s.validateDestinations(cc)...)
+	errs = append(errs, s.healthCost.Validate(ctx, cc, oldCC)...)
 	if !apiequality.Semantic.DeepEqual(cc.Spec, oldCC.Spec) {
 		// A controller stored before the flag was set keeps working
 		// through metadata updates; its loop refuses to run it.
@@ -199,11 +210,18 @@ func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) f
 	return errs
 }
 
+// WarningsOnUpdate also names the revisions the update dropped from
+// status.history for its size: PrepareForUpdate, which a fleet preview
+// runs too, has no warnings to give.
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	cc := obj.(*metacontroller.CompositeController)
+	cc, oldCC := obj.(*metacontroller.CompositeController), old.(*metacontroller.CompositeController)
 	warnings := append(legacyShapeWarnings(cc), validation.Warnings(cc, expressions)...)
-	if s.rightsWarnings != nil && !apiequality.Semantic.DeepEqual(cc.Spec, old.(*metacontroller.CompositeController).Spec) {
-		warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
+	if !apiequality.Semantic.DeepEqual(cc.Spec, oldCC.Spec) {
+		_, _, dropped := updateRevisions(cc, oldCC)
+		warnings = append(warnings, controllerregistry.TrimWarnings(dropped)...)
+		if s.rightsWarnings != nil {
+			warnings = append(warnings, s.rightsWarnings(ctx, cc)...)
+		}
 	}
 	return warnings
 }

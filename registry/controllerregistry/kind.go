@@ -29,6 +29,9 @@ type Kind struct {
 	// Rollout is the spec.rollout of an internal object of the kind, as
 	// stored in it (nil for none).
 	Rollout func(obj runtime.Object) *metacontroller.ControllerRollout
+	// Parents are the resources an internal object of the kind runs over,
+	// whose objects its health condition is evaluated over.
+	Parents func(obj runtime.Object) []metacontroller.ResourceRule
 	// Propose returns a copy of stored with the request's proposed spec,
 	// and whether the request proposed one.
 	Propose func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool)
@@ -75,6 +78,10 @@ type Options struct {
 	// Self is who the server is in the target cluster, which never
 	// becomes a controller's author; nil without a target cluster.
 	Self func(ctx context.Context) (string, error)
+	// ParentSchemas finds the parent resources' schemas, against which
+	// a rollout's health condition is typed and its cost estimated; nil
+	// without a target cluster, where no condition is evaluated.
+	ParentSchemas *ParentSchemas
 }
 
 // Syncer runs one sync of a parent with a controller's hooks

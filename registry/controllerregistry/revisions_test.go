@@ -2,6 +2,7 @@ package controllerregistry
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -14,23 +15,24 @@ type spec struct {
 	Rollout *metacontroller.ControllerRollout
 }
 
+// entry is a history entry, its fields exported for the size of its JSON.
 type entry struct {
-	record metacontroller.RevisionRecord
-	spec   spec
+	Record metacontroller.RevisionRecord
+	Spec   spec
 }
 
 var testRevisions = Revisions[spec, entry]{
 	Strip:   func(s spec) spec { s.Rollout = nil; return s },
 	Entry:   func(r metacontroller.RevisionRecord, s spec) entry { return entry{r, s} },
-	Record:  func(e entry) metacontroller.RevisionRecord { return e.record },
-	Spec:    func(e entry) spec { return e.spec },
+	Record:  func(e entry) metacontroller.RevisionRecord { return e.Record },
+	Spec:    func(e entry) spec { return e.Spec },
 	Rollout: func(s spec) *metacontroller.ControllerRollout { return s.Rollout },
 }
 
 func numbers(h []entry) []int64 {
 	var out []int64
 	for _, e := range h {
-		out = append(out, e.record.Revision)
+		out = append(out, e.Record.Revision)
 	}
 	return out
 }
@@ -42,22 +44,22 @@ func numbers(h []entry) []int64 {
 // revision of a rollout under way.
 func TestRevisionsNumberEachSpecOnce(t *testing.T) {
 	author := &metacontroller.ControllerAuthor{Username: "alice"}
-	rev, h := testRevisions.Update(spec{Hook: "a"}, spec{Hook: "b"}, 0, author, nil, nil, 10)
-	if rev != 2 || len(h) != 1 || h[0].record.Revision != 1 || h[0].spec.Hook != "a" || h[0].record.Author != author {
+	rev, h, _ := testRevisions.Update(spec{Hook: "a"}, spec{Hook: "b"}, 0, author, nil, nil, 10)
+	if rev != 2 || len(h) != 1 || h[0].Record.Revision != 1 || h[0].Spec.Hook != "a" || h[0].Record.Author != author {
 		t.Fatalf("a → b: revision %d, history %+v", rev, h)
 	}
-	if r2, h2 := testRevisions.Update(spec{Hook: "b"}, spec{Hook: "b", Rollout: &metacontroller.ControllerRollout{Paused: true}}, rev, nil, h, nil, 10); r2 != 2 || len(h2) != 1 {
+	if r2, h2, _ := testRevisions.Update(spec{Hook: "b"}, spec{Hook: "b", Rollout: &metacontroller.ControllerRollout{Paused: true}}, rev, nil, h, nil, 10); r2 != 2 || len(h2) != 1 {
 		t.Errorf("a rollout change: revision %d, history %v; want 2 and [1]", r2, numbers(h2))
 	}
-	rev, h = testRevisions.Update(spec{Hook: "b"}, spec{Hook: "c"}, rev, nil, h, nil, 10)
-	if rev != 3 || len(h) != 2 || h[0].record.Revision != 2 {
+	rev, h, _ = testRevisions.Update(spec{Hook: "b"}, spec{Hook: "c"}, rev, nil, h, nil, 10)
+	if rev != 3 || len(h) != 2 || h[0].Record.Revision != 2 {
 		t.Fatalf("b → c: revision %d, history %v", rev, numbers(h))
 	}
-	rev, h = testRevisions.Update(spec{Hook: "c"}, spec{Hook: "a"}, rev, nil, h, nil, 10)
+	rev, h, _ = testRevisions.Update(spec{Hook: "c"}, spec{Hook: "a"}, rev, nil, h, nil, 10)
 	if got := numbers(h); rev != 4 || len(got) != 2 || got[0] != 3 || got[1] != 2 {
 		t.Errorf("undo to a: revision %d, history %v; want 4 and [3 2]", rev, got)
 	}
-	rev, h = testRevisions.Update(spec{Hook: "a"}, spec{Hook: "d"}, rev, nil, h, underWay(2, 4), 1)
+	rev, h, _ = testRevisions.Update(spec{Hook: "a"}, spec{Hook: "d"}, rev, nil, h, underWay(2, 4), 1)
 	if got := numbers(h); rev != 5 || len(got) != 2 || got[0] != 4 || got[1] != 2 {
 		t.Errorf("trimmed to 1 keeping 2: revision %d, history %v; want 5 and [4 2]", rev, got)
 	}
@@ -96,9 +98,66 @@ func TestTrimmingKeepsTheRevisionsARolloutRollsFrom(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rev, h := testRevisions.Update(spec{Hook: "c"}, spec{Hook: "d", Rollout: c.rollout}, 3, nil, history, c.status, c.limit)
+			rev, h, _ := testRevisions.Update(spec{Hook: "c"}, spec{Hook: "d", Rollout: c.rollout}, 3, nil, history, c.status, c.limit)
 			if got := numbers(h); rev != 4 || !slices.Equal(got, c.want) {
 				t.Errorf("revision %d, history %v; want 4 and %v", rev, got, c.want)
+			}
+		})
+	}
+}
+
+// TestHistoryIsTrimmedToItsByteBudget: however many revisions
+// revisionHistoryLimit keeps, the oldest are dropped while the history's
+// JSON exceeds its budget, so that a controller of large specs can still
+// be written (R20); a revision a rollout rolls from is never dropped, and
+// the revisions dropped are named for the write's warning.
+func TestHistoryIsTrimmedToItsByteBudget(t *testing.T) {
+	// A hook of a quarter of the budget: three such revisions do not fit.
+	big := func(c string) string { return strings.Repeat(c, historyBudget/4) }
+	huge := func(c string) string { return strings.Repeat(c, historyBudget) }
+	// Revision 4 (hook "d") is stored; 3, 2 and 1 in its history.
+	history := func(hook func(string) string) []entry {
+		return []entry{
+			{metacontroller.RevisionRecord{Revision: 3}, spec{Hook: hook("c")}},
+			{metacontroller.RevisionRecord{Revision: 2}, spec{Hook: hook("b")}},
+			{metacontroller.RevisionRecord{Revision: 1}, spec{Hook: hook("a")}},
+		}
+	}
+	small := func(c string) string { return c }
+	rollout := &metacontroller.ControllerRollout{Steps: []metacontroller.RolloutStep{{MaxParents: ptr.To[int32](1)}}}
+	cases := []struct {
+		name    string
+		stored  func(string) string
+		new     func(string) string
+		rollout *metacontroller.ControllerRollout
+		status  *metacontroller.RolloutStatus
+		want    []int64
+		dropped []int64
+	}{
+		{name: "small specs keep what the limit keeps", stored: small, new: small, want: []int64{4, 3, 2, 1}},
+		{name: "large specs drop the oldest beyond the budget", stored: big, new: big, want: []int64{4, 3, 2}, dropped: []int64{1}},
+		{name: "the revision a rollout under way rolls from is kept, the next oldest dropped", stored: big, new: big,
+			status: underWay(1, 4), want: []int64{4, 3, 1}, dropped: []int64{2}},
+		{name: "the revisions a new rollout rolls from are kept", stored: big, new: big, rollout: rollout,
+			status: &metacontroller.RolloutStatus{CurrentRevision: 1, UpdateRevision: 1, Steps: 1, Phase: metacontroller.RolloutComplete},
+			want:   []int64{4, 3, 1}, dropped: []int64{2}},
+		{name: "revisions each over the budget are all dropped, the newest too", stored: huge, new: huge,
+			want: nil, dropped: []int64{1, 2, 3, 4}},
+		{name: "a revision over the budget that a rollout rolls from is kept", stored: huge, new: huge, rollout: rollout,
+			want: []int64{4}, dropped: []int64{1, 2, 3}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rev, h, dropped := testRevisions.Update(spec{Hook: c.stored("d")}, spec{Hook: c.new("e"), Rollout: c.rollout}, 4, nil, history(c.stored), c.status, 10)
+			if got := numbers(h); rev != 5 || !slices.Equal(got, c.want) || !slices.Equal(dropped, c.dropped) {
+				t.Errorf("revision %d, history %v, dropped %v; want 5, %v and %v", rev, got, dropped, c.want, c.dropped)
+			}
+			size := 0
+			for _, e := range h {
+				size += jsonSize(e)
+			}
+			if size > historyBudget && c.rollout == nil {
+				t.Errorf("the history kept is %d bytes of JSON, over the budget %d", size, historyBudget)
 			}
 		})
 	}

@@ -401,3 +401,43 @@ func TestHistoryKeepsWhatARolloutRollsFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeSpecsTrimTheHistoryWithAWarning: revisions of large specs are
+// dropped from status.history, the oldest first, beyond its byte budget,
+// however many revisionHistoryLimit keeps (R20), and the write that drops
+// them says which.
+func TestLargeSpecsTrimTheHistoryWithAWarning(t *testing.T) {
+	// Hooks of 200 KiB: the history's budget of 512 KiB holds two.
+	hook := func(i int) string { return fmt.Sprintf("http://hooks.default/v%d/%s", i, strings.Repeat("x", 200<<10)) }
+	for _, k := range kinds {
+		t.Run(k.resource, func(t *testing.T) {
+			store, _ := k.storage(t, controllerregistry.Options{})
+			obj := k.object("large")
+			*viewOf(obj).hook = hook(1)
+			stored := create(t, k.as("alice", nil), store, obj)
+			wants := []struct {
+				history []int64
+				warned  string
+			}{
+				{history: []int64{1}},
+				{history: []int64{2, 1}},
+				{history: []int64{3, 2}, warned: "status.history: revision 1 dropped"},
+			}
+			for i, want := range wants {
+				w := &warnings{}
+				var err error
+				stored, err = edit(t, k.as("alice", w), store, stored, func(_ runtime.Object, v view) { *v.hook = hook(i + 2) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := viewOf(stored).history; !slices.Equal(got, want.history) {
+					t.Errorf("revision %d: history %v, want %v", i+2, got, want.history)
+				}
+				trimmed := slices.ContainsFunc(w.text, func(s string) bool { return strings.HasPrefix(s, "status.history: ") })
+				if want.warned == "" && trimmed || want.warned != "" && !slices.ContainsFunc(w.text, func(s string) bool { return strings.HasPrefix(s, want.warned) }) {
+					t.Errorf("revision %d: warnings %q, want one beginning %q", i+2, w.text, want.warned)
+				}
+			}
+		})
+	}
+}

@@ -55,6 +55,14 @@ func kind(scheme *runtime.Scheme) controllerregistry.Kind {
 		Rollout: func(obj runtime.Object) *metacontroller.ControllerRollout {
 			return obj.(*metacontroller.DecoratorController).Spec.Rollout
 		},
+		Parents: func(obj runtime.Object) []metacontroller.ResourceRule {
+			resources := obj.(*metacontroller.DecoratorController).Spec.Resources
+			rules := make([]metacontroller.ResourceRule, len(resources))
+			for i, r := range resources {
+				rules[i] = r.ResourceRule
+			}
+			return rules
+		},
 		Propose: func(stored runtime.Object, req *metacontroller.FleetPreview) (runtime.Object, bool) {
 			proposed := stored.(*metacontroller.DecoratorController).DeepCopy()
 			if req.Spec.DecoratorController == nil {
@@ -82,6 +90,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, op
 	}
 	if opts.Authors != nil {
 		s.mayAuthor = k.MayAuthor(opts.Authors)
+	}
+	if opts.ParentSchemas != nil {
+		s.healthCost = k.HealthCost(opts.ParentSchemas, expressions)
 	}
 	store := controllerregistry.NewStore("decoratorcontrollers", "decoratorcontroller",
 		func() runtime.Object { return &metacontroller.DecoratorController{} },

@@ -37,6 +37,9 @@ type strategy struct {
 	authors controllerregistry.Authors
 	// identityRequired refuses a controller that names no ServiceAccount.
 	identityRequired bool
+	// healthCost checks a new health condition against the schemas of
+	// the decorated resources; nil without a target cluster.
+	healthCost controllerregistry.HealthCheck
 }
 
 var (
@@ -77,8 +80,7 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 			// pause) runs nothing new: the revision keeps its author.
 			newDC.Status.Author = s.authors.Of(ctx)
 		}
-		newDC.Status.Revision, newDC.Status.History = revisions.Update(oldDC.Spec, newDC.Spec, oldDC.Status.Revision, oldDC.Status.Author,
-			oldDC.Status.History, oldDC.Status.Rollout, controllerregistry.HistoryLimit(newDC.Spec.RevisionHistoryLimit))
+		newDC.Status.Revision, newDC.Status.History, _ = updateRevisions(newDC, oldDC)
 	case oldDC.Status.Author == nil:
 		if author := s.authors.Of(ctx); author != nil && (s.mayAuthor == nil || s.mayAuthor(ctx, newDC)) {
 			newDC.Status.Author = author
@@ -86,15 +88,24 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	}
 }
 
+// updateRevisions numbers newDC's spec, replacing oldDC's, and keeps its
+// history; dropped are the revisions the history's size dropped.
+func updateRevisions(newDC, oldDC *metacontroller.DecoratorController) (int64, []metacontroller.DecoratorControllerRevision, []int64) {
+	return revisions.Update(oldDC.Spec, newDC.Spec, oldDC.Status.Revision, oldDC.Status.Author,
+		oldDC.Status.History, oldDC.Status.Rollout, controllerregistry.HistoryLimit(newDC.Spec.RevisionHistoryLimit))
+}
+
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	dc := obj.(*metacontroller.DecoratorController)
 	errs := append(validation.ValidateDecoratorController(dc, expressions), s.validateDestinations(dc)...)
+	errs = append(errs, s.healthCost.Validate(ctx, dc, nil)...)
 	return append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	dc, oldDC := obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController)
 	errs := append(validation.ValidateDecoratorControllerUpdate(dc, oldDC, expressions), s.validateDestinations(dc)...)
+	errs = append(errs, s.healthCost.Validate(ctx, dc, oldDC)...)
 	if specChanged(dc, oldDC) {
 		errs = append(errs, controllerregistry.ValidateIdentity(s.identityRequired, dc.Spec.ServiceAccount)...)
 	}
@@ -118,11 +129,18 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 	return warnings
 }
 
+// WarningsOnUpdate also names the revisions the update dropped from
+// status.history for its size: PrepareForUpdate, which a fleet preview
+// runs too, has no warnings to give.
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	dc := obj.(*metacontroller.DecoratorController)
+	dc, oldDC := obj.(*metacontroller.DecoratorController), old.(*metacontroller.DecoratorController)
 	warnings := validation.DecoratorWarnings(dc)
-	if s.rightsWarnings != nil && specChanged(dc, old.(*metacontroller.DecoratorController)) {
-		warnings = append(warnings, s.rightsWarnings(ctx, obj)...)
+	if specChanged(dc, oldDC) {
+		_, _, dropped := updateRevisions(dc, oldDC)
+		warnings = append(warnings, controllerregistry.TrimWarnings(dropped)...)
+		if s.rightsWarnings != nil {
+			warnings = append(warnings, s.rightsWarnings(ctx, obj)...)
+		}
 	}
 	return warnings
 }

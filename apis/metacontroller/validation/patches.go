@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 )
@@ -28,6 +29,14 @@ type Expressions interface {
 	// CheckHealthCondition compiles a rollout's health condition as a
 	// new one.
 	CheckHealthCondition(expr string) error
+	// EstimateHealthCondition compiles a health condition as a new one
+	// with the parent typed by its resource's OpenAPI schema, and
+	// estimates the cost of one evaluation: max in the worst case the
+	// schema allows, typical with the lists and maps it does not bound
+	// sized as on a typical parent; dynamic tells whether the estimate met
+	// a part of the parent the schema leaves open, which no estimate
+	// bounds.
+	EstimateHealthCondition(expr string, parent *spec.Schema) (max, typical uint64, dynamic bool, err error)
 }
 
 var supportedJSONPatchOps = []metacontroller.JSONPatchOp{

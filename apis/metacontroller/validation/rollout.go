@@ -6,6 +6,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 )
@@ -99,5 +101,93 @@ func (c *checker) checkStep(s metacontroller.RolloutStep, percent *int32, fldPat
 	}
 	if s.PauseSeconds != nil && *s.PauseSeconds < 0 {
 		c.err(field.Invalid(fldPath.Child("pauseSeconds"), *s.PauseSeconds, "must be 0 or more"))
+	}
+}
+
+// ParentSchema is one parent resource of a controller and its OpenAPI
+// schema as the target cluster serves it (its references resolved), or
+// why there is none.
+type ParentSchema struct {
+	// Resource names the resource in messages: "apps/v1 deployments".
+	Resource string
+	Schema   *spec.Schema
+	// Missing says why Schema is nil: the resource is not served yet, the
+	// cluster did not answer in time, ...
+	Missing error
+}
+
+// ValidateHealthCost checks r's health condition against the schema of
+// each parent resource it is evaluated over, as Kubernetes checks a CRD's
+// validation rules: a condition that does not compile with the parent
+// typed is refused, and so is one whose estimated cost of one evaluation
+// exceeds the per-call limit every evaluation stops at (R7), since it
+// fails on the parents that come near its worst case. Without a schema,
+// or where the condition reads what the schema leaves open, the parent is
+// dynamic: only the run time bounds the cost, which the warnings say. A
+// condition that does not compile at all is checkRollout's to refuse.
+func ValidateHealthCost(r *metacontroller.ControllerRollout, parents []ParentSchema, exprs Expressions) (field.ErrorList, []string) {
+	if r == nil || r.Health == nil || r.Health.Condition == nil || exprs.CheckHealthCondition(*r.Health.Condition) != nil {
+		return nil, nil
+	}
+	expr, fldPath := *r.Health.Condition, field.NewPath("spec", "rollout", "health", "condition")
+	var errs field.ErrorList
+	var warnings []string
+	runTime := fmt.Sprintf("the parent is dynamic, and the condition's cost is bounded only at run time, where each evaluation stops at %d", uint64(celconfig.PerCallLimit))
+	for _, p := range parents {
+		if p.Schema == nil || preservesUnknownFields(p.Schema) {
+			why := "its schema preserves unknown fields"
+			if p.Schema == nil {
+				why = fmt.Sprintf("its schema is not known: %v", p.Missing)
+			}
+			warnings = append(warnings, fmt.Sprintf("%s: not checked over %s, %s: %s", fldPath, p.Resource, why, runTime))
+			continue
+		}
+		var cost struct {
+			Max, Typical uint64
+			Dynamic      bool
+		}
+		var err error
+		cost.Max, cost.Typical, cost.Dynamic, err = exprs.EstimateHealthCondition(expr, p.Schema)
+		limit := uint64(celconfig.PerCallLimit)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(fldPath, expr, fmt.Sprintf("over the schema of %s: %v", p.Resource, err)))
+		case cost.Max <= limit:
+		case cost.Dynamic:
+			warnings = append(warnings, fmt.Sprintf("%s: its cost over %s has no bound: it reads parts of the parent that the schema leaves open (x-kubernetes-preserve-unknown-fields, int-or-string), so %s", fldPath, p.Resource, runTime))
+		case cost.Typical > limit:
+			// Over the limit on a typical parent: a loop in a loop over
+			// lists the schema does not bound, or over large literals.
+			errs = append(errs, field.Forbidden(fldPath, fmt.Sprintf(
+				"estimated cost %d of one evaluation over %s exceeds the per-call limit %d by a factor of %s, and each evaluation stops at the limit (try simplifying the condition, or adding maxItems, maxProperties and maxLength where the parent's schema declares lists, maps and strings)",
+				cost.Max, p.Resource, limit, exceedFactor(cost.Max, limit))))
+		default:
+			// A loop over a list the schema does not bound, which the
+			// estimate sizes to fill a request (a Deployment's
+			// conditions): far cheaper on any real parent, and the
+			// user can't bound a built-in kind's lists.
+			warnings = append(warnings, fmt.Sprintf("%s: its estimated cost over %s is %d at most, over the per-call limit %d, for lists and maps the schema does not bound; each evaluation stops at the limit, and fails the parent's gate", fldPath, p.Resource, cost.Max, limit))
+		}
+	}
+	return errs, warnings
+}
+
+// preservesUnknownFields tells whether a schema keeps fields it does not
+// declare at its root: it types nothing of the parent.
+func preservesUnknownFields(s *spec.Schema) bool {
+	preserves, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields")
+	return preserves
+}
+
+// exceedFactor says by how much cost exceeds limit, as CRD validation says
+// it of a rule's estimate.
+func exceedFactor(cost, limit uint64) string {
+	switch f := float64(cost) / float64(limit); {
+	case f > 100:
+		return "more than 100x"
+	case f < 1.5:
+		return fmt.Sprintf("%fx", f)
+	default:
+		return fmt.Sprintf("%.1fx", f)
 	}
 }

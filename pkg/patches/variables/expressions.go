@@ -1,6 +1,10 @@
 package variables
 
-import "github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+import (
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+)
 
 // Expressions is the compiler of this package as validation takes it
 // (validation.Expressions): the API's validation accepts exactly what the
@@ -22,3 +26,10 @@ func (Expressions) CheckTemplate(text string) error {
 // CheckHealthCondition compiles a rollout's health condition with the
 // compiler the loop runs it with.
 func (Expressions) CheckHealthCondition(expr string) error { return rollout.CheckHealth(expr) }
+
+// EstimateHealthCondition compiles a health condition with the parent
+// typed by its schema and estimates its cost, as CRD validation rules are.
+func (Expressions) EstimateHealthCondition(expr string, parent *spec.Schema) (max, typical uint64, dynamic bool, err error) {
+	c, err := rollout.EstimateHealth(expr, parent)
+	return c.Max, c.Typical, c.Dynamic, err
+}

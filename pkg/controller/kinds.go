@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,8 @@ type kind struct {
 	get     func(m *Manager, name string) (controllerObject, error)
 	compile func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
 	status  func(m *Manager) controllerstatus.Store
+	// rollouts reads and writes the kind's rollout status for its driver.
+	rollouts func(m *Manager) rolloutStore
 	// author is the controller's recorded author (status.author).
 	author func(obj controllerObject) *v1alpha1.ControllerAuthor
 	// revisions reads the controller's revisions and rollout.
@@ -80,6 +83,8 @@ type kindEntry[T controllerObject] struct {
 	readStatus   func(obj T) controllerstatus.Status
 	writeStatus  func(obj T, status controllerstatus.Status)
 	updateStatus func(ctx context.Context, m *Manager, obj T) error
+	// getLive reads the controller from the API, not the informer.
+	getLive func(ctx context.Context, m *Manager, name string) (T, error)
 }
 
 type getter[T any] interface {
@@ -123,6 +128,9 @@ var (
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, cc, metav1.UpdateOptions{})
 			return err
 		},
+		getLive: func(ctx context.Context, m *Manager, name string) (*v1alpha1.CompositeController, error) {
+			return m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+		},
 	}.kind()
 	decoratorKind = kindEntry[*v1alpha1.DecoratorController]{
 		name:      definition.KindDecorator,
@@ -159,6 +167,9 @@ var (
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, dc, metav1.UpdateOptions{})
 			return err
 		},
+		getLive: func(ctx context.Context, m *Manager, name string) (*v1alpha1.DecoratorController, error) {
+			return m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
+		},
 	}.kind()
 
 	// kinds are every kind the loop runs.
@@ -177,6 +188,7 @@ func (e kindEntry[T]) kind() kind {
 	}
 	k.author = func(obj controllerObject) *v1alpha1.ControllerAuthor { return e.author(obj.(T)) }
 	k.status = func(m *Manager) controllerstatus.Store { return kindStatus[T]{entry: e, m: m} }
+	k.rollouts = func(m *Manager) rolloutStore { return kindStatus[T]{entry: e, m: m} }
 	k.revisions = func(obj controllerObject) revisions { return e.revisions(obj.(T)) }
 	return k
 }
@@ -201,6 +213,14 @@ func (k kind) restartsOn(old, cur controllerObject) bool {
 		old.GetAnnotations()[v1alpha1.RolloutResumedAnnotation] != cur.GetAnnotations()[v1alpha1.RolloutResumedAnnotation]
 }
 
+// rolloutStore is what a rollout's driver needs of the kind's status
+// beyond controllerstatus.Store: a write its change may refuse, and the
+// status read from the API.
+type rolloutStore interface {
+	mutate(ctx context.Context, name string, uid types.UID, change func(*controllerstatus.Status) error) error
+	rolloutStatus(ctx context.Context, name string, uid types.UID) (*v1alpha1.RolloutStatus, error)
+}
+
 // kindStatus is the controllerstatus.Store of every kind, through its entry.
 type kindStatus[T controllerObject] struct {
 	entry kindEntry[T]
@@ -208,6 +228,15 @@ type kindStatus[T controllerObject] struct {
 }
 
 func (s kindStatus[T]) Mutate(ctx context.Context, name string, uid types.UID, change func(*controllerstatus.Status)) error {
+	return s.mutate(ctx, name, uid, func(t *controllerstatus.Status) error {
+		change(t)
+		return nil
+	})
+}
+
+// mutate is Mutate with a change that may refuse: its error is returned,
+// and nothing written.
+func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, change func(*controllerstatus.Status) error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := s.entry.lister(s.m).Get(name)
 		if err != nil || current.GetUID() != uid {
@@ -215,8 +244,23 @@ func (s kindStatus[T]) Mutate(ctx context.Context, name string, uid types.UID, c
 		}
 		updated := current.DeepCopyObject().(T)
 		t := s.entry.readStatus(updated)
-		change(&t)
+		if err := change(&t); err != nil {
+			return err
+		}
 		s.entry.writeStatus(updated, t)
 		return s.entry.updateStatus(ctx, s.m, updated)
 	})
+}
+
+// rolloutStatus is the controller's rollout status as stored now, read
+// from the API, nil when it is gone or another one (not uid).
+func (s kindStatus[T]) rolloutStatus(ctx context.Context, name string, uid types.UID) (*v1alpha1.RolloutStatus, error) {
+	obj, err := s.entry.getLive(ctx, s.m, name)
+	if err != nil || obj.GetUID() != uid {
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		return nil, err
+	}
+	return s.entry.readStatus(obj).Rollout, nil
 }

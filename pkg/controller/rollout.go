@@ -65,9 +65,18 @@ func (c *rolloutController) Stored() *v1alpha1.RolloutStatus {
 	return c.k.revisions(obj).status
 }
 
-func (c *rolloutController) WriteRollout(ctx context.Context, change func(*v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus) error {
+func (c *rolloutController) WriteRollout(ctx context.Context, change func(*v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error)) error {
 	owner := c.current()
-	return c.k.status(c.m).Mutate(ctx, owner.GetName(), owner.GetUID(), func(t *controllerstatus.Status) { t.Rollout = change(t.Rollout) })
+	return c.k.rollouts(c.m).mutate(ctx, owner.GetName(), owner.GetUID(), func(t *controllerstatus.Status) error {
+		next, err := change(t.Rollout)
+		t.Rollout = next
+		return err
+	})
+}
+
+func (c *rolloutController) Fresh(ctx context.Context) (*v1alpha1.RolloutStatus, error) {
+	owner := c.current()
+	return c.k.rollouts(c.m).rolloutStatus(ctx, owner.GetName(), owner.GetUID())
 }
 
 func (c *rolloutController) Event(eventType, reason, message string) {

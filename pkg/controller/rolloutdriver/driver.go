@@ -59,9 +59,12 @@ type Controller interface {
 	// Stored is the rollout status as this replica's informer has it, nil
 	// when the controller is gone or has none.
 	Stored() *v1alpha1.RolloutStatus
+	// Fresh is the rollout status as stored now, read from the API
+	// rather than an informer that may lag.
+	Fresh(ctx context.Context) (*v1alpha1.RolloutStatus, error)
 	// WriteRollout writes status.rollout as change makes it of the stored
-	// one.
-	WriteRollout(ctx context.Context, change func(stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus) error
+	// one; an error of change writes nothing and is returned.
+	WriteRollout(ctx context.Context, change func(stored *v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error)) error
 	// Event records an Event on the controller.
 	Event(eventType, reason, message string)
 	// Done says the rollout is complete: the manager stops the previous
@@ -319,10 +322,14 @@ func (r *Driver) tick(ctx context.Context) {
 	defer r.recoverPanic(ctx)
 	if r.shards != nil {
 		driveCtx, done, driving := r.shards.group.Begin(ctx, r.shards.driverKey)
-		if !driving || !r.shards.driving {
-			// Following, or just now driving: from the status as the
-			// driver before wrote it.
+		switch {
+		case !driving:
+			// Following: from the status as the driver wrote it.
 			r.adopt()
+		case !r.shards.driving:
+			// Just now driving: from the status as stored, not as an
+			// informer that may lag shows it.
+			r.adoptFresh(ctx)
 		}
 		r.shards.driving = driving
 		if !driving {
@@ -360,6 +367,14 @@ func (r *Driver) recoverPanic(ctx context.Context) {
 // and moves the parents (R17): a follower, a restart and a live /sync,
 // which read the stored status, never see a move before it is stored.
 func (r *Driver) step(ctx context.Context) {
+	if !r.holdsStored() {
+		// Another driver wrote since (this replica lost the drive and
+		// took it again between two ticks), or the informer has not
+		// seen this replica's own last write: decide on the status as
+		// stored, read from the API.
+		r.adoptFresh(ctx)
+		return
+	}
 	in := r.input(ctx)
 	if e := in.View.Tally.HealthError; e != "" && e != r.lastHealthError {
 		r.cfg.Controller.Event("Warning", "RolloutHealthConditionFailed", fmt.Sprintf("the health condition failed on %d parents: %s", in.View.Tally.HealthErrors, e))
@@ -371,9 +386,16 @@ func (r *Driver) step(ctx context.Context) {
 		return
 	}
 	status := d.Status.DeepCopy()
-	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus {
-		return r.withReports(status, stored)
+	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error) {
+		if !sameDecisions(upgraded(stored, in.Spec), in.Status) {
+			return nil, errMovedOn
+		}
+		return r.withReports(status, stored), nil
 	})
+	if errors.Is(err, errMovedOn) {
+		r.adoptFresh(ctx)
+		return
+	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't write the controller's rollout status", "controller", r.cfg.Key, "err", err)
 		return
@@ -389,6 +411,60 @@ func (r *Driver) step(ctx context.Context) {
 	if d.Status.Phase == v1alpha1.RolloutComplete {
 		r.cfg.Controller.Done()
 	}
+}
+
+// errMovedOn says the stored rollout status is not the one a decision was
+// made from: another driver wrote it since (this replica lost the drive
+// and took it again between two ticks, or took it over from a lagging
+// informer), or this replica's informer has not seen its own last write.
+var errMovedOn = errors.New("the stored rollout status is not the one the decision was made from")
+
+// sameDecisions tells whether two statuses hold the same decisions: all
+// but what the replicas report and who drives.
+func sameDecisions(a, b *v1alpha1.RolloutStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	a, b = a.DeepCopy(), b.DeepCopy()
+	a.Replicas, b.Replicas, a.Driver, b.Driver = nil, nil, "", ""
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// holdsStored tells whether the driver's status holds the decisions of
+// the status its informer shows stored, as the step function reads it.
+func (r *Driver) holdsStored() bool {
+	stored := r.cfg.Controller.Stored()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return sameDecisions(upgraded(stored, &r.spec), &r.status)
+}
+
+// upgraded is a copy of the stored status st as the step function reads
+// it (rollout.Upgrade), nil for none.
+func upgraded(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) *v1alpha1.RolloutStatus {
+	if st == nil {
+		return nil
+	}
+	st = st.DeepCopy()
+	rollout.Upgrade(st, spec)
+	return st
+}
+
+// adoptFresh takes the rollout's status as stored now, read from the API:
+// a decision is never written over a status it was not made from, so
+// that a driver that lost the drive, or took it over with an informer
+// behind, does not undo what the other driver decided (a rollback, a
+// step). The plan follows the status read, and the parents it moves are
+// queued.
+func (r *Driver) adoptFresh(ctx context.Context) {
+	st, err := r.cfg.Controller.Fresh(ctx)
+	if err != nil || st == nil {
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Can't read the controller's rollout status", "controller", r.cfg.Key, "err", err)
+		}
+		return
+	}
+	r.adoptStatus(st)
 }
 
 // keep takes a decision that changed nothing to write (the status as

@@ -162,11 +162,18 @@ type model struct {
 type fakeController struct{ m *model }
 
 func (c fakeController) Stored() *v1alpha1.RolloutStatus { return c.m.stored.DeepCopy() }
-func (c fakeController) WriteRollout(_ context.Context, change func(*v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus) error {
+func (c fakeController) Fresh(context.Context) (*v1alpha1.RolloutStatus, error) {
+	return c.m.stored.DeepCopy(), nil
+}
+func (c fakeController) WriteRollout(_ context.Context, change func(*v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error)) error {
 	if c.m.failWrite {
 		return errors.New("the object has been modified; please apply your changes to the latest version and try again")
 	}
-	c.m.stored = change(c.m.stored.DeepCopy())
+	next, err := change(c.m.stored.DeepCopy())
+	if err != nil {
+		return err
+	}
+	c.m.stored = next
 	return nil
 }
 func (c fakeController) Event(_, reason, message string) { c.m.event(reason, message) }

@@ -55,11 +55,16 @@ type shardsState struct {
 // controller of key.
 func DriverKey(key string) string { return "rollout/" + key }
 
-// adopt takes the rollout's status as its driver wrote it: this replica
-// moves the parents of its shards as it says, and a resumed step's parents
-// are synced again for its gate, as the driver's own are.
+// adopt takes the rollout's status as its driver wrote it, as this
+// replica's informer shows it.
 func (r *Driver) adopt() {
-	st := r.cfg.Controller.Stored()
+	r.adoptStatus(r.cfg.Controller.Stored())
+}
+
+// adoptStatus takes the rollout's status st as its driver wrote it: this
+// replica moves the parents of its shards as it says, and a resumed step's
+// parents are synced again for its gate, as the driver's own are.
+func (r *Driver) adoptStatus(st *v1alpha1.RolloutStatus) {
 	r.mu.Lock()
 	if st == nil || st.UpdateRevision != r.status.UpdateRevision {
 		// A new revision restarts the controller's loops.
@@ -68,6 +73,9 @@ func (r *Driver) adopt() {
 	}
 	was := r.status
 	r.status = *st.DeepCopy()
+	rollout.Upgrade(&r.status, &r.spec)
+	// The next decision is written whatever this replica wrote before.
+	r.written = nil
 	r.status.Replicas = nil
 	before := r.plan.Load()
 	resumed := st.Phase == v1alpha1.RolloutProgressing && (was.Phase == v1alpha1.RolloutPaused || was.Phase == v1alpha1.RolloutRolledBack)
@@ -125,12 +133,12 @@ func (r *Driver) report(ctx context.Context) {
 		}
 	}
 	holders := r.shards.group.Holders()
-	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) *v1alpha1.RolloutStatus {
+	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error) {
 		if stored != nil && stored.UpdateRevision == rep.UpdateRevision {
 			stored = stored.DeepCopy()
 			stored.Replicas = rollout.Merge(stored.Replicas, rep, holders)
 		}
-		return stored
+		return stored, nil
 	})
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Can't report on the controller's rollout", "err", err)

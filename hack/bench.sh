@@ -54,6 +54,21 @@ Options:
                       favour one; the table reports the median of each
                       figure, and of each round's ratio to the baseline in
                       the same round (the issue's "three runs, the median")
+  --b2-child-update METHOD
+                      the children's updateStrategy.method of B2's
+                      controllers: OnDelete, Recreate or InPlace (default:
+                      InPlace, and no change measured). Given, the loop
+                      phase, once its parents converged and resynced, moves
+                      its hook to one whose answer changes every child (a
+                      new data value) and reports kube-apiserver's dry-run
+                      applies per child until the loop is quiet: 0 under
+                      OnDelete, at most 1 per child changed under the others.
+                      The loop phase always reports the dry-run applies
+                      (apiserver_request_total, dry_run="All", verb APPLY or
+                      PATCH) per parent sync while converging and during a
+                      periodic resync of its converged parents (it sets
+                      spec.resyncPeriodSeconds: 15 s more a size; 0 is the
+                      target of both)
   --b2-shared-stack   run B2's phases one after the other in the same go test
                       as the other benchmarks, on one stack (faster by 10-20 s
                       a phase; each phase then runs beside the objects
@@ -87,6 +102,15 @@ Options:
                       the others, on a stack with pods (framework.WithPods);
                       off by default (500 parents: about 4 minutes more)
   --b10-parents N     B10 parents (default 500)
+  --b10-child-update METHOD
+                      the Pods' updateStrategy.method of B10's loop: OnDelete
+                      or Recreate (Pods can't be updated in place), or
+                      InPlace (default, and no change measured). Given, the
+                      loop, once its Pods are Ready and resynced, moves its
+                      hook to one that annotates every Pod and reports the
+                      dry-run applies per Pod until the loop is quiet; B10
+                      always reports them per parent sync while converging
+                      and during a periodic resync, as B2 does
   --b11               also run B11: spec.rollout (issue 33's measurement); two
                       controllers converge --b11-parents parents × 3 ConfigMaps
                       each, one created with a rollout of four steps (25, 50,
@@ -116,7 +140,10 @@ children (issue 34's), time per parent at the last size <= 1.2x at the first
 1.5x among the first's, and the burst's p50 growth <= B2_MAX_P50_GROWTH
 when set; B3 0 child and status writes; B4 <= 1.2x; B5 create and get p50
 <= 1.5x and list <= 1x the CRD's; B6 <= 1.25x; B9 (with --b9) parents
-previewed/s >= 0.8x B1 direct's req/s; B10 (with --b10) no Pod recreated;
+previewed/s >= 0.8x B1 direct's req/s; B10 (with --b10) no Pod recreated; B2's loop and B10 0 dry-run
+applies per parent sync converging and at a resync of converged parents,
+and with --b2-child-update/--b10-child-update at most 1 per child changed
+(0 under OnDelete);
 B11 (with --b11) the loop's throughput with spec.rollout set >= 0.9x without.
 EOF
 }
@@ -133,6 +160,8 @@ b8_parents=0
 b7=false
 b7_parents=3000
 b10_parents=0
+b2_child_update=""
+b10_child_update=""
 b11_parents=0
 bench=.
 out=""
@@ -154,6 +183,8 @@ while [[ $# -gt 0 ]]; do
     --b7-parents) b7_parents=$2; shift 2 ;;
     --b10) [[ $b10_parents -gt 0 ]] || b10_parents=500; shift ;;
     --b10-parents) b10_parents=$2; shift 2 ;;
+    --b2-child-update) b2_child_update=$2; shift 2 ;;
+    --b10-child-update) b10_child_update=$2; shift 2 ;;
     --b11) [[ $b11_parents -gt 0 ]] || b11_parents=2000; shift ;;
     --b11-parents) b11_parents=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
@@ -167,7 +198,7 @@ done
 
 # table prints the markdown table of the raw go test output $1.
 table() {
-  awk -v sizes="$b2_parents" -v phases="$b2_phases" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
+  awk -v b2method="$b2_child_update" -v b10method="$b10_child_update" -v sizes="$b2_parents" -v phases="$b2_phases" -v b3="$b3_parents" -v b6="$b6_parents" -v b9="$b9_parents" -v b8="$b8_parents" -v b10="$b10_parents" -v b11="$b11_parents" -v b2min="${B2_MIN_RATIO:-0.8}" -v b2growth="${B2_MAX_P50_GROWTH:-}" '
   # Benchmark result lines: name, iterations, then value/unit pairs. A
   # name run more than once (--b2-rounds) keeps each run, round by round.
   /^Benchmark/ && $2 ~ /^[0-9]+$/ {
@@ -201,6 +232,33 @@ table() {
   function row(a, b, c, d, e, f) { printf "| %s | %s | %s | %s | %s | %s |\n", a, b, c, d, e, f }
   function met(ok) { return ok ? "yes" : "**no**" }
   function cpus(name) { return has(name) ? sprintf("%.1f, %.1f, %.1f, %.1f, %.1f s", v(name, "apiserver-cpu-s"), v(name, "etcd-cpu-s"), v(name, "kcm-cpu-s"), v(name, "composite-cpu-s"), v(name, "bench-cpu-s")) : "not run" }
+  # dryruns prints the row of the dry-run applies benchmark n reported
+  # (issue 61 item 6): per parent sync converging and at a resync of its
+  # converged parents, and per child of a change under method. Children
+  # the cluster changes while they converge (a Pod bound, made Ready) may
+  # each cost one: converging is judged only when judged is set.
+  function dryruns(n, what, method, judged,    res, ok, c) {
+    if (!((n, "convergence-dry-runs") in m)) return
+    res = sprintf("converging: %.3f per sync (%d in %d syncs)", v(n, "convergence-dry-runs-per-sync"), v(n, "convergence-dry-runs"), v(n, "convergence-syncs"))
+    ok = !judged || v(n, "convergence-dry-runs") == 0
+    if ((n, "resync-dry-runs") in m) {
+      res = res sprintf("; resync of the converged parents: %.3f per sync (%d in %d syncs)", v(n, "resync-dry-runs-per-sync"), v(n, "resync-dry-runs"), v(n, "resync-syncs"))
+      ok = ok && v(n, "resync-dry-runs") == 0
+    } else {
+      res = res "; resync not measured"; ok = 0
+    }
+    if (method != "") {
+      if ((n, "change-dry-runs") in m) {
+        c = v(n, "change-dry-runs-per-child")
+        res = res sprintf("; a change of every child (its desired object): %.3f per child (%d dry runs in %d syncs; %d children changed)", c, v(n, "change-dry-runs"), v(n, "change-syncs"), v(n, "change-children-changed"))
+        ok = ok && (method == "OnDelete" ? v(n, "change-dry-runs") == 0 : c <= 1)
+      } else {
+        res = res "; change not measured"; ok = 0
+      }
+    }
+    row(what sprintf(" (children `%s`)", method == "" ? "InPlace" : method), res, "—", "—",
+      (judged ? "0 converging and at a resync" : "0 at a resync") (method == "" ? "" : (method == "OnDelete" ? "; 0 per child changed" : "; ≤ 1 per child changed")), met(ok))
+  }
   function secs(msv) { return msv >= 1000 ? sprintf("%.1f s", msv / 1000) : sprintf("%.0f ms", msv) }
 
   # median of the n values of vals (1..n).
@@ -380,6 +438,7 @@ table() {
       if ((l, "hook-calls-per-parent") in m)
         row(sprintf("B2 hook calls per parent at %s, a hook that reads neither its children nor its status, both opt-outs (counted once the hook is idle)", s),
           sprintf("%.2f (%d after the parents converged)", v(l, "hook-calls-per-parent"), v(l, "hook-calls-after-convergence")), "—", "—", "≤ 1.1", met(v(l, "hook-calls-per-parent") <= 1.1))
+      dryruns(l, sprintf("B2 dry-run applies (kube-apiserver, `dryRun=All`) per parent sync at %s parents", s), b2method, 1)
       lt = "BenchmarkLoopConvergence/parents=" s "/loop-tracking"
       what = sprintf("B2 convergence, %s parents, a hook whose status reports the children it observed (converged: status says all observed)", s)
       if (!has(lt)) { row(what, why(lt), base, "—", target, "—"); continue }
@@ -542,6 +601,7 @@ table() {
             has(c) ? sprintf("client-go: %s; %s, %s; %.0f ms", secs(v(c, "created-p50-ms")), secs(v(c, "pod-bound-p50-ms")), secs(v(c, "pod-bound-to-ready-p50-ms")), v(c, "pod-status-patch-ms")) : why(c), "—", "—", "—")
         row(sprintf("B10 hook calls per parent at %s, a hook whose status counts its Ready Pods (counted once the hook is idle)", b10),
           sprintf("%.2f; %d Pods recreated", v(l, "hook-calls-per-parent"), v(l, "pods-recreated")), "—", "—", "0 recreated", met(v(l, "pods-recreated") == 0))
+        dryruns(l, sprintf("B10 dry-run applies (kube-apiserver, `dryRun=All`) per parent sync at %s parents × 3 Pods", b10), b10method, 0)
       } else {
         row(what, why(l), base, "—", "—", "**no**")
       }
@@ -627,14 +687,14 @@ if [[ $b2_stacks == per-phase && BenchmarkLoopConvergence =~ ${bench%%/*} ]]; th
       for phase in "${order[@]}"; do
         go test ./e2e/bench/ -run '^$' -bench "^BenchmarkLoopConvergence\$/^parents=$parents\$/^$phase\$" \
           -benchtime 1x -count 1 -timeout 45m "-loop.parents=$parents" "-loop.timeout=$b2_timeout" \
-          -loop.baseline-first=false "$@" 2>&1 | tee -a "$out" || status=$?
+          -loop.baseline-first=false "-loop.child-update=$b2_child_update" "$@" 2>&1 | tee -a "$out" || status=$?
       done
     done
   done
   skip=(-skip '^BenchmarkLoopConvergence$')
 fi
 go test ./e2e/bench/ -run '^$' -bench "$bench" "${skip[@]}" -benchtime 1x -count 1 -timeout 45m \
-  "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-resync.parents=$b3_parents" \
+  "-loop.parents=$b2_parents" "-loop.timeout=$b2_timeout" "-loop.child-update=$b2_child_update" "-resync.parents=$b3_parents" \
   "-isolation.parents=$b6_parents" "-isolation.hanging=$b6_parents" "-fleet.parents=$b9_parents" \
   "-memlimit.parents=$b8_parents" \
   "-shards.run=$b7" "-shards.parents=$b7_parents" "-rollout.parents=$b11_parents" "$@" 2>&1 | tee -a "$out" || status=$?
@@ -643,7 +703,7 @@ go test ./e2e/bench/ -run '^$' -bench "$bench" "${skip[@]}" -benchtime 1x -count
 # go test run of its own, its output appended to the same file.
 if [[ $b10_parents -gt 0 ]]; then
   go test ./e2e/bench/ -run '^$' -bench '^BenchmarkPodChildren$' -benchtime 1x -count 1 -timeout 45m \
-    "-pods.parents=$b10_parents" "$@" 2>&1 | tee -a "$out" || status=$?
+    "-pods.parents=$b10_parents" "-pods.child-update=$b10_child_update" "$@" 2>&1 | tee -a "$out" || status=$?
 fi
 elapsed=$((SECONDS - start))
 

@@ -524,7 +524,7 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	perParent, pods := *podsPerParent, parents**podsPerParent
 	l := newLayout(name, parents, 0)
 	ns := podNamespace(ctx, b, l)
-	controller := framework.ControllerFixture{Name: name, HookURL: env.hook.serve(name, podHookResponse), SelectBy: "bench", Timeout: "30s", Child: podsGVR}
+	controller := framework.ControllerFixture{Name: name, HookURL: env.hook.serve(name, podHookResponse), SelectBy: "bench", Timeout: "30s", Child: podsGVR, Method: *podChildUpdate}
 	if _, err := applyController(ctx, controller); err != nil {
 		b.Fatal(err)
 	}
@@ -545,6 +545,10 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 	}
 	b.Cleanup(w.close)
 	before, err := writeCounts(ctx, "pods", "widgets", "hellos")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dryRunsBefore, err := countDryRuns(ctx, name)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -589,6 +593,8 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 		"idle %.1f s later (no hook call for 2 s): %d hook calls, %.2f per parent; parents by calls: %v",
 		r.rate/baseline.rate, baseline.rate, r.perParent, r.perParent/baseline.perParent, baseline.perParent,
 		statusAt.Sub(start).Seconds(), ms(percentile(statusLat, 0.5)), settled.Seconds(), calls, float64(calls)/float64(parents), hook.perParent())
+	dryRunsBefore.report(ctx, b, "convergence")
+	measurePodDryRuns(ctx, b, name, hook, pw, parents)
 }
 
 // BenchmarkPodChildren (B10, only with -pods.parents) is B2's shape with
@@ -607,6 +613,9 @@ func runPodLoop(b *testing.B, parents int, baseline podResult) {
 func BenchmarkPodChildren(b *testing.B) {
 	if *podParents <= 0 {
 		b.Skip("-pods.parents=0")
+	}
+	if !childUpdateMethods[*podChildUpdate] {
+		b.Fatalf("-pods.child-update=%q: want OnDelete, Recreate or InPlace", *podChildUpdate)
 	}
 	setUp(b)
 	parents := *podParents

@@ -276,6 +276,12 @@ type loopOptions struct {
 	// parentsOnly: the benchmark watches the parents alone, not their
 	// children (see watch).
 	parentsOnly bool
+	// method is the children's updateStrategy.method: InPlace when empty.
+	method string
+	// dryRunCost: once converged, the resync of the converged parents and
+	// (-loop.child-update) a change of every child are measured in
+	// dry-run applies (measureLoopDryRuns).
+	dryRunCost bool
 }
 
 // loopVariants are B2's controllers at each size, by sub-benchmark name:
@@ -323,9 +329,11 @@ func startMeasured(ctx context.Context, b *testing.B, name string, parents, perN
 		extra += "  ownStatusWrites: Ignore\n"
 	}
 	extra += opts.extra
-	env.hook.register(name)
+	url := env.hook.register(name)
 	env.hook.of(name).tracking.Store(opts.tracking)
-	if _, err := createControllerWith(ctx, name, "", extra); err != nil {
+	controller := benchController(name, url)
+	controller.Extra, controller.Method = extra, opts.method
+	if _, err := applyController(ctx, controller); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { deleteController(name) })
@@ -688,6 +696,9 @@ func (w *watcher) missing(limit int) []string {
 // reports its p50 against the first size's: how latency grows with the
 // number of parents.
 func BenchmarkLoopConvergence(b *testing.B) {
+	if !childUpdateMethods[*loopChildUpdate] {
+		b.Fatalf("-loop.child-update=%q: want OnDelete, Recreate or InPlace", *loopChildUpdate)
+	}
 	setUp(b)
 	var firstP50, firstPaced time.Duration
 	// firstPerParent is the first size's time per parent, of each variant.
@@ -718,7 +729,9 @@ func BenchmarkLoopConvergence(b *testing.B) {
 					}
 					// A p50 of the parents that did converge says nothing
 					// of the others: compare converged sizes only.
-					r := runLoop(b, parents, baselineRate, variant.opts)
+					opts := variant.opts
+					opts.method, opts.dryRunCost = *loopChildUpdate, name == "loop"
+					r := runLoop(b, parents, baselineRate, opts)
 					if applyRate > 0 {
 						b.ReportMetric(r.rate/applyRate, "ratio-vs-apply-baseline")
 						b.Logf("loop: %.0f objects/s, %.3f× the client-go apply baseline's %.0f objects/s", r.rate, r.rate/applyRate, applyRate)
@@ -789,6 +802,10 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 	// One scrape of kube-apiserver's /metrics at each end: the writes and
 	// reads below are filters of it.
 	allBefore, err := allCounts(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dryRunsBefore, err := countDryRuns(ctx, name)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -935,8 +952,12 @@ func runLoop(b *testing.B, parents int, baselineRate float64, opts loopOptions) 
 		b.ReportMetric(float64(calls-atConvergence), "hook-calls-after-convergence")
 		b.Logf("loop: idle %.1f s after convergence (no hook call for 2 s): %d hook calls, %.2f per parent, %d of them after the parents converged; parents by calls: %v",
 			settled.Seconds(), calls, float64(calls)/float64(parents), calls-atConvergence, hook.perParent())
+		dryRunsBefore.report(ctx, b, "convergence")
 		if *loopPaced > 0 && opts.ignoreOwnChildWrites && opts.ignoreOwnStatusWrites {
 			paced = runPaced(ctx, b, w, name, l, parents)
+		}
+		if opts.dryRunCost {
+			measureLoopDryRuns(ctx, b, name, l, hook, w)
 		}
 	}
 	return loopResult{p50: percentile(lat, 0.5), paced: paced, converged: converged, rate: rate, perParent: perParent}

@@ -174,9 +174,12 @@ func (d *Decision) pauseOrResume(in Input) (stop bool) {
 		return false
 	case failed(st):
 		// Both times are the server's (the registry stamps the
-		// annotation); pausedTime is stored to the second, so a resume
-		// must be of a later second to be later than the failure.
-		if in.ResumedAt.IsZero() || st.PausedTime == nil || !in.ResumedAt.Truncate(time.Second).After(st.PausedTime.Time) {
+		// annotation). pausedTime is stored to the second: a resume
+		// within the failure's second counts as after it, as an operator
+		// who resumes on seeing the failure means (and e2e does, within
+		// the second); one asked a moment before a failure of the same
+		// second resumes it too, which the operator had asked for.
+		if in.ResumedAt.IsZero() || st.PausedTime == nil || !in.ResumedAt.After(st.PausedTime.Time) {
 			return true
 		}
 		if st.Phase == v1alpha1.RolloutRolledBack {

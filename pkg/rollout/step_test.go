@@ -97,9 +97,9 @@ func TestStep(t *testing.T) {
 		phase: v1alpha1.RolloutProgressing, step: 0, reason: "Resumed", limit: 0, moved: true,
 		events: []string{"RolloutResumed"},
 	}, {
-		name:   "a resume within the failure's second resumes it (pausedTime is stored to the second)",
-		in:     Input{Spec: threeSteps(), Status: &v1alpha1.RolloutStatus{UpdateRevision: 2, Steps: 3, Step: 1, Phase: v1alpha1.RolloutRolledBack, Reason: "HealthCheckFailed", BucketLimit: 5000, PausedTime: at(0)}, ResumedAt: t0.Add(380 * time.Millisecond), Now: t0.Add(time.Second), View: View{Synced: true}},
-		phase:  v1alpha1.RolloutProgressing, step: 0, reason: "Resumed", limit: 0, moved: true,
+		name:  "a resume within the failure's second resumes it (pausedTime is stored to the second)",
+		in:    Input{Spec: threeSteps(), Status: &v1alpha1.RolloutStatus{UpdateRevision: 2, Steps: 3, Step: 1, Phase: v1alpha1.RolloutRolledBack, Reason: "HealthCheckFailed", BucketLimit: 5000, PausedTime: at(0)}, ResumedAt: t0.Add(380 * time.Millisecond), Now: t0.Add(time.Second), View: View{Synced: true}},
+		phase: v1alpha1.RolloutProgressing, step: 0, reason: "Resumed", limit: 0, moved: true,
 		events: []string{"RolloutResumed"},
 	}, {
 		name:  "a resume asked before the failure does not resume it",

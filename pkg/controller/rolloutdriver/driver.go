@@ -198,9 +198,6 @@ func (r *Driver) setSpec(spec *v1alpha1.ControllerRollout) error {
 			return fmt.Errorf("spec.rollout.health.condition: %w", err)
 		}
 	}
-	if health == nil || r.health == nil || health.Expr() != r.health.Expr() {
-		r.healthMemo = map[types.UID]healthMemo{}
-	}
 	r.spec, r.health = *spec.DeepCopy(), health
 	return nil
 }

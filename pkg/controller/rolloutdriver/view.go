@@ -21,8 +21,12 @@ import (
 // the others wait for the next tick as not yet healthy.
 const maxEvaluations = 1000
 
-// healthMemo is a parent's health at one resourceVersion.
+// healthMemo is a parent's health at one resourceVersion, by the condition
+// expr: an edit of the condition evaluates every parent again (the memo is
+// the tick's alone; Follow, on the manager's goroutine, only swaps the
+// condition).
 type healthMemo struct {
+	expr            string
 	resourceVersion string
 	healthy         bool
 	err             error
@@ -86,7 +90,7 @@ func (r *Driver) healthy(ctx context.Context, p *unstructured.Unstructured, resu
 		ready, _ := rollout.DefaultHealthy(p)
 		return ready, nil
 	}
-	if m, ok := r.healthMemo[p.GetUID()]; ok && m.resourceVersion == p.GetResourceVersion() {
+	if m, ok := r.healthMemo[p.GetUID()]; ok && m.expr == health.Expr() && m.resourceVersion == p.GetResourceVersion() {
 		return m.healthy, m.err
 	}
 	if *budget <= 0 {
@@ -94,7 +98,7 @@ func (r *Driver) healthy(ctx context.Context, p *unstructured.Unstructured, resu
 	}
 	*budget--
 	healthy, err := health.Healthy(ctx, p)
-	r.healthMemo[p.GetUID()] = healthMemo{resourceVersion: p.GetResourceVersion(), healthy: healthy, err: err}
+	r.healthMemo[p.GetUID()] = healthMemo{expr: health.Expr(), resourceVersion: p.GetResourceVersion(), healthy: healthy, err: err}
 	return healthy, err
 }
 

@@ -103,6 +103,10 @@ func Step(in Input) Decision {
 	if st.Phase != v1alpha1.RolloutProgressing || !in.View.Synced {
 		return d
 	}
+	if st.Step >= st.Steps {
+		d.holdAtLastStep(in)
+		return d
+	}
 	if st.NextStepTime != nil && in.Now.Before(st.NextStepTime.Time) {
 		return d
 	}
@@ -119,14 +123,15 @@ func Step(in Input) Decision {
 // first decision too): an earlier server paused a failed step by
 // spec.rollout.paused over the failure, rolled back or not, so that the
 // failed revision ran again (R5); such a status keeps its pausedTime, and
-// the failure comes back, rolled back when the rollout rolls back. And a
-// step index past the steps written holds at the last step
-// (holdAtLastStep).
+// the failure comes back, rolled back when the rollout rolls back. A step
+// index past the steps written (steps cut) is left as it is: its plan is
+// that of every step written (NewPlan), and Step begins the last step
+// again (holdAtLastStep).
 func Upgrade(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) (moved bool) {
 	if st.Phase == v1alpha1.RolloutComplete || spec == nil || len(spec.Steps) == 0 {
 		return false
 	}
-	holdAtLastStep(st, spec)
+	st.Steps = int32(len(spec.Steps))
 	if st.Phase != v1alpha1.RolloutPaused || st.Reason != ReasonPausedByUser || st.PausedTime == nil {
 		return false
 	}
@@ -140,14 +145,19 @@ func Upgrade(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) (move
 
 // holdAtLastStep keeps the step index within the steps written: steps cut
 // below it mid-rollout hold the rollout at the last step, which begins
-// again so that its share is moved and gated (R2).
-func holdAtLastStep(st *v1alpha1.RolloutStatus, spec *v1alpha1.ControllerRollout) {
-	st.Steps = int32(len(spec.Steps))
+// again at once, so that its share is moved and gated (R2). Never an index
+// past the steps, and never the last step "not yet begun" in between: the
+// plan of that status leaves out the last step's selector, and would move
+// its parents back to the current revision for a tick, and their results
+// with them.
+func (d *Decision) holdAtLastStep(in Input) {
+	st := &d.Status
 	if st.Step < st.Steps {
 		return
 	}
 	st.Step = st.Steps - 1
-	st.StepStartTime, st.NextStepTime = nil, nil
+	d.beginStep(in)
+	st.Message += " again: spec.rollout.steps were cut below the step under way"
 }
 
 // failed tells whether the rollout was stopped by a failed step.

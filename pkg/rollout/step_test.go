@@ -111,6 +111,10 @@ func TestStep(t *testing.T) {
 		phase: v1alpha1.RolloutProgressing, step: 0, reason: "StepBegun", limit: 5000, moved: true,
 		events: []string{"RolloutStepBegun"},
 	}, {
+		name:  "nor held on a view that has not listed: the index stays past the steps, whose plan is every step's",
+		in:    Input{Spec: &v1alpha1.ControllerRollout{Steps: threeSteps().Steps[:1]}, Status: progressing(2, at(0), 5000), Now: t0.Add(time.Second)},
+		phase: v1alpha1.RolloutProgressing, step: 2, limit: 5000,
+	}, {
 		name:  "the error budget spent fails the step at once",
 		in:    Input{Spec: withBudget(threeSteps(), 0), Status: progressing(0, at(0), 1000), Now: t0.Add(time.Second), View: synced(Tally{Updated: 1, SyncFailures: 1, Failing: []string{"ns/a"}})},
 		phase: v1alpha1.RolloutRolledBack, step: 0, reason: "ErrorBudgetExceeded", limit: 1000, moved: true,
@@ -182,5 +186,38 @@ func TestMaxParentsMovesNoMoreThanItSaw(t *testing.T) {
 	}
 	if got == Buckets {
 		t.Errorf("3 parents seen: limit %d moves every parent to come", got)
+	}
+}
+
+// TestStepsCutKeepTheHeldStepsParents: steps cut below the step under way
+// never move a parent of the step held back to the current revision, not
+// even for a tick (model seed 1796680301933509727: a canary parent went
+// back, was synced by the current revision, and the step held passed on
+// the update revision's earlier result).
+func TestStepsCutKeepTheHeldStepsParents(t *testing.T) {
+	canary := &metav1.ObjectMeta{Name: "p15", UID: "p15", Labels: map[string]string{"canary": "true"}}
+	steps := []v1alpha1.RolloutStep{
+		{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}},
+		{MaxParents: ptr.To[int32](4)},
+	}
+	// Step 1 (the canary) passed, step 2 not begun; then cut to the canary.
+	passed := &v1alpha1.RolloutStatus{CurrentRevision: 1, UpdateRevision: 2, Steps: 2, Step: 1, Phase: v1alpha1.RolloutProgressing}
+	cut := &v1alpha1.ControllerRollout{Steps: steps[:1]}
+	for _, view := range []View{{}, {Synced: true}} {
+		st := passed.DeepCopy()
+		Upgrade(st, cut)
+		d := Step(Input{Spec: cut, Status: st, Now: t0, View: view})
+		for what, status := range map[string]*v1alpha1.RolloutStatus{"upgraded": st, "decided": &d.Status} {
+			plan, err := NewPlan(cut.Steps, status)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !plan.Updated(canary) {
+				t.Errorf("view synced %v: the %s status (step %d of %d, began %v) moves the canary back", view.Synced, what, status.Step, status.Steps, status.StepStartTime)
+			}
+		}
+		if view.Synced && (d.Status.Step != 0 || d.Status.StepStartTime == nil || !d.Moved) {
+			t.Errorf("on a synced view the last step begins again: step %d began %v moved %v", d.Status.Step, d.Status.StepStartTime, d.Moved)
+		}
 	}
 }

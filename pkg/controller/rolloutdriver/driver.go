@@ -383,8 +383,9 @@ func (r *Driver) step(ctx context.Context) {
 		return
 	}
 	status := d.Status.DeepCopy()
+	gated := r.gatedOnReports(in, d)
 	err := r.cfg.Controller.WriteRollout(ctx, func(stored *v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error) {
-		if !sameDecisions(upgraded(stored, in.Spec), in.Status) {
+		if !sameDecisions(upgraded(stored, in.Spec), in.Status) || !gated(stored) {
 			return nil, errMovedOn
 		}
 		return r.withReports(status, stored), nil
@@ -530,10 +531,14 @@ func (r *Driver) waiting() []metav1.Object {
 }
 
 // enqueueMoved queues the parents the plan moved from one revision to the
-// other in the loop that syncs them now.
+// other in the loop that syncs them now. A parent moved back forgets the
+// update revision's result: the current revision syncs it next, and a
+// step that moves it up again judges it by the update revision's next
+// sync, not by the status the current revision wrote since.
 func (r *Driver) enqueueMoved(before *rollout.Plan) {
 	now := r.plan.Load()
 	movedUp, movedBack := map[string]bool{}, map[string]bool{}
+	var forget []types.UID
 	for _, p := range r.cfg.Update.Parents() {
 		was, is := before.Updated(p), now.Updated(p)
 		if was == is {
@@ -544,7 +549,15 @@ func (r *Driver) enqueueMoved(before *rollout.Plan) {
 			movedUp[key] = true
 		} else {
 			movedBack[key] = true
+			forget = append(forget, p.GetUID())
 		}
+	}
+	if len(forget) > 0 {
+		r.mu.Lock()
+		for _, uid := range forget {
+			delete(r.results, uid)
+		}
+		r.mu.Unlock()
 	}
 	if len(movedUp) > 0 {
 		r.cfg.Update.EnqueueWhere(func(key string) bool { return movedUp[key] })

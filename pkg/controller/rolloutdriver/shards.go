@@ -182,3 +182,33 @@ func (r *Driver) withReports(status, stored *v1alpha1.RolloutStatus) *v1alpha1.R
 	}
 	return status
 }
+
+// gatedOnReports is the check, at the write of decision d, that the other
+// replicas' reports stored then still sum, with this replica's own, to the
+// tally a step passed or failed on. The tally read them from this
+// replica's informer, which can be a write behind: a holder's report of a
+// parent created in the step, stored before the decision, would otherwise
+// be passed over (model seed 1796682040036589513), and a step would pass
+// with a moved parent never synced. A decision the gate did not make (a
+// wait, a pause) keeps whatever reports are stored.
+func (r *Driver) gatedOnReports(in rollout.Input, d rollout.Decision) func(stored *v1alpha1.RolloutStatus) bool {
+	st, own := in.Status, (*v1alpha1.RolloutReplicaReport)(nil)
+	if r.shards != nil {
+		own = r.shards.tallied
+	}
+	judged := d.Status.Step != st.Step || (st.PausedTime == nil && d.Status.PausedTime != nil)
+	if own == nil || st.StepStartTime == nil || !judged {
+		return func(*v1alpha1.RolloutStatus) bool { return true }
+	}
+	t := in.View.Tally
+	return func(stored *v1alpha1.RolloutStatus) bool {
+		var reports []v1alpha1.RolloutReplicaReport
+		if stored != nil {
+			reports = stored.Replicas
+		}
+		holders := r.shards.group.Holders()
+		now := rollout.Gather(st, holders, rollout.Merge(reports, own, holders))
+		return now.Updated == t.Updated && now.Healthy == t.Healthy && now.SyncFailures == t.SyncFailures &&
+			slices.Equal(now.Failing, t.Failing) && slices.Equal(now.Unreported, t.Unreported)
+	}
+}

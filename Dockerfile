@@ -18,11 +18,11 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY apis apis
 COPY cmd cmd
 COPY pkg pkg
-COPY registry registry
+COPY internal internal
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
-      -ldflags "-s -w -X github.com/composite-apiserver/composite-apiserver/pkg/cmd/server.version=${VERSION}" \
+      -ldflags "-s -w -X github.com/composite-apiserver/composite-apiserver/internal/cmd/server.version=${VERSION}" \
       -o /out/composite-apiserver ./cmd/composite-apiserver
 
 # distroless static: CA roots, tzdata, /etc/passwd naming nonroot (65532),

@@ -105,10 +105,10 @@ fi
 # (unstructuredjson writes json.Marshal's bytes for it, or json.Marshal's
 # error).
 fuzz() { go test "$1" -run '^$' -fuzz "$2" -fuzztime "${FUZZTIME:-500x}"; }
-fuzz ./pkg/reconcile/ FuzzHookAnswers
+fuzz ./internal/reconcile/ FuzzHookAnswers
 fuzz ./apis/metacontroller/install/ FuzzCompositeControllerBody
-fuzz ./pkg/syncrequest/ FuzzSyncRequest
-fuzz ./pkg/jsonobject/ FuzzDecode
-fuzz ./pkg/watchjson/ FuzzFrameReader
-fuzz ./pkg/hooks/ FuzzSyncAnswer
-fuzz ./pkg/unstructuredjson/ FuzzAppend
+fuzz ./internal/syncrequest/ FuzzSyncRequest
+fuzz ./internal/jsonobject/ FuzzDecode
+fuzz ./internal/watchjson/ FuzzFrameReader
+fuzz ./internal/hooks/ FuzzSyncAnswer
+fuzz ./internal/unstructuredjson/ FuzzAppend

@@ -8,7 +8,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
+	"github.com/composite-apiserver/composite-apiserver/internal/cmd/server"
 )
 
 func main() {

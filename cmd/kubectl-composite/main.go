@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/plugin"
+	"github.com/composite-apiserver/composite-apiserver/internal/plugin"
 )
 
 func main() {

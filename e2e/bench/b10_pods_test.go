@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 

@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
 
 // widgetCRD is the baseline's parent resource: like hellos, in a group of
@@ -222,7 +222,7 @@ func createChild(ctx context.Context, cm *corev1.ConfigMap) error {
 
 // applyChild is the apply baseline's write of a child: client-go's typed
 // server-side apply of the same object, under manager, with force, as
-// pkg/apply applies the loop's children.
+// internal/apply applies the loop's children.
 func applyChild(ctx context.Context, cm *corev1.ConfigMap, manager string) error {
 	refs := make([]*metav1ac.OwnerReferenceApplyConfiguration, 0, len(cm.OwnerReferences))
 	for _, r := range cm.OwnerReferences {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
+	"github.com/composite-apiserver/composite-apiserver/internal/shard"
 )
 
 var (

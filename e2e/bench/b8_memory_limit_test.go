@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
+	"github.com/composite-apiserver/composite-apiserver/internal/cmd/server"
 )
 
 var (

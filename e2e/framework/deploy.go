@@ -13,7 +13,7 @@ import (
 	kubectlresource "k8s.io/kubectl/pkg/util/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
+	"github.com/composite-apiserver/composite-apiserver/internal/cmd/server"
 )
 
 // ShippedDeployment is artifacts/deploy/deployment.yaml, the Deployment an

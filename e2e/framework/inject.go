@@ -10,7 +10,7 @@ import (
 
 // InjectTag builds a composite-apiserver whose parent loop panics on each
 // sync of a parent annotated e2e.composite.metacontroller.k8s.io/panic:
-// "true" (pkg/controller/parentloop/inject_e2e.go). The shipped binary has
+// "true" (internal/controller/parentloop/inject_e2e.go). The shipped binary has
 // no such switch.
 const InjectTag = "e2einject"
 

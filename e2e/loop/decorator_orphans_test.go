@@ -62,7 +62,7 @@ func assertLeftAlone(t *testing.T, orphan metav1.Object, get func() (metav1.Obje
 // --cascade=orphan is left alone by the syncs of the other objects it
 // decorates, neither adopted nor deleted. (A cluster-scoped decorated
 // resource, whose syncs list attachments in every namespace, is a case of
-// pkg/reconcile's TestDecoratorNeverAdoptsOrphans: a CRD deleted with
+// internal/reconcile's TestDecoratorNeverAdoptsOrphans: a CRD deleted with
 // --cascade=orphan, crd-roles' example, has its ClusterRole deleted by
 // kube-apiserver's CRD cleanup and the garbage collector, not orphaned.)
 func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/cmd/server"
+	"github.com/composite-apiserver/composite-apiserver/internal/cmd/server"
 )
 
 // TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit: each

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
+	"github.com/composite-apiserver/composite-apiserver/internal/shard"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // upgradeParents are few enough to converge in seconds, enough that the

@@ -39,7 +39,7 @@ const (
 	// binaryPath is where the server lives in the image: the entrypoint.
 	binaryPath = "composite-apiserver"
 	// versionVar is the variable that --version prints.
-	versionVar = "github.com/composite-apiserver/composite-apiserver/pkg/cmd/server.version"
+	versionVar = "github.com/composite-apiserver/composite-apiserver/internal/cmd/server.version"
 	imageName  = "composite-apiserver"
 )
 

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // A controller runs only while its recorded author may still do what

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/controllerstatus"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/controllerstatus"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
 )
 

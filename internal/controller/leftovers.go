@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/migration"
+	"github.com/composite-apiserver/composite-apiserver/internal/migration"
 )
 
 // leftoverCheckPeriod is how often the loop looks for what Metacontroller

@@ -1,12 +1,12 @@
 // Package controller is the lifecycle of every CompositeController's and
 // DecoratorController's loop: it follows both kinds, compiles each once per
-// generation (pkg/definition, compiled again when discovery resolves one of
+// generation (internal/definition, compiled again when discovery resolves one of
 // its resources otherwise), checks its identity and author, starts,
-// restarts and stops its loop (pkg/controller/parentloop), and keeps its
+// restarts and stops its loop (internal/controller/parentloop), and keeps its
 // status; with leader election, it runs on one replica at a time. The
 // loop's pieces have packages of their own: sharedinformers, expectations,
 // syncgate and parentloop; a rollout's driver is rolloutdriver (its
-// decisions, pkg/rollout), the status tracker controllerstatus, leader
+// decisions, internal/rollout), the status tracker controllerstatus, leader
 // election leader.
 package controller
 
@@ -38,20 +38,20 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/controllerstatus"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/rolloutdriver"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/controllerstatus"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/rolloutdriver"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 	clientset "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned"
 	versionedscheme "github.com/composite-apiserver/composite-apiserver/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/composite-apiserver/composite-apiserver/pkg/generated/informers/externalversions"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // Config is what the loop needs.

@@ -9,9 +9,9 @@ import (
 	// duration, retries) per queue, named after the controller.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/eventbudget"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
 )
 
 var registerOnce sync.Once

@@ -12,17 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/controllerstatus"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/rolloutdriver"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/controllerstatus"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/rolloutdriver"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // A rollout runs two loops of one controller at once: the loop of the
 // spec as written (the update revision, running.loop) and the loop of the
 // revision its parents ran before (the current one, compiled from
 // status.history with that revision's author and identity). The driver
-// (pkg/controller/rolloutdriver) moves the steps; this file starts it,
+// (internal/controller/rolloutdriver) moves the steps; this file starts it,
 // follows the controller's changes into it and stops it.
 
 // rolloutController is the controller as its rollout's driver sees it:

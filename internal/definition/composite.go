@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 )
 
 // KindComposite is the Kind of a Definition compiled from a

@@ -1,7 +1,7 @@
 // Package definition compiles a controller once per generation into the one
-// form everything else reads: the engine (pkg/engine), one sync of a parent
-// (pkg/reconcile), the loop (pkg/controller), /sync (pkg/syncrequest), the
-// rights checks (pkg/rights) and `kubectl composite rbac` (pkg/plugin).
+// form everything else reads: the engine (internal/engine), one sync of a parent
+// (internal/reconcile), the loop (internal/controller), /sync (internal/syncrequest), the
+// rights checks (internal/rights) and `kubectl composite rbac` (internal/plugin).
 //
 // A Definition holds what a controller means rather than how it was written:
 // its parent and child resources parsed once, with their kind and scope
@@ -33,8 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // Hook names, as used in errors, metrics and InvalidResponseError.Hook.

@@ -1,9 +1,9 @@
 // Package diffline is the format of the lines a plan's diff shows, one
 // changed field a line: `data.color: "blue" -> "green"`,
 // `metadata.labels["app.kubernetes.io/name"]: <none> -> "x"`,
-// `- data.old: "x"`. The field-ownership comparison (pkg/fieldowner) and
-// the patch pipeline (pkg/patches) write them; kubectl composite
-// (pkg/plugin) reads them back.
+// `- data.old: "x"`. The field-ownership comparison (internal/fieldowner) and
+// the patch pipeline (internal/patches) write them; kubectl composite
+// (internal/plugin) reads them back.
 package diffline
 
 import (

@@ -16,10 +16,10 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // Hooks are the hooks Compute may call for a parent.
@@ -170,7 +170,7 @@ func (h inProcess) SyncSent(ctx context.Context, req *hookapi.SyncHookRequest) (
 }
 
 // asDecodedJSON gives a JSON object an in-process hook answered the shape
-// a webhook's has once decoded (pkg/hooks): numbers as int64 or float64,
+// a webhook's has once decoded (internal/hooks): numbers as int64 or float64,
 // maps and slices of interface{}. Go code may answer with an int, a
 // []string or a struct, which the rest of the loop can't deep-copy
 // (runtime.DeepCopyJSON panics on them) and a webhook never sends. What

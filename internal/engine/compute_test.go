@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 

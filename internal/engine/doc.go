@@ -1,12 +1,12 @@
 // Package engine is the sync engine shared by the live controller loop and
 // the /sync subresource: for one parent of a controller, compiled by
-// pkg/definition, it claims the observed children, calls the customize and
+// internal/definition, it claims the observed children, calls the customize and
 // sync (or finalize) hooks, runs the patches, validates the desired children
 // the hook returned and computes the plan that would make the cluster match
 // them, rolling updates included.
 //
 // It is pure computation: nothing here writes to any API. Executing a Plan is
-// pkg/apply's job; a dry-run shows the very Plan a live sync would execute.
+// internal/apply's job; a dry-run shows the very Plan a live sync would execute.
 //
 // Safety comes before completeness: when a hook fails or answers anything
 // invalid, Compute returns an error and no Plan at all, because a partial

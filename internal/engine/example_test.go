@@ -9,15 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
 // One sync of one parent, computed and not executed: the hook is called,
 // its answer checked, and the plan says what would make the cluster match
-// it. The loop hands the plan to pkg/apply; /sync shows it as a dry run.
+// it. The loop hands the plan to internal/apply; /sync shows it as a dry run.
 // Here a Hello once had the ConfigMaps greeting and old; its hook now
 // answers greeting in French and a new ConfigMap lang.
 func ExampleCompute() {
@@ -47,7 +47,7 @@ func ExampleCompute() {
 		},
 	}}
 	// The children as the API server stores them after the last sync's
-	// apply (pkg/apply's, with the parent's controller reference): their
+	// apply (internal/apply's, with the parent's controller reference): their
 	// fields managed by the controller.
 	var observed []*unstructured.Unstructured
 	for _, name := range []string{"greeting", "old"} {

@@ -10,7 +10,7 @@ import (
 // WithOwnerReferences is obj with metadata.ownerReferences set to refs,
 // sharing every other value with obj: the child as the loop applies it,
 // which the comparison with the observed child, the dry run, the apply
-// and a preview's local apply (pkg/syncrequest) only read and marshal. It copies the top level and the metadata
+// and a preview's local apply (internal/syncrequest) only read and marshal. It copies the top level and the metadata
 // maps, where a deep copy of the child and the converter's reflection
 // (SetOwnerReferences) were a twentieth of what the loop allocated for
 // each child it applied, and as much again for each child it compared.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/unstructuredjson"
 )
 
 // desiredConfigMap is a child as the engine plans it: labels, an owner of

@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // HookPatches names spec.hooks.patches as a whole in InvalidResponseError.Hook.

@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // withPatches declares patches of these names, as the pipeline built for

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // The labels of a ControllerRevision, Metacontroller's: they keep the

@@ -47,7 +47,7 @@ type Result struct {
 	// an apply into a no-op, so there is nothing to send.
 	Changed bool
 	// Lines describe the values the apply changes, one per field, sorted,
-	// in pkg/diffline's format: `data.color: "blue" -> "green"`,
+	// in internal/diffline's format: `data.color: "blue" -> "green"`,
 	// `metadata.labels["a.b/c"]: <none> -> "x"`, and `- data.b: "x"` for a
 	// field the apply removes. An element of a keyed list is one line:
 	// `- spec.ports[port=81,protocol="TCP"]: {...}`. Values are JSON.

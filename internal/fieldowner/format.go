@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+	"github.com/composite-apiserver/composite-apiserver/internal/diffline"
 )
 
 // describeSet makes one line per field of set: a field that has fields of

@@ -13,7 +13,7 @@ import (
 )
 
 // The ways Metacontroller writes children, as in its
-// pkg/controller/common/manage_children.go.
+// internal/controller/common/manage_children.go.
 
 // mcCreate creates a child as Metacontroller's default dynamic apply
 // does: the hook's object in the last-applied annotation, then the

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/unstructuredjson"
 )
 
 // Comparer is what Unchanged remembers answers of: *Schemas.

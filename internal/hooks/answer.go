@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/composite-apiserver/composite-apiserver/internal/jsonobject"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/jsonobject"
 )
 
 // decodeSyncAnswer decodes a sync (or finalize) hook's answer in one pass

@@ -3,9 +3,9 @@ package hooks
 import (
 	"context"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 )
 
 // ControllerHooks are the webhook clients of one controller's sync,
@@ -26,7 +26,7 @@ func (h *ControllerHooks) Close() {
 
 // Build makes the webhook clients of a controller's hooks, as def resolved
 // them. The loop builds them once per definition; /sync keeps them per
-// controller (pkg/syncrequest's controllers).
+// controller (internal/syncrequest's controllers).
 func Build(ctx context.Context, def *definition.Definition, secrets SecretSource, dest Destinations) (*ControllerHooks, error) {
 	out := &ControllerHooks{}
 	build := func(h *definition.Hook) (*Webhook, error) {

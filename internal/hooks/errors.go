@@ -96,7 +96,7 @@ func (e *TooManyRequestsError) Error() string {
 }
 
 // RetryDelay is RetryAfter, for callers that know the error only by this
-// method (pkg/reconcile), so that they need not import this package.
+// method (internal/reconcile), so that they need not import this package.
 func (e *TooManyRequestsError) RetryDelay() time.Duration { return e.RetryAfter }
 
 // timeoutError is the cause of the per-call context, so that a call that ran

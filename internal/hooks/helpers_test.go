@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // fakeSecrets is an in-memory SecretSource keyed by "namespace/name".

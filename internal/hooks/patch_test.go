@@ -16,9 +16,9 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
 )
 
 // patchController has a sync hook, a webhook patch "stamp" at patchURL with

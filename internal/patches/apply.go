@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+	"github.com/composite-apiserver/composite-apiserver/internal/diffline"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 

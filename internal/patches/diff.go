@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+	"github.com/composite-apiserver/composite-apiserver/internal/diffline"
 )
 
 // Diff lists the fields that differ between two objects, one a line, in the
@@ -15,7 +15,7 @@ import (
 // "x"`. Maps are compared field by field, lists of the same length element
 // by element (`spec.ports[0].port: 80 -> 8080`), other lists whole. It is
 // for people reading what a patch did; what is applied is decided by
-// pkg/engine with structured-merge-diff.
+// internal/engine with structured-merge-diff.
 func Diff(before, after map[string]interface{}) []string {
 	d := differ{}
 	d.value(before, after)

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 )
 
 // A controller's inline patches (spec.hooks.patches[].inline) run over the

@@ -9,8 +9,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // inline is the generator of inline patches (spec.hooks.patches[].

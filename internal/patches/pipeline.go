@@ -5,7 +5,7 @@
 // children as the generators before it left them, each answering a JSON
 // patch or JSON merge patch per child, applied in order.
 //
-// A generator is a patch hook over HTTP (pkg/hooks), inline JSON patches
+// A generator is a patch hook over HTTP (internal/hooks), inline JSON patches
 // (NewInline) or Go code. enabledIf, a CEL expression over the builtin
 // variables, decides per parent whether a patch runs. A generator's answer
 // is applied with evanphx/json-patch (RFC 6902 JSON patches, RFC 7386 merge
@@ -28,8 +28,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 // Step is one patch of the pipeline.
@@ -44,7 +44,7 @@ type Step struct {
 }
 
 // Pipeline is the patches of one controller, ready to run. It is built
-// once per definition of the controller from what pkg/definition compiled
+// once per definition of the controller from what internal/definition compiled
 // (enabledIf, templates) and is safe for concurrent use.
 type Pipeline struct {
 	steps []Step
@@ -111,7 +111,7 @@ type StepResult struct {
 // Change is what a patch changed in one child.
 type Change struct {
 	Ref hookapi.ObjectRef
-	// Diff lists the changed fields, one a line, as pkg/engine's plan items
+	// Diff lists the changed fields, one a line, as internal/engine's plan items
 	// do: `path: old -> new`, `path: <none> -> new`, `- path: old`.
 	Diff []string
 }
@@ -232,7 +232,7 @@ func refOf(obj *unstructured.Unstructured) hookapi.ObjectRef {
 	return hookapi.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// describeRef names a child as pkg/engine does: Kind.apiVersion namespace/name.
+// describeRef names a child as internal/engine does: Kind.apiVersion namespace/name.
 func describeRef(ref hookapi.ObjectRef) string {
 	name := ref.Name
 	if ref.Namespace != "" {

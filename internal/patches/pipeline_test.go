@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
 )
 
 func parent() *unstructured.Unstructured {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/diffline"
+	"github.com/composite-apiserver/composite-apiserver/internal/diffline"
 )
 
 // writeDiffs prints a unified diff for each Update and Recreate of the

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 func controllerWithChildren(name string, children ...v1alpha1.ResourceRule) *v1alpha1.CompositeController {

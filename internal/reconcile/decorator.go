@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
 
 // writeParent writes what the hook answered for the parent: a

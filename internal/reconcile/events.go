@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
 
 // NewEventBroadcaster is the Event broadcaster of a sync's Events. Its

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
 )
 
 // The spam filter keeps a bucket per parent and reason: a flood of one

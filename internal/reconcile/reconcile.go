@@ -23,9 +23,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 

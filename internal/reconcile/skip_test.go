@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // A skipped parent names the fields of its controller's kind that select

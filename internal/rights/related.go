@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
 
 // RelatedLister lists the related objects a customize hook asks for only

@@ -1,5 +1,5 @@
 // Package rights checks rights around a controller: which of the rights its
-// loop uses (the list pkg/definition compiles with it, Needed) the server
+// loop uses (the list internal/definition compiles with it, Needed) the server
 // itself lacks in the target cluster, and whether a controller's author may
 // do what its loop would (AuthorRights, derived from Needed).
 //
@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // maxConcurrentReviews bounds the access reviews one check has in flight.

@@ -11,7 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
 )
 
 func controller() *v1alpha1.CompositeController {

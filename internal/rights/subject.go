@@ -11,7 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // Subject is whom a controller's reads and writes are checked against: its

@@ -1,6 +1,6 @@
 // Package rollout is the pure logic of a controller's progressive rollout
 // (spec.rollout): which parents a step moves to the update revision, and
-// whether a step's parents pass its gate. The loop (pkg/controller) runs
+// whether a step's parents pass its gate. The loop (internal/controller) runs
 // it; nothing here reads or writes the cluster.
 package rollout
 

@@ -13,7 +13,7 @@ import (
 // The rollout's decisions are one function, Step: from the rollout as
 // written, its status, what the loops observed and the time, the next
 // status, the Events to record and whether parents move. The driver
-// (pkg/controller/rolloutdriver) feeds it and carries out its answer; it
+// (internal/controller/rolloutdriver) feeds it and carries out its answer; it
 // decides nothing itself. Every rule that keeps a rollout at least as safe
 // as no rollout is here, where a test can drive it through any sequence
 // of events (rolloutdriver's model test):

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 )
 
 // controllerIdle is how long a controller nobody syncs stays compiled:

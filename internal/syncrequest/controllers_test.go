@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 )
 
 // TestControllersAreForgottenWhenIdle: /sync keeps a controller compiled

@@ -17,12 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 const (

@@ -19,8 +19,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
 func TestContinueTokensRoundTripAndOnlyTheirs(t *testing.T) {

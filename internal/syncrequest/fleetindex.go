@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
 )
 
 // pageChildren are the children of a page's parents, as the caller may

@@ -3,7 +3,7 @@ package syncrequest
 import (
 	"context"
 	"encoding/json"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"net/http"
 	"net/http/httptest"
 	"testing"

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
 // callerLister lists children and related objects straight from the target

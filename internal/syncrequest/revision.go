@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	controllerrollout "github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	controllerrollout "github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // atParentsRevision is controller as its loop runs it for parent: during a

@@ -40,16 +40,16 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // maxConcurrentDryRunApplies bounds the dry-run applies of one preview

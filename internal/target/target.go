@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/watchjson"
 )
 
 // Cluster reaches the target cluster.

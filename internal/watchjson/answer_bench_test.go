@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/jsonobject"
+	"github.com/composite-apiserver/composite-apiserver/internal/jsonobject"
 )
 
 // b2Parent is a B2 parent as kube-apiserver answers the loop's write of

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/jsonobject"
+	"github.com/composite-apiserver/composite-apiserver/internal/jsonobject"
 )
 
 // Config is dynamic.ConfigFor(in) with this package's JSON decoding of

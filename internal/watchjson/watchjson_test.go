@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/watchjson"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

@@ -14,7 +14,7 @@
 // JSONMergePatch per child to change.
 //
 // SyncHook, CustomizeHook and Generator decouple the engine from where a hook
-// runs: over HTTP (pkg/hooks implements all three) or in-process through
+// runs: over HTTP (internal/hooks implements all three) or in-process through
 // SyncHookFunc, CustomizeHookFunc and GeneratorFunc. SyncHandler,
 // CustomizeHandler and PatchHandler serve an in-process hook over HTTP:
 //

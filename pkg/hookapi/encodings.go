@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/unstructuredjson"
 )
 
 // MarshalJSON writes what encoding/json writes for the request's fields,

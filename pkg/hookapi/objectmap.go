@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/unstructuredjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/unstructuredjson"
 )
 
 // RelativeObjectMap holds objects by type and then by key, the shape of the

@@ -107,7 +107,7 @@ type ParentMetadata struct {
 }
 
 // Generator computes patches of desired children: a patch hook over HTTP
-// (pkg/hooks implements it), inline JSON patches (pkg/patches), or Go code
+// (internal/hooks implements it), inline JSON patches (internal/patches), or Go code
 // in the same process through GeneratorFunc.
 type Generator interface {
 	Generate(ctx context.Context, req *GenerateRequest) (*GenerateResponse, error)

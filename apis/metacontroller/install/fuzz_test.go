@@ -9,7 +9,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 )
 
 // FuzzCompositeControllerBody decodes any bytes as a request body the way

@@ -16,7 +16,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 )
 
 // catset is the CompositeController of the hook contract this project was

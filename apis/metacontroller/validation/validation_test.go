@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -11,8 +11,8 @@ import (
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apiserviceregistration"
-	"github.com/composite-apiserver/composite-apiserver/pkg/migration"
+	"github.com/composite-apiserver/composite-apiserver/internal/apiserviceregistration"
+	"github.com/composite-apiserver/composite-apiserver/internal/migration"
 )
 
 // APIServiceOptions are the flags of the server registering its own

@@ -32,7 +32,7 @@ const DefaultMemoryLimitRatio = 0.9
 // divided by this target, so 200 halves that cost (a fifth of the server's
 // CPU at 10,000 parents, README "The collector's target is 200"); the heap it
 // allows is what 100 allowed before the informers' cache was halved
-// (pkg/watchjson), and under a memory limit the soft limit
+// (internal/watchjson), and under a memory limit the soft limit
 // (--memory-limit) makes the collector work harder near it whatever the
 // target.
 const DefaultGCPercent = 200

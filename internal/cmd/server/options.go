@@ -29,15 +29,15 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apiserver"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/leader"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/apiserver"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/leader"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/standalone"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 	generatedopenapi "github.com/composite-apiserver/composite-apiserver/pkg/generated/openapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/pkg/standalone"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
 )
 
 // EtcdPathPrefix is where objects live in etcd, so that the server can share
@@ -49,7 +49,7 @@ const DefaultSecurePort = 8443
 
 // version is the release the binary was built from, stamped by the image
 // build (hack/build-image.sh, the Dockerfile) with
-// -ldflags "-X github.com/composite-apiserver/composite-apiserver/pkg/cmd/server.version=...".
+// -ldflags "-X github.com/composite-apiserver/composite-apiserver/internal/cmd/server.version=...".
 // A plain `go build` or `go run` says "dev".
 var version = "dev"
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
+	"github.com/composite-apiserver/composite-apiserver/internal/shard"
 )
 
 // shardConfig is this replica's part in the group of --shards.

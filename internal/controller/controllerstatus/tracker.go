@@ -22,8 +22,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 )
 
 // Status is the status of a controller of either kind, as the loop keeps

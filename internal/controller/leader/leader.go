@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
+	"github.com/composite-apiserver/composite-apiserver/internal/shard"
 )
 
 // Election configures running the loop on one replica at a time.
@@ -48,7 +48,7 @@ func (le Election) StopGrace() time.Duration {
 // --leader-elect to --shards) would sync the parents of their shards
 // beside this loop: the leader runs the loop only while none of them is
 // live, and steps down when one joins. The members, for their part, take
-// no shard while this Lease is held (pkg/shard).
+// no shard while this Lease is held (internal/shard).
 func Run(ctx context.Context, kube kubernetes.Interface, le Election, run func(context.Context)) error {
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano())

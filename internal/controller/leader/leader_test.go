@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/shard"
+	"github.com/composite-apiserver/composite-apiserver/internal/shard"
 )
 
 // TestALeaderStepsDownForShardMembersAndReleasesItsLeaseAfterItsLoop: a

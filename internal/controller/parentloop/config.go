@@ -2,7 +2,7 @@
 // its parent, child and related resources, event handlers that filter
 // parent updates by named predicates and map a child's event to its
 // owner, a rate-limited queue of parents with lanes, and workers that run
-// the one reconcile step (pkg/reconcile) for each parent (the
+// the one reconcile step (internal/reconcile) for each parent (the
 // sample-controller pattern). A CompositeController has one parent loop; a
 // DecoratorController one per resource, sharing one queue and its
 // workers (Run).
@@ -17,18 +17,18 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/pkg/target"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
 // Config is what every controller's loop shares: the manager's clients,
 // informers and settings. The fields named as in the manager's Config
-// (pkg/controller) are those settings, defaulted.
+// (internal/controller) are those settings, defaulted.
 type Config struct {
 	Dynamic          dynamic.Interface
 	Metadata         metadata.Interface

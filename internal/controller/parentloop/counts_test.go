@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 // ErrNotServed is a resource the target cluster does not serve (yet): the

@@ -7,7 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/expectations"
 )
 
 // enqueueParent queues a parent the controller syncs

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,14 +22,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/eventbudget"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/expectations"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
 )
 
 // parentLoop runs one controller on one parent resource (a

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
 )
 
 // newParentQueue is the workqueue of one controller's parents:

@@ -9,12 +9,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
 )
 
 // Revision is what a rollout asks of the loop of one revision of a
-// controller while two of them run at once (pkg/rollout): which parents
+// controller while two of them run at once (internal/rollout): which parents
 // this loop syncs, and how each of its syncs ended. Both loops take turns
 // on a parent at the server's Gate, and each asks Runs after its turn
 // begins, so that a parent is never synced by two revisions at once.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/eventbudget"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/eventbudget"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // Run is one controller's loop: a parent loop per parent resource (one

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // One queue for all of a controller's parent loops: a key names its loop's

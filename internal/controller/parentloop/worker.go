@@ -15,14 +15,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/apply"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/expectations"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/sharedinformers"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/reconcile"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/apply"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/expectations"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 // process syncs the parent of key, taken from the controller's queue as

@@ -34,9 +34,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // Tick is how often the driver looks at a step's parents.

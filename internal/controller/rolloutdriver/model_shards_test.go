@@ -19,9 +19,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // The model test with --shards: two or three replicas, each with its own
@@ -285,7 +285,7 @@ func (m *shardsModel) logf(format string, args ...interface{}) {
 func (m *shardsModel) fail(format string, args ...interface{}) {
 	m.t.Helper()
 	last := m.trace[max(0, len(m.trace)-60):]
-	m.t.Fatalf("seed %d (replay: go test ./pkg/controller/rolloutdriver -run TestRolloutModelWithShards -rollout.shards.seed=%d -rollout.shards.lag=%v -rollout.shards.stall=%v): %s\nshards held by %v\nstored status: %+v\nlast events:\n  %s",
+	m.t.Fatalf("seed %d (replay: go test ./internal/controller/rolloutdriver -run TestRolloutModelWithShards -rollout.shards.seed=%d -rollout.shards.lag=%v -rollout.shards.stall=%v): %s\nshards held by %v\nstored status: %+v\nlast events:\n  %s",
 		m.seed, m.seed, *shardsLag, *shardsStall, fmt.Sprintf(format, args...), m.holders, m.stored, strings.Join(last, "\n  "))
 }
 

@@ -21,9 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/parentloop"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // The model test drives the real driver and step function through random
@@ -285,7 +285,7 @@ func (m *model) logf(format string, args ...interface{}) {
 func (m *model) fail(format string, args ...interface{}) {
 	m.t.Helper()
 	last := m.trace[max(0, len(m.trace)-40):]
-	m.t.Fatalf("seed %d (replay: go test ./pkg/controller/rolloutdriver -run TestRolloutModel -rollout.seed=%d): %s\nstored status: %+v\nlast events:\n  %s",
+	m.t.Fatalf("seed %d (replay: go test ./internal/controller/rolloutdriver -run TestRolloutModel -rollout.seed=%d): %s\nstored status: %+v\nlast events:\n  %s",
 		m.seed, m.seed, fmt.Sprintf(format, args...), m.stored, strings.Join(last, "\n  "))
 }
 

@@ -9,8 +9,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/controller/syncgate"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // With --shards, which revision syncs a parent is still the pure function
@@ -29,7 +29,7 @@ import (
 // a report of an empty view would pass a step (R1).
 
 // ShardGroup is what a rollout needs of the group of --shards
-// (pkg/shard.Member): the parents' shards, this replica's identity and
+// (internal/shard.Member): the parents' shards, this replica's identity and
 // shards, and who holds every shard.
 type ShardGroup interface {
 	syncgate.ParentShards

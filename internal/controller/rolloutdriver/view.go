@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // maxEvaluations bounds the health condition's evaluations in one tick:

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/engine"
+	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
 
 // Caches lends the running loop's informer caches of child resources to
-// readers outside the loop: a fleet preview (pkg/syncrequest) on the
+// readers outside the loop: a fleet preview (internal/syncrequest) on the
 // replica that runs the loop then reads the children of thousands of
 // parents from memory the loop holds anyway, instead of listing them. It
 // is empty where no loop runs (another replica leads, or between

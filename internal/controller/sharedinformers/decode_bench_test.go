@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/fieldowner"
-	"github.com/composite-apiserver/composite-apiserver/pkg/watchjson"
+	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/watchjson"
 )
 
 // b2ConfigMap is the i-th B2 child as kube-apiserver sends it on a

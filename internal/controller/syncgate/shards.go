@@ -8,7 +8,7 @@ import (
 )
 
 // ParentShards is this replica's share of every controller's parents when
-// replicas divide them (pkg/shard's Member); nil syncs them all. It is the
+// replicas divide them (internal/shard's Member); nil syncs them all. It is the
 // one seam every kind of controller goes through: its parent queue drops
 // the parents of other replicas' shards (ShardQueue), and its worker
 // syncs a parent only inside Begin and done (Admit), so that a shard given

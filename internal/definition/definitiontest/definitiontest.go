@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 )
 
 // Compile compiles cc without discovery, as a preview without a cluster

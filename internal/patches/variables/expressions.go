@@ -3,7 +3,7 @@ package variables
 import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/composite-apiserver/composite-apiserver/pkg/rollout"
+	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
 // Expressions is the compiler of this package as validation takes it

@@ -13,8 +13,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // previewed records what it was asked to preview.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry/registrytest"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry/registrytest"
 )
 
 // newStorage returns the registry on a real etcd, started for the test.

@@ -14,10 +14,10 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/pkg/definition"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // strategy is how the main resource is created and updated: users own the

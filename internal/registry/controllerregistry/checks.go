@@ -12,7 +12,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 )
 
 // checkAuthorOnCreate checks the author of every create.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // exampleV1 is /openapi/v3/apis/example.com/v1 as kube-apiserver serves

@@ -8,8 +8,8 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 // Kind is one kind of controller as the registry code every kind shares

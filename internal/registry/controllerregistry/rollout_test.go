@@ -21,11 +21,11 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/pkg/rights"
-	"github.com/composite-apiserver/composite-apiserver/registry/compositecontroller"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry/registrytest"
-	"github.com/composite-apiserver/composite-apiserver/registry/decoratorcontroller"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/compositecontroller"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry/registrytest"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/decoratorcontroller"
+	"github.com/composite-apiserver/composite-apiserver/internal/rights"
 )
 
 // kind is one kind of controller on a real etcd, so that one table runs

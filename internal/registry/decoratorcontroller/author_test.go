@@ -8,7 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // As for CompositeControllers: the server writing a DecoratorController

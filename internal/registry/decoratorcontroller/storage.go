@@ -11,7 +11,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // Storage is every REST endpoint of the decoratorcontrollers resource.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry/registrytest"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry/registrytest"
 )
 
 func newStorage(t *testing.T, opts Options) *Storage {

@@ -1,6 +1,6 @@
 // Package decoratorcontroller is the registry of DecoratorControllers: how
 // they are created, updated, validated, stored and printed. What it shares
-// with the CompositeController registry is in registry/controllerregistry.
+// with the CompositeController registry is in internal/registry/controllerregistry.
 package decoratorcontroller
 
 import (
@@ -14,9 +14,9 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/pkg/hooks"
-	"github.com/composite-apiserver/composite-apiserver/pkg/patches/variables"
-	"github.com/composite-apiserver/composite-apiserver/registry/controllerregistry"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
 // strategy is how the main resource is created and updated: users own the

@@ -9,7 +9,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/apicheck"
 )
 
 // FuzzCompositeControllerBody decodes any bytes as a request body the way
@@ -40,9 +40,9 @@ func FuzzCompositeControllerBody(f *testing.F) {
 		if !ok {
 			return
 		}
-		_ = validation.ValidateCompositeController(cc, variables.Expressions{})
-		_ = validation.Warnings(cc, variables.Expressions{})
-		_ = validation.ValidateCompositeControllerUpdate(cc, cc.DeepCopy(), variables.Expressions{})
+		_ = validation.ValidateCompositeController(cc, apicheck.Expressions{})
+		_ = validation.Warnings(cc, apicheck.Expressions{})
+		_ = validation.ValidateCompositeControllerUpdate(cc, cc.DeepCopy(), apicheck.Expressions{})
 		// And back out, as a response would be.
 		out := &v1alpha1.CompositeController{}
 		if err := scheme.Convert(cc, out, nil); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/install"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
-	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/apicheck"
 )
 
 // catset is the CompositeController of the hook contract this project was
@@ -303,7 +303,7 @@ spec:
 		}
 		return out
 	}
-	exprs := variables.Expressions{}
+	exprs := apicheck.Expressions{}
 
 	update := merged("")
 	if errs := validation.ValidateCompositeControllerUpdate(update, stored, exprs); len(errs) != 0 {

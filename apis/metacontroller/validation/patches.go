@@ -16,7 +16,7 @@ import (
 
 // Expressions compiles what patches carry: enabledIf in CEL, variable paths
 // and Go templates. The patch engine's own compiler implements it
-// (internal/patches/variables.Expressions), so that validation accepts exactly
+// (internal/apicheck.Expressions), so that validation accepts exactly
 // what the engine runs, while apis/ imports nothing from pkg/.
 type Expressions interface {
 	// CheckCondition compiles an enabledIf expression as a new one.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
-	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
+	"github.com/composite-apiserver/composite-apiserver/internal/apicheck"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -1773,4 +1773,4 @@ func containsAll(s string, parts []string) bool {
 }
 
 // exprs is the patch engine's own compiler, as the registry passes it.
-var exprs Expressions = variables.Expressions{}
+var exprs Expressions = apicheck.Expressions{}

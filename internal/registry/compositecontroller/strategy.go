@@ -14,9 +14,9 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/internal/apicheck"
 	"github.com/composite-apiserver/composite-apiserver/internal/definition"
 	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
-	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
@@ -46,7 +46,7 @@ type strategy struct {
 
 // expressions compiles the CEL and templates of patches with the patch
 // engine's own compiler, so that what validation accepts is what runs.
-var expressions validation.Expressions = variables.Expressions{}
+var expressions validation.Expressions = apicheck.Expressions{}
 
 var _ rest.RESTCreateUpdateStrategy = strategy{}
 var _ rest.ResetFieldsStrategy = strategy{}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller"
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/validation"
+	"github.com/composite-apiserver/composite-apiserver/internal/apicheck"
 	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
-	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
 )
 
@@ -173,7 +173,7 @@ func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.O
 }
 
 // expressions compiles a rollout's health condition as the loop does.
-var expressions validation.Expressions = variables.Expressions{}
+var expressions validation.Expressions = apicheck.Expressions{}
 
 // revisions number a DecoratorController's specs and keep its history.
 var revisions = controllerregistry.Revisions[metacontroller.DecoratorControllerSpec, metacontroller.DecoratorControllerRevision]{

@@ -1,25 +1,30 @@
-package variables
+// Package apicheck gives the API's validation the compilers the server
+// runs (validation.Expressions), so that admission accepts exactly what
+// the patch engine and the rollout driver run, while apis/ imports nothing
+// of internal/, and neither the patches nor the rollout import the other.
+package apicheck
 
 import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/composite-apiserver/composite-apiserver/internal/patches/variables"
 	"github.com/composite-apiserver/composite-apiserver/internal/rollout"
 )
 
-// Expressions is the compiler of this package as validation takes it
-// (validation.Expressions): the API's validation accepts exactly what the
-// patch engine runs, without apis/ importing pkg/.
+// Expressions is validation.Expressions with the server's compilers.
 type Expressions struct{}
 
 // CheckCondition compiles an enabledIf expression as a new one.
-func (Expressions) CheckCondition(expr string) error { return CheckCondition(expr) }
+func (Expressions) CheckCondition(expr string) error { return variables.CheckCondition(expr) }
 
 // CheckChildVariable checks that path names a variable of a child's patch.
-func (Expressions) CheckChildVariable(path string) error { return CheckPath(path, ChildScope) }
+func (Expressions) CheckChildVariable(path string) error {
+	return variables.CheckPath(path, variables.ChildScope)
+}
 
 // CheckTemplate parses a valueFrom.template.
 func (Expressions) CheckTemplate(text string) error {
-	_, err := ParseTemplate(text)
+	_, err := variables.ParseTemplate(text)
 	return err
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/leader"
+	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
 	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
@@ -82,11 +83,8 @@ type ExtraConfig struct {
 
 // LoopConfig configures the embedded controller loop.
 type LoopConfig struct {
-	// Workers is each controller's number of workers by default.
-	Workers int
-	// ResyncPeriod is how often every parent is synced with nothing
-	// changed; 0 never.
-	ResyncPeriod time.Duration
+	// Settings are the loops' settings, carried whole to each loop.
+	parentloop.Settings
 	// LeaderElection, when set, runs the loop on one replica at a time.
 	LeaderElection *leader.Election
 	// Shards, when set, runs the loop on every replica, each syncing the
@@ -95,22 +93,6 @@ type LoopConfig struct {
 	// ControllerSelector, when set, restricts the loop to the
 	// CompositeControllers it selects.
 	ControllerSelector labels.Selector
-	// EventsQPS and EventsBurst limit the Events recorded per object.
-	EventsQPS   float32
-	EventsBurst int
-	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
-	// Events about children (eventbudget); ChildEventsQPS 0 is none.
-	ChildEventsQPS   float32
-	ChildEventsBurst int
-	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
-	// while its children's deletes fail.
-	FinalizeGrace time.Duration
-	// EchoTimeout is how long the loop waits for the watch event of one
-	// of its own writes; zero means the default.
-	EchoTimeout time.Duration
-	// StopGrace is how long a sync in flight when the loop stops may go
-	// on before it is cancelled.
-	StopGrace time.Duration
 }
 
 // Config is the whole configuration of a server.
@@ -274,10 +256,8 @@ func (c completedConfig) startLoop(hookCtx genericapiserver.PostStartHookContext
 	newManager := func(shards syncgate.ParentShards) *controller.Manager {
 		return controller.NewManager(controller.Config{
 			Dynamic: cluster.Dynamic, Informers: cluster.Informers, Metadata: cluster.Metadata, Kube: cluster.Kube, Discovery: cluster.Discovery, Schemas: cluster.Schemas,
-			Client: client, Workers: loop.Workers, ResyncPeriod: loop.ResyncPeriod,
-			ControllerSelector: loop.ControllerSelector, EventsQPS: loop.EventsQPS, EventsBurst: loop.EventsBurst,
-			ChildEventsQPS: loop.ChildEventsQPS, ChildEventsBurst: loop.ChildEventsBurst,
-			FinalizeGrace: loop.FinalizeGrace, EchoTimeout: loop.EchoTimeout, StopGrace: loop.StopGrace, HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
+			Client: client, Settings: loop.Settings, ControllerSelector: loop.ControllerSelector,
+			HookDestinations: c.ExtraConfig.HookDestinations, Caches: caches,
 			Authorizer: c.GenericConfig.Authorization.Authorizer, Impersonator: cluster, Identity: c.ExtraConfig.Identity,
 			Shards: shards, AuthorRecheck: loop.ResyncPeriod, Gate: gate,
 		})

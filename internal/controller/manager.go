@@ -67,15 +67,11 @@ type Config struct {
 	// Client reaches this server's own API, for CompositeControllers and
 	// DecoratorControllers.
 	Client clientset.Interface
-	// Workers is each controller's number of workers unless its spec
-	// says otherwise.
-	Workers int
+	// Settings are the loops' settings, carried whole to each loop.
+	parentloop.Settings
 	// StatusInterval is how often a controller's status is brought up to
 	// date (and written only when it changed).
 	StatusInterval time.Duration
-	// ResyncPeriod is how often every parent is synced even when nothing
-	// changed; 0 turns that off.
-	ResyncPeriod time.Duration
 	// Schemas compare desired children with what a controller applied.
 	Schemas *fieldowner.Schemas
 	// ControllerSelector, when set, restricts the loop to the
@@ -83,26 +79,6 @@ type Config struct {
 	// --target-label-selector): the others are served by the API and run
 	// by another installation.
 	ControllerSelector labels.Selector
-	// EventsQPS and EventsBurst limit the Events recorded per object and
-	// reason; zero means client-go's defaults, which are Metacontroller's.
-	EventsQPS   float32
-	EventsBurst int
-	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
-	// Events about what its syncs did to children (eventbudget);
-	// ChildEventsQPS ≤ 0 records every one.
-	ChildEventsQPS   float32
-	ChildEventsBurst int
-	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
-	// while its children's deletes fail; zero means the default.
-	FinalizeGrace time.Duration
-	// EchoTimeout is how long the expectations wait for the watch event
-	// (echo) of one of the loop's own writes before the parent is synced
-	// anyway; zero means parentloop.DefaultEchoTimeout.
-	EchoTimeout time.Duration
-	// StopGrace is how long a sync in flight when the loop stops (a
-	// leader stepping down, the process ending) may go on before it is
-	// cancelled; see leader.Election.StopGrace.
-	StopGrace time.Duration
 	// HookDestinations are the address ranges hooks may not be called at.
 	HookDestinations hooks.Destinations
 	// Authorizer answers whether a controller's subject (its identity or
@@ -302,10 +278,7 @@ func (m *Manager) loopConfig(pool *sharedinformers.Pool) parentloop.Config {
 		Dynamic: m.cfg.Dynamic, Metadata: m.cfg.Metadata, Kube: m.cfg.Kube, Discovery: m.cfg.Discovery,
 		Informers: pool, Recorder: m.recorder, Secrets: hooks.NewClusterSecretSource(m.cfg.Kube),
 		HookDestinations: m.cfg.HookDestinations, Access: m.identities.access, Identity: m.identities,
-		Unchanged: m.unchanged, Workers: m.cfg.Workers, ResyncPeriod: m.cfg.ResyncPeriod,
-		FinalizeGrace: m.cfg.FinalizeGrace, EchoTimeout: m.cfg.EchoTimeout, StopGrace: m.cfg.StopGrace,
-		Gate: m.cfg.Gate, Shards: m.cfg.Shards,
-		ChildEventsQPS: m.cfg.ChildEventsQPS, ChildEventsBurst: m.cfg.ChildEventsBurst,
+		Unchanged: m.unchanged, Settings: m.cfg.Settings, Gate: m.cfg.Gate, Shards: m.cfg.Shards,
 	}
 }
 

@@ -521,14 +521,16 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 		config.ExtraConfig.DiscoveryInterval = o.DiscoveryInterval
 		if o.ControllerLoop {
 			config.ExtraConfig.Loop = &apiserver.LoopConfig{
-				Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
+				Settings: parentloop.Settings{
+					Workers: o.Workers, ResyncPeriod: o.ResyncPeriod,
+					EventsQPS: o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
+					ChildEventsQPS: o.ChildEventsQPS, ChildEventsBurst: o.ChildEventsBurst,
+					FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
+					// The Lease timings bound it in every mode: shards
+					// take them too (shardConfig).
+					StopGrace: o.LeaderElection.StopGrace(),
+				},
 				ControllerSelector: o.Metacontroller.controllerSelector(),
-				EventsQPS:          o.Metacontroller.EventsQPS, EventsBurst: o.Metacontroller.EventsBurst,
-				ChildEventsQPS: o.ChildEventsQPS, ChildEventsBurst: o.ChildEventsBurst,
-				FinalizeGrace: o.FinalizeGrace, EchoTimeout: o.EchoTimeout,
-				// The Lease timings bound it in every mode: shards
-				// take them too (shardConfig).
-				StopGrace: o.LeaderElection.StopGrace(),
 			}
 			if o.LeaderElect {
 				le := o.LeaderElection

@@ -26,37 +26,56 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
-// Config is what every controller's loop shares: the manager's clients,
-// informers and settings. The fields named as in the manager's Config
-// (internal/controller) are those settings, defaulted.
-type Config struct {
-	Dynamic          dynamic.Interface
-	Metadata         metadata.Interface
-	Kube             kubernetes.Interface
-	Discovery        *target.Discovery
-	HookDestinations hooks.Destinations
-	Workers          int
-	ResyncPeriod     time.Duration
-	FinalizeGrace    time.Duration
-	// EchoTimeout bounds the expectations' wait for an echo; zero means
-	// DefaultEchoTimeout.
+// Settings are the loop's settings, made once from the server's flags
+// (internal/cmd/server) and carried whole through the server's and the
+// manager's configuration to every controller's loop: a new setting is one
+// field here and its flag, not a field in four structs copied by hand.
+type Settings struct {
+	// Workers is each controller's number of workers unless its spec
+	// says otherwise.
+	Workers int
+	// ResyncPeriod is how often every parent is synced even when nothing
+	// changed; 0 turns that off.
+	ResyncPeriod time.Duration
+	// FinalizeGrace bounds how long a finalized parent keeps its finalizer
+	// while its children's deletes fail; zero means the default.
+	FinalizeGrace time.Duration
+	// EchoTimeout bounds the expectations' wait for the watch event (echo)
+	// of one of the loop's own writes; zero means DefaultEchoTimeout.
 	EchoTimeout time.Duration
-	// StopGrace is how long a sync in flight when the loop stops may go
-	// on, to finish its hook call and writes, before it is cancelled
-	// (Run.Stop); zero cancels it at once.
+	// StopGrace is how long a sync in flight when the loop stops (a
+	// leader stepping down, the process ending) may go on, to finish its
+	// hook call and writes, before it is cancelled (Run.Stop); zero
+	// cancels it at once.
 	StopGrace time.Duration
-	Gate      *syncgate.Gate
-	Shards    syncgate.ParentShards
-
-	// Informers are the shared informers every loop takes its own from.
-	Informers *sharedinformers.Pool
-	// Recorder records the Events of parents and controllers.
-	Recorder record.EventRecorder
+	// EventsQPS and EventsBurst limit the Events recorded per object and
+	// reason (the manager's recorder); zero means client-go's defaults,
+	// which are Metacontroller's.
+	EventsQPS   float32
+	EventsBurst int
 	// ChildEventsQPS and ChildEventsBurst are each controller's budget of
 	// the Normal Events that say what its syncs did to children
 	// (eventbudget); ChildEventsQPS ≤ 0 records every one.
 	ChildEventsQPS   float32
 	ChildEventsBurst int
+}
+
+// Config is what every controller's loop shares: the manager's clients,
+// informers and the loop's Settings.
+type Config struct {
+	Settings
+	Dynamic          dynamic.Interface
+	Metadata         metadata.Interface
+	Kube             kubernetes.Interface
+	Discovery        *target.Discovery
+	HookDestinations hooks.Destinations
+	Gate             *syncgate.Gate
+	Shards           syncgate.ParentShards
+
+	// Informers are the shared informers every loop takes its own from.
+	Informers *sharedinformers.Pool
+	// Recorder records the Events of parents and controllers.
+	Recorder record.EventRecorder
 	// Secrets is where the hooks' credentials are read for controllers
 	// without an identity.
 	Secrets hooks.SecretSource

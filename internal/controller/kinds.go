@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -19,11 +18,9 @@ import (
 )
 
 // controllerObject is a controller as written: a CompositeController or a
-// DecoratorController. Events about its loop are recorded on it.
-type controllerObject interface {
-	runtime.Object
-	metav1.Object
-}
+// DecoratorController, read through the accessors both kinds have on
+// their API types. Events about its loop are recorded on it.
+type controllerObject = v1alpha1.Controller
 
 // kind is what the loop does differently for each kind of controller:
 // where it reads one, how it compiles it and where its status goes.
@@ -44,14 +41,10 @@ type kind struct {
 	status  func(m *Manager) controllerstatus.Store
 	// rollouts reads and writes the kind's rollout status for its driver.
 	rollouts func(m *Manager) rolloutStore
-	// author is the controller's recorded author (status.author).
-	author func(obj controllerObject) *v1alpha1.ControllerAuthor
-	// revisions reads the controller's revisions and rollout.
-	revisions func(obj controllerObject) revisions
 }
 
 // revisions are a controller's revisions and its rollout, whatever its
-// kind.
+// kind (revisionsOf).
 type revisions struct {
 	// revision is the spec's (status.revision), 1 for a controller
 	// written before revisions were numbered.
@@ -75,9 +68,6 @@ type kindEntry[T controllerObject] struct {
 	informer func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
 	lister   func(m *Manager) getter[T]
 	compile  func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
-	author   func(obj T) *v1alpha1.ControllerAuthor
-	// revisions reads the kind's revisions (see revisions).
-	revisions func(obj T) revisions
 	// readStatus and writeStatus convert the kind's status to and from
 	// the loop's controllerstatus.Status; updateStatus writes it.
 	readStatus   func(obj T) controllerstatus.Status
@@ -102,15 +92,6 @@ var (
 		lister: func(m *Manager) getter[*v1alpha1.CompositeController] { return m.ccLister },
 		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
 			return definition.Compile(obj.(*v1alpha1.CompositeController), resolver)
-		},
-		author: func(cc *v1alpha1.CompositeController) *v1alpha1.ControllerAuthor { return cc.Status.Author },
-		revisions: func(cc *v1alpha1.CompositeController) revisions {
-			r := revisions{revision: max(cc.Status.Revision, 1), rollout: cc.Spec.Rollout, status: cc.Status.Rollout,
-				at: func(revision int64) (controllerObject, bool) { return cc.AtRevision(revision) }}
-			if len(cc.Status.History) > 0 {
-				r.newest = cc.Status.History[0].Revision
-			}
-			return r
 		},
 		readStatus: func(cc *v1alpha1.CompositeController) controllerstatus.Status {
 			st := &cc.Status
@@ -143,15 +124,6 @@ var (
 		lister: func(m *Manager) getter[*v1alpha1.DecoratorController] { return m.dcLister },
 		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
 			return definition.Compile(obj.(*v1alpha1.DecoratorController), resolver)
-		},
-		author: func(dc *v1alpha1.DecoratorController) *v1alpha1.ControllerAuthor { return dc.Status.Author },
-		revisions: func(dc *v1alpha1.DecoratorController) revisions {
-			r := revisions{revision: max(dc.Status.Revision, 1), rollout: dc.Spec.Rollout, status: dc.Status.Rollout,
-				at: func(revision int64) (controllerObject, bool) { return dc.AtRevision(revision) }}
-			if len(dc.Status.History) > 0 {
-				r.newest = dc.Status.History[0].Revision
-			}
-			return r
 		},
 		readStatus: func(dc *v1alpha1.DecoratorController) controllerstatus.Status {
 			st := &dc.Status
@@ -186,10 +158,8 @@ func (e kindEntry[T]) kind() kind {
 		}
 		return obj, nil
 	}
-	k.author = func(obj controllerObject) *v1alpha1.ControllerAuthor { return e.author(obj.(T)) }
 	k.status = func(m *Manager) controllerstatus.Store { return kindStatus[T]{entry: e, m: m} }
 	k.rollouts = func(m *Manager) rolloutStore { return kindStatus[T]{entry: e, m: m} }
-	k.revisions = func(obj controllerObject) revisions { return e.revisions(obj.(T)) }
 	return k
 }
 
@@ -209,7 +179,7 @@ func kindOf(key string) (kind, string) {
 // generation: only spec changes restart a controller, and a new author
 // (whose rights its checks are made against).
 func (k kind) restartsOn(old, cur controllerObject) bool {
-	return old.GetGeneration() != cur.GetGeneration() || !equality.Semantic.DeepEqual(k.author(old), k.author(cur)) ||
+	return old.GetGeneration() != cur.GetGeneration() || !equality.Semantic.DeepEqual(old.GetAuthor(), cur.GetAuthor()) ||
 		old.GetAnnotations()[v1alpha1.RolloutResumedAnnotation] != cur.GetAnnotations()[v1alpha1.RolloutResumedAnnotation]
 }
 
@@ -263,4 +233,10 @@ func (s kindStatus[T]) rolloutStatus(ctx context.Context, name string, uid types
 		return nil, err
 	}
 	return s.entry.readStatus(obj).Rollout, nil
+}
+
+// revisionsOf reads a controller's revisions and rollout.
+func revisionsOf(obj controllerObject) revisions {
+	return revisions{revision: max(obj.GetRevision(), 1), rollout: obj.GetRollout(), status: obj.GetRolloutStatus(),
+		at: obj.ControllerAtRevision, newest: obj.GetNewestRevision()}
 }

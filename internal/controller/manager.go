@@ -486,15 +486,15 @@ func (m *Manager) awaitsDriver(k kind, key string, obj controllerObject) bool {
 	if m.group == nil {
 		return false
 	}
-	revs := k.revisions(obj)
+	revs := revisionsOf(obj)
 	return revs.rollout != nil && (revs.status == nil || revs.status.UpdateRevision != revs.revision) && !m.group.Owns(rolloutdriver.DriverKey(key))
 }
 
 // unchangedRun tells whether the running loop r runs obj as it is now,
 // with its resources as discovery resolves them now.
 func (m *Manager) unchangedRun(k kind, r *running, obj controllerObject) bool {
-	return r.owner.GetUID() == obj.GetUID() && r.revision == k.revisions(obj).revision &&
-		equality.Semantic.DeepEqual(r.def.Author, k.author(obj)) &&
+	return r.owner.GetUID() == obj.GetUID() && r.revision == revisionsOf(obj).revision &&
+		equality.Semantic.DeepEqual(r.def.Author, obj.GetAuthor()) &&
 		!r.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known()))
 }
 
@@ -525,7 +525,7 @@ func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controll
 		return nil, err
 	}
 	status.Counts = loop.Counts
-	r := &running{owner: owner, def: def, loop: loop, tracker: status, revision: k.revisions(owner).revision}
+	r := &running{owner: owner, def: def, loop: loop, tracker: status, revision: revisionsOf(owner).revision}
 	if err := m.withRollout(ctx, k, key, r, current); err != nil {
 		loop.Close()
 		return nil, err

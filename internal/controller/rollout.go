@@ -62,7 +62,7 @@ func (c *rolloutController) Stored() *v1alpha1.RolloutStatus {
 	if err != nil || obj.GetUID() != owner.GetUID() {
 		return nil
 	}
-	return c.k.revisions(obj).status
+	return revisionsOf(obj).status
 }
 
 func (c *rolloutController) WriteRollout(ctx context.Context, change func(*v1alpha1.RolloutStatus) (*v1alpha1.RolloutStatus, error)) error {
@@ -218,7 +218,7 @@ func landed(revs revisions, reason, message string) *v1alpha1.RolloutStatus {
 // loop until now, nil for none: when it ran the previous revision as the
 // rollout's previous revision runs it, the rollout takes it on as it is.
 func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *running, current *running) error {
-	revs := k.revisions(r.owner)
+	revs := revisionsOf(r.owner)
 	var previous int64
 	if current != nil {
 		previous = current.revision
@@ -259,7 +259,7 @@ func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *runnin
 // not moved are not synced again because a rollout began.
 func (m *Manager) continues(k kind, current *running, at controllerObject, revision int64) bool {
 	return current != nil && current.rollout == nil && current.revision == revision &&
-		equality.Semantic.DeepEqual(current.def.Author, k.author(at)) &&
+		equality.Semantic.DeepEqual(current.def.Author, at.GetAuthor()) &&
 		!current.def.Stale(definition.RESTMapperResolver(m.cfg.Discovery.Known()))
 }
 
@@ -272,7 +272,7 @@ func (m *Manager) followRollout(ctx context.Context, k kind, r *running, obj con
 		return nil
 	}
 	r.rollout.ctl.setOwner(obj)
-	revs := k.revisions(obj)
+	revs := revisionsOf(obj)
 	if revs.rollout == nil || r.rollout.Complete() {
 		r.rollout.Finish()
 		r.rollout = nil

@@ -14,18 +14,13 @@ import (
 // so that a /sync of it calls the hooks the loop calls. It tells whether
 // that is another revision than the spec's.
 func atParentsRevision(controller runtime.Object, parent metav1.Object) (runtime.Object, bool) {
-	switch c := controller.(type) {
-	case *v1alpha1.CompositeController:
-		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
-			if at, ok := c.AtRevision(rev); ok {
-				return at, true
-			}
-		}
-	case *v1alpha1.DecoratorController:
-		if rev, ok := currentRevisionOf(c.Spec.Rollout, c.Status.Rollout, parent); ok {
-			if at, ok := c.AtRevision(rev); ok {
-				return at, true
-			}
+	c, ok := controller.(v1alpha1.Controller)
+	if !ok {
+		return controller, false
+	}
+	if rev, ok := currentRevisionOf(c.GetRollout(), c.GetRolloutStatus(), parent); ok {
+		if at, ok := c.ControllerAtRevision(rev); ok {
+			return at, true
 		}
 	}
 	return controller, false
@@ -47,11 +42,8 @@ func currentRevisionOf(spec *v1alpha1.ControllerRollout, status *v1alpha1.Rollou
 // revisionOf is the revision of the spec of controller (status.revision):
 // with its UID, what a compiled controller is kept by.
 func revisionOf(controller runtime.Object) int64 {
-	switch c := controller.(type) {
-	case *v1alpha1.CompositeController:
-		return c.Status.Revision
-	case *v1alpha1.DecoratorController:
-		return c.Status.Revision
+	if c, ok := controller.(v1alpha1.Controller); ok {
+		return c.GetRevision()
 	}
 	return 0
 }
@@ -63,11 +55,8 @@ func revisionOf(controller runtime.Object) int64 {
 // which needs every parent's bucket, not a page's.
 func firstStepOf(controller runtime.Object) func(metav1.Object) bool {
 	var r *v1alpha1.ControllerRollout
-	switch c := controller.(type) {
-	case *v1alpha1.CompositeController:
-		r = c.Spec.Rollout
-	case *v1alpha1.DecoratorController:
-		r = c.Spec.Rollout
+	if c, ok := controller.(v1alpha1.Controller); ok {
+		r = c.GetRollout()
 	}
 	if r == nil || len(r.Steps) == 0 || r.Steps[0].MaxParents != nil {
 		return nil

@@ -65,3 +65,13 @@ func (NoClusterSecretSource) ConfigMapData(_ context.Context, namespace, name st
 }
 
 var _ SecretSource = NoClusterSecretSource{}
+
+// SecretsAs is where the hooks' credentials are read for a controller:
+// with kube, its identity's client (rights.Actor.Kube), when it has one,
+// else from server.
+func SecretsAs(kube kubernetes.Interface, server SecretSource) SecretSource {
+	if kube == nil {
+		return server
+	}
+	return NewClusterSecretSource(kube)
+}

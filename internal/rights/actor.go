@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/internal/definition"
-	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
@@ -33,13 +33,14 @@ type Actor struct {
 	Clients *target.Clients
 }
 
-// Secrets is where the hooks' credentials are read: as the identity when
-// there is one, else from server.
-func (a *Actor) Secrets(server hooks.SecretSource) hooks.SecretSource {
+// Kube is the client the hooks' credentials are read with as the
+// identity (hooks.SecretsAs); nil when the controller has none and the
+// server reads them.
+func (a *Actor) Kube() kubernetes.Interface {
 	if a.Clients == nil {
-		return server
+		return nil
 	}
-	return hooks.NewClusterSecretSource(a.Clients.Kube)
+	return a.Clients.Kube
 }
 
 // UnknownSubjectError is a controller whose subject or readers can't be

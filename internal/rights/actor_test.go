@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/internal/definition"
@@ -155,13 +156,14 @@ func TestActorForTheCallerOfAFleetPreview(t *testing.T) {
 }
 
 // Credentials are read as the identity when there is one, else as the
-// server.
+// server (hooks.SecretsAs).
 func TestActorReadsSecretsAsItsIdentity(t *testing.T) {
 	server := hooks.NoClusterSecretSource{}
-	if got := (&Actor{}).Secrets(server); got != server {
+	if got := hooks.SecretsAs((&Actor{}).Kube(), server); got != server {
 		t.Errorf("without clients: %T, want the server's", got)
 	}
-	if got := (&Actor{Clients: &target.Clients{}}).Secrets(server); got == server {
+	identity := fake.NewSimpleClientset()
+	if got := hooks.SecretsAs((&Actor{Clients: &target.Clients{Kube: identity}}).Kube(), server); got == server {
 		t.Error("with clients: the server's secrets, want the identity's")
 	}
 }

@@ -8,8 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/composite-apiserver/composite-apiserver/internal/definition"
-	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 )
+
+// ObjectLister is what RelatedLister wraps: engine.ObjectLister, whose
+// method set it has, declared here so that the rights checks do not import
+// the engine they check for.
+type ObjectLister interface {
+	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error)
+	Namespaces(ctx context.Context, selector labels.Selector) ([]string, error)
+}
 
 // RelatedLister lists the related objects a customize hook asks for only
 // where each of the controller's readers (ReadersOf) may list them: the
@@ -20,7 +27,7 @@ import (
 // sync fails before the hook is called, as Metacontroller's does when a
 // related informer has not synced, and is retried with backoff.
 type RelatedLister struct {
-	engine.ObjectLister
+	ObjectLister
 	Access Access
 	// Subjects must all be allowed each list.
 	Subjects []Subject

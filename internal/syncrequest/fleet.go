@@ -100,7 +100,7 @@ func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definiti
 	if f.act, err = r.fleetActor(ctx, def); err != nil {
 		return nil, err
 	}
-	secrets := f.act.Secrets(r.controllers.secrets)
+	secrets := hooks.SecretsAs(f.act.Kube(), r.controllers.secrets)
 	// Built after the author checks, which cover the Secrets the hooks'
 	// credentials come from (or read as the identity).
 	var built *hooks.ControllerHooks

@@ -208,7 +208,7 @@ func (r *Runner) compiled(ctx context.Context, controller runtime.Object, resolv
 		if act, err = r.actorFor(ctx, def); err != nil {
 			return nil, err
 		}
-		return act.Secrets(r.controllers.secrets), nil
+		return hooks.SecretsAs(act.Kube(), r.controllers.secrets), nil
 	})
 	var invalid compileError
 	var apiErr apierrors.APIStatus

@@ -151,7 +151,7 @@ func newParentLoop(ctx context.Context, cfg *Config, key string, owner runtime.O
 	} else if len(missing) > 0 {
 		return nil, &ForbiddenError{Message: rights.Describe(def.Name, missing)}
 	}
-	if pc.hooks, err = hooks.Build(ctx, def, pc.actor.Secrets(cfg.Secrets), cfg.HookDestinations); err != nil {
+	if pc.hooks, err = hooks.Build(ctx, def, hooks.SecretsAs(pc.actor.Kube(), cfg.Secrets), cfg.HookDestinations); err != nil {
 		return nil, Forbidden(err)
 	}
 	h := pc.hooks.Hooks

@@ -27,6 +27,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/parentloop"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/sharedinformers"
 	"github.com/composite-apiserver/composite-apiserver/internal/controller/syncgate"
+	"github.com/composite-apiserver/composite-apiserver/internal/fleetpreview"
 	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"github.com/composite-apiserver/composite-apiserver/internal/registry/compositecontroller"
 	"github.com/composite-apiserver/composite-apiserver/internal/registry/controllerregistry"
@@ -181,7 +182,7 @@ func (c completedConfig) New() (*Server, error) {
 		}
 	}
 	runner.SyncBesideLoop(gate)
-	opts.Syncer, opts.Previewer = runner, runner
+	opts.Syncer, opts.Previewer = runner, fleetpreview.New(runner)
 	opts.HookDestinations = c.ExtraConfig.HookDestinations
 	opts.Identity = c.ExtraConfig.Identity
 	storage, err := compositecontroller.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, opts)

@@ -31,13 +31,6 @@ func (r *Runner) actorFor(ctx context.Context, def *definition.Definition) (*rig
 	return act, refusal(def, err)
 }
 
-// fleetActor is whom a fleet preview of def acts as: the controller's
-// identity, or the caller, who is checked as its author.
-func (r *Runner) fleetActor(ctx context.Context, def *definition.Definition) (*rights.Actor, error) {
-	act, err := r.actors().ForCaller(ctx, def)
-	return act, refusal(def, err)
-}
-
 // refusal answers, as Forbidden, a controller whose subject is unknown or
 // may not read the Secrets and ConfigMaps its hooks' credentials come
 // from; any other error (impersonation) as it is.

@@ -44,7 +44,7 @@ type authzAnswer struct {
 
 // newRequestAuthorizer returns authz answering each question once; nil
 // when authz is nil (no authorization: standalone).
-func newRequestAuthorizer(authz authorizer.Authorizer) authorizer.Authorizer {
+func NewRequestAuthorizer(authz authorizer.Authorizer) authorizer.Authorizer {
 	if authz == nil {
 		return nil
 	}

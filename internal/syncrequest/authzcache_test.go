@@ -29,7 +29,7 @@ func TestRequestAuthorizerAnswersEachUserForThemselves(t *testing.T) {
 		{"other groups", &user.DefaultInfo{Name: "a", UID: "1", Groups: []string{"others"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cached := newRequestAuthorizer(authz)
+			cached := NewRequestAuthorizer(authz)
 			ask := func(u user.Info) authorizer.Decision {
 				d, _, _ := cached.Authorize(context.Background(), authorizer.AttributesRecord{
 					User: u, Verb: "list", Resource: "secrets", Namespace: "ns", ResourceRequest: true,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/composite-apiserver/composite-apiserver/internal/definition"
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
 	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 )
 
@@ -20,7 +21,7 @@ func TestControllersAreForgottenWhenIdle(t *testing.T) {
 	c.now = func() time.Time { return now }
 	resolver := definition.GuessingResolver()
 
-	a := configMapController("a", "uid-a", "http://hook.example/sync")
+	a := definitiontest.ConfigMapController("a", "uid-a", "http://hook.example/sync")
 	first, _, err := c.get(ctx, a, resolver, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestControllersAreForgottenWhenIdle(t *testing.T) {
 	}
 
 	// b is synced now and then; a is deleted and never asked about again.
-	b := configMapController("b", "uid-b", "http://hook.example/sync")
+	b := definitiontest.ConfigMapController("b", "uid-b", "http://hook.example/sync")
 	for i := 0; i < 12; i++ {
 		now = now.Add(time.Minute)
 		if _, _, err := c.get(ctx, b, resolver, nil); err != nil {

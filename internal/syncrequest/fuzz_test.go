@@ -3,10 +3,11 @@ package syncrequest
 import (
 	"context"
 	"encoding/json"
-	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -32,7 +34,7 @@ func TestPreviewShowsTheHookRequestThatWasSent(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":{"ok":true},"children":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-a"},"data":{"k":"v"}}]}`))
 	}))
 	defer hook.Close()
-	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
+	cc := definitiontest.ConfigMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"<blue>"}}`),
 	}}}

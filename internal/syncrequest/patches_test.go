@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -37,7 +39,7 @@ func patchedController(t testing.TB, n int, patches ...v1alpha1.PatchHook) *v1al
 		_, _ = w.Write(answer)
 	}))
 	t.Cleanup(hook.Close)
-	cc := configMapController("patched", "0e7c1f1e-0000-4000-8000-0000000000cd", hook.URL+"/sync")
+	cc := definitiontest.ConfigMapController("patched", "0e7c1f1e-0000-4000-8000-0000000000cd", hook.URL+"/sync")
 	cc.Generation = 3
 	cc.Spec.Hooks.Patches = patches
 	return cc

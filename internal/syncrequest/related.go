@@ -33,7 +33,7 @@ type callerLister struct {
 }
 
 func (l *callerLister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	if err := authorize(ctx, l.authorizer, "list", gvr, namespace, ""); err != nil {
+	if err := Authorize(ctx, l.authorizer, "list", gvr, namespace, ""); err != nil {
 		return nil, err
 	}
 	list, err := l.cluster.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
@@ -87,7 +87,7 @@ func (l *callerLister) Namespaces(ctx context.Context, selector labels.Selector)
 
 // authorize refuses to read or write, on the caller's behalf, what the
 // caller could not themselves.
-func authorize(ctx context.Context, authz authorizer.Authorizer, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+func Authorize(ctx context.Context, authz authorizer.Authorizer, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
 	return authorizeSubresource(ctx, authz, verb, gvr, "", namespace, name)
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/internal/definition/definitiontest"
+	"github.com/composite-apiserver/composite-apiserver/internal/hooks"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -35,7 +37,7 @@ func BenchmarkRunInlinePreview(b *testing.B) {
 		_, _ = w.Write(answer)
 	}))
 	defer hook.Close()
-	cc := configMapController("bench", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
+	cc := definitiontest.ConfigMapController("bench", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default"},"spec":{"color":"blue"}}`),
 	}}}

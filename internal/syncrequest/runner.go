@@ -1,8 +1,5 @@
-// Package syncrequest serves the two questions a user asks of one
-// controller, of either kind, with its real hooks: /sync, one parent's
-// sync, and /preview, the fleet preview of every live parent.
-//
-// /sync (runner.go) finds the parent (live or inline), runs the reconcile
+// Package syncrequest serves /sync, a user's question to one controller,
+// of either kind, about one parent, answered with its real hooks: it finds the parent (live or inline), runs the reconcile
 // step the controller loop runs, with the caller's rights for what it
 // reads, and, on a dry run, shows what an apply would store for each
 // desired child, without storing anything: computed here with
@@ -10,9 +7,8 @@
 // one hook call), or, when the request asks for it, by the target
 // cluster's dry-run applies.
 //
-// The fleet preview (fleet*.go) runs that dry-run sync for each live
-// parent the controller selects, a page at a time, with the caller checked
-// as the controller's author.
+// The fleet preview of every live parent (internal/fleetpreview) runs
+// this dry-run sync for each (shared.go).
 package syncrequest
 
 import (
@@ -218,7 +214,7 @@ func (r *Runner) compiled(ctx context.Context, controller runtime.Object, resolv
 	case errors.As(err, &apiErr):
 		return nil, nil, nil, err
 	case err != nil:
-		return nil, nil, nil, hookFailed(err)
+		return nil, nil, nil, HookFailed(err)
 	}
 	return def, controllerHooks, act, nil
 }
@@ -259,7 +255,7 @@ func (r *Runner) sync(ctx context.Context, rec *reconcile.Controller, resolver d
 	}
 	env, children, warnings := r.env(resolver, r.authorizer, dryRun, act)
 	if !dryRun {
-		if err := authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
+		if err := Authorize(ctx, r.authorizer, "update", def.Parent.GVR, parent.GetNamespace(), parent.GetName()); err != nil {
 			return nil, err
 		}
 		opts.Allow = func(ctx context.Context, plan *engine.Plan) error {
@@ -283,7 +279,7 @@ func (r *Runner) sync(ctx context.Context, rec *reconcile.Controller, resolver d
 		if _, ok := err.(apierrors.APIStatus); ok {
 			return nil, err
 		}
-		return nil, hookFailed(err)
+		return nil, HookFailed(err)
 	}
 	return &synced{res: res, children: children, warnings: warnings, failed: err}, nil
 }
@@ -339,7 +335,7 @@ func (r *Runner) wouldApply(ctx context.Context, def *definition.Definition, req
 	// caller must be allowed to read each one, or the preview would show
 	// them what they may not read (a Secret's data, say).
 	for _, item := range previewed(res.Plan) {
-		if err := authorize(ctx, r.authorizer, "get", item.GVR, item.Desired.GetNamespace(), item.Desired.GetName()); err != nil {
+		if err := Authorize(ctx, r.authorizer, "get", item.GVR, item.Desired.GetNamespace(), item.Desired.GetName()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -450,7 +446,7 @@ func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error
 		// What the webhook was sent, which is json.Marshal of
 		// plan.HookRequest: encoding it again would cost as much.
 		status.HookRequest = &runtime.RawExtension{Raw: plan.HookRequestJSON}
-	} else if status.HookRequest, err = rawJSON(plan.HookRequest); err != nil {
+	} else if status.HookRequest, err = RawJSON(plan.HookRequest); err != nil {
 		return err
 	}
 	if d := plan.Decoration; d != nil {
@@ -461,7 +457,7 @@ func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error
 	}
 	if plan.Response != nil {
 		if plan.Response.Status != nil {
-			if status.ParentStatus, err = rawJSON(plan.Response.Status); err != nil {
+			if status.ParentStatus, err = RawJSON(plan.Response.Status); err != nil {
 				return err
 			}
 		}
@@ -481,7 +477,7 @@ func planStatus(status *v1alpha1.SyncRequestStatus, res *reconcile.Result) error
 		status.Plan = make([]v1alpha1.SyncPlanItem, 0, len(plan.Items))
 	}
 	for _, item := range plan.Items {
-		pi := planItem(item)
+		pi := PlanItem(item)
 		key := apply.Done{Action: pi.Action, Kind: pi.Kind, Namespace: pi.Namespace, Name: pi.Name}.String()
 		if err, ok := failed[key]; ok {
 			pi.Error = err.Error()
@@ -597,7 +593,7 @@ func (r *Runner) parent(ctx context.Context, def *definition.Definition, req *v1
 	if r.cluster == nil {
 		return nil, apierrors.NewBadRequest("spec.parentRef needs a target cluster, and this server runs standalone; send the parent inline in spec.parent")
 	}
-	if err := authorize(ctx, r.authorizer, "get", gvr, ref.Namespace, ref.Name); err != nil {
+	if err := Authorize(ctx, r.authorizer, "get", gvr, ref.Namespace, ref.Name); err != nil {
 		return nil, err
 	}
 	return r.cluster.Dynamic.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -784,7 +780,7 @@ func describe(obj *unstructured.Unstructured) string {
 
 // hookFailed answers a failed or invalid hook call: the hook, not the
 // request or the server, is at fault, as a gateway's upstream would be.
-func hookFailed(err error) error {
+func HookFailed(err error) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusBadGateway,
@@ -793,7 +789,7 @@ func hookFailed(err error) error {
 	}}
 }
 
-func planItem(item engine.Item) v1alpha1.SyncPlanItem {
+func PlanItem(item engine.Item) v1alpha1.SyncPlanItem {
 	obj := item.Desired
 	if obj == nil {
 		obj = item.Observed
@@ -835,7 +831,7 @@ func patchSteps(steps []patches.StepResult) ([]v1alpha1.SyncPatchStep, error) {
 		step := v1alpha1.SyncPatchStep{Name: s.Name, Skipped: s.Skipped, Reason: s.Reason, DurationMillis: s.Duration.Milliseconds()}
 		if s.Request != nil {
 			var err error
-			if step.Request, err = rawJSON(s.Request); err != nil {
+			if step.Request, err = RawJSON(s.Request); err != nil {
 				return nil, err
 			}
 		}
@@ -849,7 +845,7 @@ func patchSteps(steps []patches.StepResult) ([]v1alpha1.SyncPatchStep, error) {
 	return out, nil
 }
 
-func rawJSON(v interface{}) (*runtime.RawExtension, error) {
+func RawJSON(v interface{}) (*runtime.RawExtension, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("can't encode the sync result: %w", err)

@@ -216,7 +216,7 @@ func TestASyncComparesChildrenWithTheLoopsMemo(t *testing.T) {
 		"metadata": map[string]interface{}{"name": "p", "namespace": "default", "uid": "11111111-2222-3333-4444-555555555555"},
 		"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "p"}}},
 	}}
-	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync")
+	cc := definitiontest.ConfigMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync")
 	cc.Spec.ChildResources[0].UpdateStrategy = &v1alpha1.CompositeControllerChildUpdateStrategy{Method: v1alpha1.ChildUpdateInPlace}
 	def := definitiontest.Compile(t, cc)
 	desired := configMap("p-a", map[string]interface{}{"color": "blue"})
@@ -240,9 +240,9 @@ func TestASyncComparesChildrenWithTheLoopsMemo(t *testing.T) {
 		caches ChildCaches
 		want   v1alpha1.SyncAction
 	}{
-		{"the loop runs here: its memo decides", fakeCaches{ownership: memo}, v1alpha1.SyncActionUnchanged},
+		{"the loop runs here: its memo decides", memoCaches{memo}, v1alpha1.SyncActionUnchanged},
 		{"no loop here: the local merge decides", nil, v1alpha1.SyncActionUpdate},
-		{"a loop without a memo: the local merge decides", fakeCaches{}, v1alpha1.SyncActionUpdate},
+		{"a loop without a memo: the local merge decides", memoCaches{}, v1alpha1.SyncActionUpdate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
@@ -268,7 +268,7 @@ func TestASyncComparesChildrenWithTheLoopsMemo(t *testing.T) {
 // with a Conflict that names the annotation and how to sync the parent. A
 // preview of it runs and warns that the loop does not sync it.
 func TestALiveSyncRespectsAPausedParent(t *testing.T) {
-	def := definitiontest.Compile(t, configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync"))
+	def := definitiontest.Compile(t, definitiontest.ConfigMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", "http://hook.invalid/sync"))
 	for _, tc := range []struct {
 		name        string
 		annotation  string
@@ -315,7 +315,7 @@ func TestAPreviewOfAPausedParentSaysTheLoopDoesNotSyncIt(t *testing.T) {
 		_, _ = w.Write([]byte(`{"children":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-a"},"data":{"k":"v"}}]}`))
 	}))
 	defer hook.Close()
-	cc := configMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
+	cc := definitiontest.ConfigMapController("demo", "0e7c1f1e-0000-4000-8000-0000000000cc", hook.URL+"/sync")
 	req := &v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{Parent: &runtime.RawExtension{
 		Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Hello","metadata":{"name":"p","namespace":"default","annotations":{"` + v1alpha1.ParentPausedAnnotation + `":"true"}}}`),
 	}}}
@@ -334,3 +334,10 @@ func TestAPreviewOfAPausedParentSaysTheLoopDoesNotSyncIt(t *testing.T) {
 		t.Errorf("warnings %q, want one saying the parent is paused", st.Warnings)
 	}
 }
+
+// memoCaches are a loop's caches with its comparison (nil for none) and
+// no index.
+type memoCaches struct{ ownership engine.FieldOwnership }
+
+func (memoCaches) Children(schema.GroupVersionResource) (engine.ChildIndex, bool) { return nil, false }
+func (c memoCaches) Ownership() engine.FieldOwnership                             { return c.ownership }

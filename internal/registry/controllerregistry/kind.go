@@ -91,7 +91,7 @@ type Syncer interface {
 }
 
 // Previewer previews a controller against its live parents
-// (syncrequest.Runner).
+// (fleetpreview.Previewer).
 type Previewer interface {
 	// Preview previews controller, the stored one or (proposed) the stored
 	// one with the caller's spec, one page of parents at a time.

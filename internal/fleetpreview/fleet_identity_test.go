@@ -1,4 +1,4 @@
-package syncrequest
+package fleetpreview
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/syncrequest"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -51,14 +52,14 @@ func TestFleetPreviewChecksWhatTheIdentityMayRead(t *testing.T) {
 		}
 		return authorizer.DecisionAllow, "", nil
 	})
-	cc := configMapController("alice-ctl", "0e7c1f1e-0000-4000-8000-0000000000aa", "http://hook.invalid/sync")
+	cc := definitiontest.ConfigMapController("alice-ctl", "0e7c1f1e-0000-4000-8000-0000000000aa", "http://hook.invalid/sync")
 	cc.Spec.ServiceAccount = &sa
 	cc.Spec.GenerateSelector = ptr.To(true)
 	def := definitiontest.Compile(t, cc)
 	hook := &countingHook{}
 	rec := &reconcile.Controller{Def: def, Hooks: engine.Hooks{Sync: engine.InProcess(hook)}}
 	env := reconcile.Env{Resolver: definition.GuessingResolver(), Children: noObjects{}, Related: noObjects{}}
-	f := &fleet{def: def, act: &rights.Actor{Subject: subject, Readers: []rights.Subject{subject}}, authz: newRequestAuthorizer(authz), allowed: map[string]error{}}
+	f := &fleet{def: def, act: &rights.Actor{Subject: subject, Readers: []rights.Subject{subject}}, authz: syncrequest.NewRequestAuthorizer(authz), allowed: map[string]error{}}
 
 	for _, tc := range []struct {
 		namespace string

@@ -1,4 +1,9 @@
-package syncrequest
+// Package fleetpreview serves /preview: a controller, of either kind, or a
+// proposed change of it, previewed against every live parent it selects,
+// a page at a time, with the caller checked as its author. Each parent's
+// preview is the dry-run sync its /sync would run (internal/syncrequest,
+// whose compiled controllers, hooks and dry-run environment it shares).
+package fleetpreview
 
 import (
 	"context"
@@ -23,6 +28,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/internal/patches"
 	"github.com/composite-apiserver/composite-apiserver/internal/reconcile"
 	"github.com/composite-apiserver/composite-apiserver/internal/rights"
+	"github.com/composite-apiserver/composite-apiserver/internal/syncrequest"
 )
 
 const (
@@ -39,6 +45,15 @@ const (
 	fleetAnswerMargin = 3 * time.Second
 )
 
+// Previewer previews controllers with the hooks, rights and dry-run
+// environment of /sync's runner.
+type Previewer struct {
+	sync *syncrequest.Runner
+}
+
+// New is a Previewer sharing sync's compiled controllers.
+func New(sync *syncrequest.Runner) *Previewer { return &Previewer{sync: sync} }
+
 // Preview previews controller (a v1alpha1 CompositeController or
 // DecoratorController) against its live parents, those spec.selector
 // picks, one page at a time: what a dry-run sync of each would do, with the
@@ -54,11 +69,11 @@ const (
 // The rights on namespaced parents and children are asked in each
 // namespace previewed, and a namespace where the caller may not list the
 // parents is skipped without a word.
-func (r *Runner) Preview(ctx context.Context, controller runtime.Object, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
-	if r.cluster == nil {
+func (r *Previewer) Preview(ctx context.Context, controller runtime.Object, proposed bool, spec *v1alpha1.FleetPreviewSpec) (*v1alpha1.FleetPreviewStatus, error) {
+	if r.sync.Cluster() == nil {
 		return nil, noFleetWithoutCluster
 	}
-	def, err := definition.Compile(controller, definition.RESTMapperResolver(r.cluster.Discovery))
+	def, err := definition.Compile(controller, definition.RESTMapperResolver(r.sync.Cluster().Discovery))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -66,11 +81,10 @@ func (r *Runner) Preview(ctx context.Context, controller runtime.Object, propose
 	if proposed {
 		firstStep = firstStepOf(controller)
 	}
-	return r.previewDefinition(ctx, def, proposed, firstStep, spec, func(secretsFor secretsFunc) (*hooks.ControllerHooks, error) {
+	return r.previewDefinition(ctx, def, proposed, firstStep, spec, func(secrets hooks.SecretSource) (*hooks.ControllerHooks, error) {
 		// Compiled once per request: the stored controller's hooks are
 		// kept compiled as def, or built from it.
-		_, built, err := r.controllers.getCompiled(ctx, controller, func() (*definition.Definition, error) { return def, nil }, secretsFor)
-		return built, err
+		return r.sync.StoredHooks(ctx, controller, def, secrets)
 	})
 }
 
@@ -80,8 +94,8 @@ var noFleetWithoutCluster = apierrors.NewBadRequest("a fleet preview reads the l
 // parent resource (one of def.Parents()) the request's continue token is
 // at. stored gives the stored controller's hooks, built once for every
 // request; a proposal's are built for this request only.
-func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definition, proposed bool, firstStep func(metav1.Object) bool,
-	spec *v1alpha1.FleetPreviewSpec, stored func(secretsFunc) (*hooks.ControllerHooks, error)) (*v1alpha1.FleetPreviewStatus, error) {
+func (r *Previewer) previewDefinition(ctx context.Context, def *definition.Definition, proposed bool, firstStep func(metav1.Object) bool,
+	spec *v1alpha1.FleetPreviewSpec, stored func(hooks.SecretSource) (*hooks.ControllerHooks, error)) (*v1alpha1.FleetPreviewStatus, error) {
 	start, err := parsePosition(spec.Continue)
 	if err != nil {
 		return nil, err
@@ -97,20 +111,20 @@ func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definiti
 	f.view, f.views, f.firstStep = start.View, len(views), firstStep
 	// The caller is the author here: related objects reach the hook only
 	// where they (or the controller's identity) may list them.
-	if f.act, err = r.fleetActor(ctx, def); err != nil {
+	if f.act, err = r.sync.CallerActor(ctx, def); err != nil {
 		return nil, err
 	}
-	secrets := hooks.SecretsAs(f.act.Kube(), r.controllers.secrets)
+	secrets := r.sync.HookSecrets(f.act)
 	// Built after the author checks, which cover the Secrets the hooks'
 	// credentials come from (or read as the identity).
 	var built *hooks.ControllerHooks
 	if proposed {
-		if built, err = hooks.Build(ctx, def, secrets, r.controllers.dest); err != nil {
-			return nil, hookFailed(err)
+		if built, err = r.sync.ProposedHooks(ctx, def, secrets); err != nil {
+			return nil, syncrequest.HookFailed(err)
 		}
 		defer built.Close()
-	} else if built, err = stored(func(*definition.Definition) (hooks.SecretSource, error) { return secrets, nil }); err != nil {
-		return nil, hookFailed(err)
+	} else if built, err = stored(secrets); err != nil {
+		return nil, syncrequest.HookFailed(err)
 	}
 	return f.run(ctx, built.Hooks)
 }
@@ -119,7 +133,7 @@ func (r *Runner) previewDefinition(ctx context.Context, def *definition.Definiti
 // DecoratorController is previewed by compiling it and calling newFleet
 // and run as Preview does.
 type fleet struct {
-	r *Runner
+	r *Previewer
 	// def is the controller, viewed on the parent resource previewed
 	// (definition.Parents): view of views.
 	def         *definition.Definition
@@ -147,8 +161,8 @@ type fleet struct {
 // named Secrets and ConfigMaps and on cluster-scoped resources, and on the
 // namespaced ones when the caller holds them everywhere) and reads the
 // request's selector, limit and continue token.
-func (r *Runner) newFleet(ctx context.Context, def *definition.Definition, spec *v1alpha1.FleetPreviewSpec) (*fleet, error) {
-	f := &fleet{r: r, def: def, authz: newRequestAuthorizer(r.authorizer), allowed: map[string]error{}, limit: DefaultFleetLimit}
+func (r *Previewer) newFleet(ctx context.Context, def *definition.Definition, spec *v1alpha1.FleetPreviewSpec) (*fleet, error) {
+	f := &fleet{r: r, def: def, authz: syncrequest.NewRequestAuthorizer(r.sync.Authorizer()), allowed: map[string]error{}, limit: DefaultFleetLimit}
 	if spec.Limit > 0 {
 		f.limit = int(min(spec.Limit, MaxFleetLimit))
 	}
@@ -159,7 +173,7 @@ func (r *Runner) newFleet(ctx context.Context, def *definition.Definition, spec 
 	if f.start, err = parsePosition(spec.Continue); err != nil {
 		return nil, err
 	}
-	if r.authorizer == nil {
+	if r.sync.Authorizer() == nil {
 		// Nobody to ask (an insecure test server): all is the caller's.
 		f.allNamespaces = true
 	} else if err := f.authorizeCaller(ctx); err != nil {
@@ -186,7 +200,7 @@ func (f *fleet) authorizeCaller(ctx context.Context) error {
 	f.namespaced = namespaced
 	// A cluster-scoped parent resource's list right was asked with the
 	// others above.
-	f.allNamespaces = !f.def.Parent.Namespaced || authorize(ctx, f.authz, "list", f.def.Parent.GVR, "", "") == nil
+	f.allNamespaces = !f.def.Parent.Namespaced || syncrequest.Authorize(ctx, f.authz, "list", f.def.Parent.GVR, "", "") == nil
 	return nil
 }
 
@@ -246,12 +260,12 @@ func (f *fleet) run(ctx context.Context, h engine.Hooks) (*v1alpha1.FleetPreview
 	if f.firstStep != nil {
 		cands = slices.DeleteFunc(cands, func(c candidate) bool { return !f.firstStep(c.parent) })
 	}
-	env, children, _ := f.r.env(definition.RESTMapperResolver(f.r.cluster.Discovery), f.authz, false, f.act)
+	env := f.r.sync.DryRunEnv(f.authz, f.act)
 	owners := make(map[types.UID]bool, len(cands))
 	for _, c := range cands {
 		owners[c.parent.GetUID()] = true
 	}
-	env.Index = newPageChildren(children, f.r.caches, owners)
+	env.Index = newPageChildren(f.r.sync.Cluster(), f.authz, f.r.sync.ChildCaches(), owners)
 	rec := &reconcile.Controller{Def: f.def, Hooks: h}
 	pageCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {
@@ -343,12 +357,12 @@ func (f *fleet) previewParent(ctx context.Context, rec *reconcile.Controller, en
 	for _, item := range res.Plan.Items {
 		count(&out.Counts, item.Action)
 		if item.Action != v1alpha1.SyncActionUnchanged {
-			out.Changes = append(out.Changes, planItem(item))
+			out.Changes = append(out.Changes, syncrequest.PlanItem(item))
 		}
 	}
 	if resp := res.Plan.Response; resp != nil {
 		if resp.Status != nil {
-			if out.ParentStatus, err = rawJSON(resp.Status); err != nil {
+			if out.ParentStatus, err = syncrequest.RawJSON(resp.Status); err != nil {
 				out.Error = err.Error()
 				return out
 			}

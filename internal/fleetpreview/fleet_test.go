@@ -1,4 +1,4 @@
-package syncrequest
+package fleetpreview
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func TestPageChildrenListsOnceAndIndexesByController(t *testing.T) {
 		lists++
 		return false, nil, nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}}, nil, map[types.UID]bool{"a": true, "b": true, "c": true})
+	page := newPageChildren(&target.Cluster{Dynamic: client}, nil, nil, map[types.UID]bool{"a": true, "b": true, "c": true})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		owner types.UID
@@ -136,17 +136,16 @@ func TestTotalsAddUpThePlans(t *testing.T) {
 	}
 }
 
-// fakeCaches holds one index, of configmaps, and the loop's comparison.
-type fakeCaches struct {
-	index     engine.ChildIndex
-	ownership engine.FieldOwnership
-}
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// fakeCaches holds one index, of configmaps.
+type fakeCaches struct{ index engine.ChildIndex }
 
 func (c fakeCaches) Children(gvr schema.GroupVersionResource) (engine.ChildIndex, bool) {
 	return c.index, gvr == configMaps
 }
 
-func (c fakeCaches) Ownership() engine.FieldOwnership { return c.ownership }
+func (c fakeCaches) Ownership() engine.FieldOwnership { return nil }
 
 type oneChild struct{ obj *unstructured.Unstructured }
 
@@ -174,7 +173,7 @@ func TestPageChildrenReadTheLoopsCacheAsTheCallerMay(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	page := newPageChildren(&callerLister{cluster: &target.Cluster{Dynamic: client}, authorizer: authz}, fakeCaches{index: oneChild{cached}}, nil)
+	page := newPageChildren(&target.Cluster{Dynamic: client}, authz, fakeCaches{index: oneChild{cached}}, nil)
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "tenant"})
 	objs, err := page.Candidates(ctx, configMaps, "ns", "uid")
 	if err != nil || len(objs) != 1 || objs[0] != cached {

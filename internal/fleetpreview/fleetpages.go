@@ -1,4 +1,4 @@
-package syncrequest
+package fleetpreview
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/composite-apiserver/composite-apiserver/internal/syncrequest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,7 +90,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 	}
 	gvr := f.def.Parent.GVR
 	for len(cands) < f.limit {
-		list, err := f.r.cluster.Dynamic.Resource(gvr).Namespace(pos.Namespace).List(ctx, metav1.ListOptions{
+		list, err := f.r.sync.Cluster().Dynamic.Resource(gvr).Namespace(pos.Namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: f.selector.String(), Limit: parentChunk, Continue: pos.Continue,
 		})
 		if err != nil {
@@ -132,7 +133,7 @@ func (f *fleet) gather(ctx context.Context) (cands []candidate, next position, d
 
 // namespaces are, sorted, the namespaces from the one named from on.
 func (f *fleet) namespaces(ctx context.Context, from string) ([]string, error) {
-	list, err := f.r.cluster.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	list, err := f.r.sync.Cluster().Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("can't list namespaces: %w", err)
 	}
@@ -151,7 +152,7 @@ func (f *fleet) namespaces(ctx context.Context, from string) ([]string, error) {
 // names. Asked one namespace at a time, as a page reaches it, so that a
 // page asks about the namespaces it reads, not about every namespace.
 func (f *fleet) listable(ctx context.Context, namespaces []string) []string {
-	for len(namespaces) > 0 && authorize(ctx, f.authz, "list", f.def.Parent.GVR, namespaces[0], "") != nil {
+	for len(namespaces) > 0 && syncrequest.Authorize(ctx, f.authz, "list", f.def.Parent.GVR, namespaces[0], "") != nil {
 		namespaces = namespaces[1:]
 	}
 	return namespaces

@@ -1,4 +1,4 @@
-package syncrequest
+package fleetpreview
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/composite-apiserver/composite-apiserver/internal/engine"
 	"github.com/composite-apiserver/composite-apiserver/internal/fieldowner"
+	"github.com/composite-apiserver/composite-apiserver/internal/syncrequest"
+	"github.com/composite-apiserver/composite-apiserver/internal/target"
 )
 
 // pageChildren are the children of a page's parents, as the caller may
@@ -26,8 +29,10 @@ import (
 // (engine.ChildIndex). The objects are shared by the parents' syncs, which
 // only read them.
 type pageChildren struct {
-	lister *callerLister
-	caches ChildCaches
+	// cluster is read with the caller's rights, which authz checks.
+	cluster *target.Cluster
+	authz   authorizer.Authorizer
+	caches  syncrequest.ChildCaches
 	// owners are the uids of the page's parents.
 	owners map[types.UID]bool
 
@@ -51,8 +56,8 @@ type pageList struct {
 // childChunk is how many children one list request of a page reads.
 const childChunk = 500
 
-func newPageChildren(lister *callerLister, caches ChildCaches, owners map[types.UID]bool) *pageChildren {
-	return &pageChildren{lister: lister, caches: caches, owners: owners, lists: map[pageListKey]*pageList{}}
+func newPageChildren(cluster *target.Cluster, authz authorizer.Authorizer, caches syncrequest.ChildCaches, owners map[types.UID]bool) *pageChildren {
+	return &pageChildren{cluster: cluster, authz: authz, caches: caches, owners: owners, lists: map[pageListKey]*pageList{}}
 }
 
 // cached is the loop's index of gvr, when the caller may list gvr in
@@ -65,7 +70,7 @@ func (p *pageChildren) cached(ctx context.Context, gvr schema.GroupVersionResour
 	if !ok {
 		return nil, false, nil
 	}
-	if err := authorize(ctx, p.lister.authorizer, "list", gvr, namespace, ""); err != nil {
+	if err := syncrequest.Authorize(ctx, p.authz, "list", gvr, namespace, ""); err != nil {
 		return nil, false, err
 	}
 	return index, true, nil
@@ -89,14 +94,14 @@ func (p *pageChildren) list(ctx context.Context, gvr schema.GroupVersionResource
 // fill lists gvr in namespace into l, chunk by chunk, keeping the
 // children of the page's parents and the orphans.
 func (p *pageChildren) fill(ctx context.Context, l *pageList, gvr schema.GroupVersionResource, namespace string) error {
-	if err := authorize(ctx, p.lister.authorizer, "list", gvr, namespace, ""); err != nil {
+	if err := syncrequest.Authorize(ctx, p.authz, "list", gvr, namespace, ""); err != nil {
 		return err
 	}
 	l.owned = map[types.UID][]*unstructured.Unstructured{}
 	l.byName = map[string]*unstructured.Unstructured{}
 	opts := metav1.ListOptions{Limit: childChunk}
 	for {
-		list, err := p.lister.cluster.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		list, err := p.cluster.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("can't list %s: %w", gvr.GroupResource(), err)
 		}
@@ -167,7 +172,7 @@ func (p *pageChildren) Get(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 	// Another parent's child, of which the page keeps no copy, or none:
 	// asked for by name, as the caller may list it here.
-	obj, err := p.lister.cluster.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	obj, err := p.cluster.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -23,9 +23,10 @@ import (
 type controllerObject = v1alpha1.Controller
 
 // kind is what the loop does differently for each kind of controller:
-// where it reads one, how it compiles it and where its status goes.
-// Everything else (informers, queues, workers, the sync) reads only the
-// compiled definition. Each kind is one entry of kinds, made by
+// where it reads one and where its status goes. What both kinds have
+// (revisions, rollout, author) is read through v1alpha1.Controller, and
+// definition.Compile compiles either; everything else (informers, queues,
+// workers, the sync) reads only the compiled definition. Each kind is one entry of kinds, made by
 // kindEntry.kind.
 type kind struct {
 	// name is the Kind, as in Events and logs.
@@ -37,7 +38,6 @@ type kind struct {
 	// returns their informer.
 	watch   func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
 	get     func(m *Manager, name string) (controllerObject, error)
-	compile func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
 	status  func(m *Manager) controllerstatus.Store
 	// rollouts reads and writes the kind's rollout status for its driver.
 	rollouts func(m *Manager) rolloutStore
@@ -67,7 +67,6 @@ type kindEntry[T controllerObject] struct {
 	// manager reads the kind through.
 	informer func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
 	lister   func(m *Manager) getter[T]
-	compile  func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error)
 	// readStatus and writeStatus convert the kind's status to and from
 	// the loop's controllerstatus.Status; updateStatus writes it.
 	readStatus   func(obj T) controllerstatus.Status
@@ -90,9 +89,6 @@ var (
 			return inf.Informer()
 		},
 		lister: func(m *Manager) getter[*v1alpha1.CompositeController] { return m.ccLister },
-		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
-			return definition.Compile(obj.(*v1alpha1.CompositeController), resolver)
-		},
 		readStatus: func(cc *v1alpha1.CompositeController) controllerstatus.Status {
 			st := &cc.Status
 			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Parents, Children: st.Children,
@@ -122,9 +118,6 @@ var (
 			return inf.Informer()
 		},
 		lister: func(m *Manager) getter[*v1alpha1.DecoratorController] { return m.dcLister },
-		compile: func(obj controllerObject, resolver definition.KindResolver) (*definition.Definition, error) {
-			return definition.Compile(obj.(*v1alpha1.DecoratorController), resolver)
-		},
 		readStatus: func(dc *v1alpha1.DecoratorController) controllerstatus.Status {
 			st := &dc.Status
 			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
@@ -150,7 +143,7 @@ var (
 
 // kind is the entry as the loop uses it.
 func (e kindEntry[T]) kind() kind {
-	k := kind{name: e.name, keyPrefix: e.keyPrefix, watch: e.informer, compile: e.compile}
+	k := kind{name: e.name, keyPrefix: e.keyPrefix, watch: e.informer}
 	k.get = func(m *Manager, name string) (controllerObject, error) {
 		obj, err := e.lister(m).Get(name)
 		if err != nil {

@@ -511,7 +511,7 @@ func (m *Manager) stopRun(key string, r *running) {
 // runs, begun from current, the controller's loop until now (nil for
 // none), which the rollout may take on as its previous revision's.
 func (m *Manager) newRun(ctx context.Context, k kind, key string, owner controllerObject, current *running) (*running, error) {
-	def, err := k.compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
+	def, err := definition.Compile(owner, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
 		return nil, err
 	}

@@ -235,7 +235,7 @@ func (m *Manager) withRollout(ctx context.Context, k kind, key string, r *runnin
 		r.rollout, err = m.newRolloutRun(k, key, r.owner, revs.rollout, st, r.loop, current.loop, current.def, true)
 		return err
 	}
-	def, err := k.compile(at, definition.RESTMapperResolver(m.cfg.Discovery))
+	def, err := definition.Compile(at, definition.RESTMapperResolver(m.cfg.Discovery))
 	if err != nil {
 		return fmt.Errorf("revision %d: %w", st.CurrentRevision, err)
 	}

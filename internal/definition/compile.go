@@ -32,11 +32,8 @@ func Compile(controller runtime.Object, resolver KindResolver) (*Definition, err
 // in its status; nil when unknown or when controller is no kind of
 // controller. It is the Definition's Author, read without compiling.
 func AuthorOf(controller runtime.Object) *v1alpha1.ControllerAuthor {
-	switch c := controller.(type) {
-	case *v1alpha1.CompositeController:
-		return c.Status.Author
-	case *v1alpha1.DecoratorController:
-		return c.Status.Author
+	if c, ok := controller.(v1alpha1.Controller); ok {
+		return c.GetAuthor()
 	}
 	return nil
 }

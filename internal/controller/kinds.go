@@ -36,9 +36,9 @@ type kind struct {
 	keyPrefix string
 	// watch starts following the kind's controllers in factory and
 	// returns their informer.
-	watch   func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
-	get     func(m *Manager, name string) (controllerObject, error)
-	status  func(m *Manager) controllerstatus.Store
+	watch  func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
+	get    func(m *Manager, name string) (controllerObject, error)
+	status func(m *Manager) controllerstatus.Store
 	// rollouts reads and writes the kind's rollout status for its driver.
 	rollouts func(m *Manager) rolloutStore
 }

@@ -2,7 +2,7 @@
 # bench.sh runs every benchmark of e2e/bench on one pinned local stack (etcd,
 # kube-apiserver, kube-controller-manager, composite-apiserver behind an
 # APIService), each with its baseline measured in the same run, and prints one
-# markdown table of them: the table the README quotes.
+# markdown table of them: the tables docs/benchmarks.md keeps.
 #
 # It is a script, not a timed test: the benchmarks' own metrics
 # (b.ReportMetric) are read back from the `go test -bench` output, which is

@@ -30,8 +30,8 @@ func outageLength(t *testing.T) time.Duration {
 	return 20 * time.Second
 }
 
-// TestNamespaceDeletionWaitsForTheServer measures what the README's
-// operations section says: while the server is down, every namespace
+// TestNamespaceDeletionWaitsForTheServer measures what docs/operations.md's
+// "A good citizen of the cluster" says: while the server is down, every namespace
 // deletion in the cluster waits (the namespace controller can't discover
 // our group, so it can't know whether the namespace holds objects of ours),
 // and says so in a NamespaceDeletionDiscoveryFailure condition; once the
@@ -83,13 +83,13 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 	if err != nil || len(revs.Items) != 0 {
 		t.Errorf("ControllerRevisions left in the deleted namespace: %v, %v", revs, err)
 	}
-	// The figures the README's operations section quotes.
+	// The figures docs/operations.md quotes.
 	t.Logf("outage of %s: the namespace controller said %s after the deletion why it waits (%q); the namespace was gone %s after the server was back",
 		outage.Round(time.Second), saidAfter.Round(100*time.Millisecond), condition, goneAfter.Round(100*time.Millisecond))
 }
 
 // TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion measures the way
-// out the README's operations section gives for a server that stays down:
+// out docs/operations.md gives for a server that stays down:
 // deleting the APIService lets namespace deletions proceed at once; once the
 // APIService is registered again and the server is back, the garbage
 // collector deletes our objects whose owners went with their namespace.

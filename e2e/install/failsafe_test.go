@@ -11,7 +11,7 @@ import (
 )
 
 // TestAFailedInstallLeavesNamespaceDeletionWorking installs the chart as
-// the README's "Install" says, but the server never becomes ready (no
+// docs/install.md's "Steps" say, but the server never becomes ready (no
 // kubelet runs its pods here, as an image that can't be pulled or an etcd
 // that can't be reached would leave them): namespaces anywhere in the
 // cluster are still deleted. An APIService registered with nobody behind it

@@ -1,6 +1,6 @@
-// Package walkthrough runs the README's "Try the loop" walkthrough command
+// Package walkthrough runs docs/getting-started.md's "Try the loop" walkthrough command
 // for command, as a new user would: hack/local-up.sh in one shell, the
-// exports it prints and the README's commands in another.
+// exports it prints and the doc's commands in another.
 package walkthrough
 
 import (
@@ -20,16 +20,20 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
+// walkthroughDoc is the page whose walkthrough the test runs: the one a new
+// user is sent to from the README.
+const walkthroughDoc = "docs/getting-started.md"
+
 // blocks returns the sh code blocks between the walkthrough markers.
-func blocks(t *testing.T, readme string) []string {
+func blocks(t *testing.T, doc string) []string {
 	t.Helper()
-	begin := strings.Index(readme, "<!-- walkthrough:begin -->")
-	end := strings.Index(readme, "<!-- walkthrough:end -->")
+	begin := strings.Index(doc, "<!-- walkthrough:begin -->")
+	end := strings.Index(doc, "<!-- walkthrough:end -->")
 	if begin < 0 || end < begin {
-		t.Fatal("README.md has no walkthrough markers")
+		t.Fatalf("%s has no walkthrough markers", walkthroughDoc)
 	}
 	var out []string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme[begin:end], -1) {
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(doc[begin:end], -1) {
 		out = append(out, m[1])
 	}
 	if len(out) != 2 {
@@ -61,11 +65,11 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(walkthroughDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := blocks(t, string(readme))
+	steps := blocks(t, string(doc))
 	dir := regexp.MustCompile(`--dir (\S+)`).FindStringSubmatch(steps[0])
 	if dir == nil {
 		t.Fatal("the walkthrough's local-up has no --dir")
@@ -86,7 +90,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- up.Wait() }()
 	t.Cleanup(func() {
-		// Ctrl-C, as the README says; local-up stops the stack in order.
+		// Ctrl-C, as the doc says; local-up stops the stack in order.
 		stopGroup(up, syscall.SIGINT)
 		select {
 		case <-exited:
@@ -133,7 +137,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("local-up printed exports %q, want KUBECONFIG and PATH", exports)
 	}
 
-	// Shell 2: the exports, then the README's commands, failing on the
+	// Shell 2: the exports, then the doc's commands, failing on the
 	// first that fails.
 	out := runCommands(t, root, exports, steps[1])
 	if !strings.HasSuffix(strings.TrimSpace(out), "Hello, world") {

@@ -137,7 +137,7 @@ func (r *Registrar) apply(ctx context.Context) error {
 		// kube-apiserver's own, for Metacontroller's CRDs of the group: it
 		// manages it and would undo ours; it goes once they are deleted.
 		return fmt.Errorf("APIService %s is kube-apiserver's own, serving Metacontroller's CustomResourceDefinitions of the group: "+
-			"delete them (README, \"Migrating from Metacontroller\") and the server registers its own", r.config.Name)
+			"delete them (docs/migrating-from-metacontroller.md) and the server registers its own", r.config.Name)
 	}
 	desired := apiregistrationapply.APIService(r.config.Name).
 		WithSpec(apiregistrationapply.APIServiceSpec().

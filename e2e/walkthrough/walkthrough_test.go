@@ -1,6 +1,8 @@
 // Package walkthrough runs docs/getting-started.md's "Try the loop" walkthrough command
 // for command, as a new user would: hack/local-up.sh in one shell, the
-// exports it prints and the doc's commands in another.
+// exports it prints and the doc's commands in another. In the same cluster
+// it then runs the blocks of docs/ marked <!-- run:NAME --> (docblocks_test.go,
+// docs_test.go), so that a doc whose commands drift from the code fails.
 package walkthrough
 
 import (
@@ -139,7 +141,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	// Shell 2: the exports, then the doc's commands, failing on the
 	// first that fails.
-	out := runCommands(t, root, exports, steps[1])
+	out := runCommandsLeavingBackground(t, root, exports, steps[1])
 	if !strings.HasSuffix(strings.TrimSpace(out), "Hello, world") {
 		t.Errorf("the last command printed %q, want the greeting Hello, world", out)
 	}
@@ -162,6 +164,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Errorf("the example's last command printed %q, want %q", out, want)
 		}
 	})
+
+	// The other docs' marked blocks, in the same cluster, after the
+	// walkthrough: its hello example converged and its hook running.
+	t.Run("docs' blocks", func(t *testing.T) { runDocsBlocks(t, root, exports) })
 }
 
 // exampleCommands returns the sh block between an example README's
@@ -185,40 +191,76 @@ func exampleCommands(t *testing.T, readme string) string {
 // they leave in the background (a hook) is stopped when they are done.
 func runCommands(t *testing.T, root string, exports []string, commands string) string {
 	t.Helper()
+	return commandsIn(t, root, exports, commands, false)
+}
+
+// runCommandsLeavingBackground is runCommands leaving what the commands
+// started in the background (a hook) running until t ends, as it runs for
+// a user who goes on in the same shell: the docs' blocks after the
+// walkthrough take the walkthrough's hook as they find it.
+func runCommandsLeavingBackground(t *testing.T, root string, exports []string, commands string) string {
+	t.Helper()
+	return commandsIn(t, root, exports, commands, true)
+}
+
+func commandsIn(t *testing.T, root string, exports []string, commands string, leave bool) string {
+	t.Helper()
 	script := "set -e\n" + strings.Join(exports, "\n") + "\n" + commands
-	run := shell(root, script)
-	// Files, not pipes: the hook the script leaves in the background keeps
+	out, errOut, stop, err := runScript(root, script, 6*time.Minute)
+	if leave {
+		t.Cleanup(stop)
+	} else {
+		stop()
+	}
+	if err != nil {
+		t.Fatalf("the commands failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(errOut, 4000))
+	}
+	return out
+}
+
+// runScript runs script with bash in dir and returns what it printed once
+// bash has exited (or been killed after timeout), and a func that stops
+// what the script left in the background.
+func runScript(dir, script string, timeout time.Duration) (stdout, stderr string, stop func(), err error) {
+	run := shell(dir, script)
+	// Files, not pipes: a hook the script leaves in the background keeps
 	// its output open, and Wait would wait for it.
-	outFile, err := os.CreateTemp(t.TempDir(), "stdout")
+	tmp, err := os.MkdirTemp("", "walkthrough-script")
 	if err != nil {
-		t.Fatal(err)
+		return "", "", func() {}, err
 	}
-	errFile, err := os.CreateTemp(t.TempDir(), "stderr")
+	defer os.RemoveAll(tmp)
+	outFile, err := os.Create(filepath.Join(tmp, "stdout"))
 	if err != nil {
-		t.Fatal(err)
+		return "", "", func() {}, err
 	}
+	defer outFile.Close()
+	errFile, err := os.Create(filepath.Join(tmp, "stderr"))
+	if err != nil {
+		return "", "", func() {}, err
+	}
+	defer errFile.Close()
 	run.Stdout, run.Stderr = outFile, errFile
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
 	if err := run.Start(); err != nil {
-		t.Fatal(err)
+		return "", "", func() {}, err
 	}
+	// The group outlives bash when the script starts something with &
+	// (`go run` and the program it built are both in it).
+	stop = func() { stopGroup(run, syscall.SIGKILL) }
 	done := make(chan error, 1)
 	go func() { done <- run.Wait() }()
-	t.Cleanup(func() { stopGroup(run, syscall.SIGKILL) })
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("timed out")
+		stopGroup(run, syscall.SIGKILL)
+		<-done
+		err = fmt.Errorf("timed out after %v", timeout)
 	}
-	// The hook started with & keeps running until the group is stopped.
-	stopGroup(run, syscall.SIGTERM)
 	out, _ := os.ReadFile(outFile.Name())
 	errOut, _ := os.ReadFile(errFile.Name())
-	if err != nil {
-		t.Fatalf("the commands failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(string(errOut), 4000))
-	}
-	return string(out)
+	return string(out), string(errOut), stop, err
 }
 
 func tail(s string, n int) string {

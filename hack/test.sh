@@ -47,7 +47,12 @@ release_pid=$!
 # A failure of the tests below ends the script: the release test with it.
 trap 'kill "$release_pid" 2>/dev/null || true' EXIT
 
-go test -count=1 -timeout 30m "$@" ./...
+# go test -json goes through hack/testjson, which prints what go test prints
+# without it (each package's ok line, a failing test's or package's whole
+# output), keeps every event in _output/test.json (to compare the tests two
+# runs ran) and ends with the ten slowest tests; it exits as go test does.
+go run ./hack/testjson -o _output/test.json -- \
+  go test -json -count=1 -timeout 30m "$@" ./...
 
 # The cluster suite again against the oldest supported Kubernetes minor's
 # kube-apiserver (the README's "Supported Kubernetes versions"; the other

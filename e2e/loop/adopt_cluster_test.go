@@ -21,7 +21,6 @@ import (
 // UID kept), as Metacontroller does and as the /sync preview says, instead
 // of calling it another's.
 func TestClusterScopedParentAdoptsNamespacedOrphans(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	ctx := context.Background()
 	crd := framework.CRD{Group: "adopt.example.com", Plural: "clusterparents", Kind: "ClusterParent", ClusterScoped: true}.Manifest()

@@ -19,7 +19,6 @@ import (
 // or, for the APIService's availability, kube-apiserver's /metrics. An
 // alert on a metric nobody exports never fires.
 func TestAlertRulesNameServedMetrics(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	const name = "loop-alert-metrics"
 	ns := namespace(t, name)

@@ -70,7 +70,6 @@ func forgetAuthor(t *testing.T, name string) {
 // but the server (T12). It stays without an author, Ready False with
 // reason AuthorUnknown.
 func TestTheServerWritingALegacyControllerDoesNotBecomeItsAuthor(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, dec = "self-author-legacy", "self-author-decorator"
@@ -138,7 +137,6 @@ spec:
 // rights; once it is granted back, the controller runs again and syncs a
 // parent's new spec.
 func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
-	// Sequential: restarts the server (restartWith).
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, author = "revoked-author", "revoked-author"

@@ -18,7 +18,6 @@ import (
 // Warnings of a child that fails. Every parent gets its children and its
 // status whatever its Events.
 func TestChildEventsBudget(t *testing.T) {
-	// Sequential: restarts the server (restartWith).
 	hook := setUp(t)
 	restartWith(t, "--child-events-qps=0.0001", "--child-events-burst=2")
 	ns := namespace(t, "loop-child-events")

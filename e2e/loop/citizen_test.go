@@ -26,7 +26,6 @@ const revisionCount = corev1.ResourceName("count/controllerrevisions.metacontrol
 // the resource-quota controller and deleted by the namespace controller,
 // with `kubectl delete ns --wait`, in its normal time.
 func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ctx := context.Background()
@@ -96,7 +95,6 @@ func namespaceConditions(t *testing.T, ns string) string {
 // its ControllerRevisions and children: kube-controller-manager's garbage
 // collector deletes them, in either propagation.
 func TestGarbageCollectorDeletesRevisionsOfADeletedParent(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ctx := context.Background()

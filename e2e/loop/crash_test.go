@@ -15,7 +15,6 @@ import (
 // it creates the children of 100 parents, starts it again, and checks that
 // everything converges: every child exists once, owned by its parent.
 func TestKillDuringCreationConverges(t *testing.T) {
-	// Sequential: kills and starts the server.
 	hook := setUp(t)
 	ns := namespace(t, "loop-crash")
 	ctx := context.Background()

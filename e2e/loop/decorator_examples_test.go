@@ -41,7 +41,6 @@ rules:
 // a reader ClusterRole, owned by the CRD, which the garbage collector
 // deletes with it; a CRD without the annotation gets none.
 func TestMetacontrollerCRDRolesExampleRuns(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	if err := stack.Apply(ctx, crdRolesRights); err != nil {

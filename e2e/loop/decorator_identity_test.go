@@ -18,7 +18,6 @@ import (
 // another namespace (where the server itself may write) gets nothing, and
 // a Forbidden Event names the ServiceAccount.
 func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl = "decorator-identity"

@@ -66,7 +66,6 @@ func assertLeftAlone(t *testing.T, orphan metav1.Object, get func() (metav1.Obje
 // --cascade=orphan, crd-roles' example, has its ClusterRole deleted by
 // kube-apiserver's CRD cleanup and the garbage collector, not orphaned.)
 func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 

@@ -15,7 +15,6 @@ import (
 // whose keys would collide in it were the resource not part of the key,
 // are both decorated, each with its own attachment.
 func TestDecoratorOfTwoResourcesRunsOneQueue(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	const name = "decorate-one-queue"
 	ns := namespace(t, name)

@@ -100,7 +100,6 @@ func waitGone(t *testing.T, what string, get func() error) {
 // finalize hook on deletion; objects outside its selectors are never sent
 // to the hook.
 func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	const name = "decorate"
 	ns := namespace(t, "decorate")
@@ -248,7 +247,6 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 // object as controller, its field manager) keeps them: they are adopted in
 // place, not recreated, and brought to what the hook answers.
 func TestDecoratorAdoptsMetacontrollersAttachments(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	const name = "decorate-migrate"
 	ns := namespace(t, "decorate-migrate")

@@ -36,7 +36,6 @@ import (
 // replica, the one the Lease names; with the chart's sharding, every call
 // about a parent comes from one replica.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
-	// Sequential: stops the server, starts replicas and changes the APIService's caBundle.
 	hook := setUp(t)
 	t.Run("artifacts/deploy", func(t *testing.T) {
 		d, err := framework.ShippedDeployment()

@@ -31,7 +31,6 @@ var catsets = schema.GroupVersionResource{Group: "ctl.enisoc.com", Version: "v1"
 // the sync hook at the Service clientConfig names with the controller as
 // stored and the children keyed Pod.v1 and PersistentVolumeClaim.v1.
 func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
-	// Sequential: restarts the server (restartResolving).
 	setUpStack(t)
 	ctx := context.Background()
 	if err := stack.Apply(ctx, framework.CRD{Group: "ctl.enisoc.com", Plural: "catsets", Kind: "CatSet"}.Manifest()+

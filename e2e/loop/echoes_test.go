@@ -33,7 +33,6 @@ type echoHookCall struct {
 // written and nothing more calls it. Before issue 23, the hook could be
 // called in between with part of its children.
 func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	const ctrl, parents, children = "loop-echoes", 8, 5
 	ns := namespace(t, ctrl)
@@ -139,7 +138,6 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 // while a change by someone else (a child deleted) still calls it, and its
 // status is written by the call that created them.
 func TestAControllerThatIgnoresItsOwnChildWritesIsCalledOncePerChange(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	const ctrl, children = "loop-echoes-ignored", 3
 	ns := namespace(t, ctrl)

@@ -48,7 +48,6 @@ func getETagStats(t *testing.T, hook *framework.PythonHook) (etagStats, error) {
 // stands for that answer: children and status stay as the hook wants them,
 // and a child edited by hand is restored from it.
 func TestETag(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	if err := hook.SetMode("etag"); err != nil {
 		t.Fatal(err)

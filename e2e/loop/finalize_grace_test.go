@@ -18,7 +18,6 @@ import (
 // finalizer is removed anyway (FinalizerRemoved): the parent goes, and the
 // garbage collector deletes the child once it may.
 func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
-	// Sequential: restarts the server (restartWith).
 	hook := setUp(t)
 	ctx := context.Background()
 	restartWith(t, "--finalize-grace=5s")

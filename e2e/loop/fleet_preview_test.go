@@ -19,7 +19,6 @@ import (
 // also returns a Secret, exactly that Secret to create; a parent only a
 // proposal selects, its ConfigMaps to create.
 func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-fleet")
 	c := controller{Name: "loop-fleet", HookURL: hook.URL}

@@ -58,7 +58,6 @@ const (
 // UID and resourceVersion. Afterwards the server is healthy, and a normal
 // sync converges a change, seen by the same watch: the watch is not blind.
 func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	ctx := context.Background()
 	n := fuzzedAnswers

@@ -65,7 +65,6 @@ func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) ma
 // RoleBinding lets the author list Secrets in the parent's namespace, the
 // hook gets them, with no restart.
 func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, author = "related-author", "related-author"
@@ -162,7 +161,6 @@ func syncAsAdmin(ctx context.Context, ctrl, ns, name string, dryRun bool) (*v1al
 // converge with no restart. Once the ServiceAccount is deleted, the loop
 // does nothing more for the controller and says so, and nothing is deleted.
 func TestAControllerActsAsItsServiceAccount(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl = "identity"
@@ -286,7 +284,6 @@ func eventCount(t *testing.T, ns, name, reason, substring string) int32 {
 // with Ready=False IdentityRequired, and one that names a ServiceAccount
 // its author may impersonate is accepted.
 func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
-	// Sequential: restarts the server (restartWith), which then refuses every controller without an identity.
 	hook := setUp(t)
 	ctx := context.Background()
 	before := controller{Name: "lockdown-before", HookURL: hook.URL}
@@ -318,7 +315,6 @@ func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
 // checked against anyone's rights. Once an administrator writes it again —
 // an annotation is enough — they are its author and it runs again.
 func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl = "author-unknown"
@@ -348,7 +344,6 @@ func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(
 // the controller is Ready False, Forbidden, naming the author and the
 // Secret.
 func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
-	// Sequential: restarts the server (restartWith).
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, author = "credentials-author", "credentials-author"

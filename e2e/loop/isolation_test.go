@@ -17,7 +17,6 @@ import (
 // converge all the same. (How much slower, if at all, is measured by
 // e2e/bench's BenchmarkIsolation.)
 func TestHangingHookDoesNotHoldOtherControllersBack(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	ns := namespace(t, "loop-isolation")
 

@@ -99,7 +99,6 @@ func watchesOf(t *testing.T, group string) map[string]int {
 // Event deduplication, the watch cache, connection pools); the second is
 // measured against it, so that what grows with every controller shows.
 func TestControllersLeaveNothingBehind(t *testing.T) {
-	// Sequential: reads the server's goroutines, heap and informer count.
 	hook := setUp(t)
 	ctx := context.Background()
 	n := leakControllers()

@@ -22,7 +22,6 @@ import (
 // waits for the loop's sync of the parent to end, and the loop's next one
 // waits for it.
 func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	rec := recordSlowCallers(t, hook.URL, 300*time.Millisecond, []*framework.Process{stack.CompositeProcess()})
@@ -72,7 +71,6 @@ func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
 // the leader's loop; it is refused with 503, saying why and what to do,
 // and nothing is synced. A preview runs on any replica.
 func TestALiveSyncIsRefusedByAReplicaThatDoesNotLead(t *testing.T) {
-	// Sequential: starts a replica and restarts the server (restartWith).
 	hook := setUp(t)
 	ctx := context.Background()
 	const lease = "e2e-livesync-leader"

@@ -26,7 +26,6 @@ func spec(color string, configMaps ...string) map[string]interface{} {
 }
 
 func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-basic")
 	controller{Name: "loop-basic", HookURL: hook.URL}.create(t)
@@ -69,7 +68,6 @@ func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
 }
 
 func TestUpdateStrategies(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	for _, tc := range []struct {
 		method string
@@ -115,7 +113,6 @@ func TestUpdateStrategies(t *testing.T) {
 }
 
 func TestChildrenFollowTheHook(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-follow")
 	controller{Name: "loop-follow", HookURL: hook.URL, Method: "InPlace"}.create(t)
@@ -148,7 +145,6 @@ func TestChildrenFollowTheHook(t *testing.T) {
 }
 
 func TestAdoptionAndRelease(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-adopt")
 	ctx := context.Background()
@@ -204,7 +200,6 @@ func TestAdoptionAndRelease(t *testing.T) {
 }
 
 func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-finalize")
 	ctx := context.Background()
@@ -244,7 +239,6 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 // minutes), so a parent that already failed many times would get no Event
 // for a later failure, and "some SyncError" would be true anyway.
 func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-failures")
 	ctx := context.Background()
@@ -326,7 +320,6 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 }
 
 func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-definition")
 	ctx := context.Background()
@@ -401,7 +394,6 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-related")
 	ctx := context.Background()
@@ -429,7 +421,6 @@ func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
 // changes nothing and is called again after its Retry-After, not with a
 // failure's backoff.
 func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-throttle")
 	controller{Name: "loop-throttle", HookURL: hook.URL}.create(t)

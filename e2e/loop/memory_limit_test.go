@@ -24,7 +24,6 @@ import (
 // with the collector's target of the Deployment's --gc-percent (or the
 // default's, 200: go_gc_gogc_percent), and says both in its log.
 func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.T) {
-	// Sequential: starts replicas, and t.Setenv may not be used in a parallel test.
 	setUpStack(t)
 	for _, c := range []struct {
 		name       string
@@ -98,7 +97,6 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 // GOGC in the container's environment gets that target, not --gc-percent,
 // and the log says which was ignored.
 func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
-	// Sequential: starts a replica, and t.Setenv may not be used in a parallel test.
 	setUpStack(t)
 	t.Setenv("GOGC", "150")
 	p, err := stack.StartReplica(context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")

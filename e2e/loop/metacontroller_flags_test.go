@@ -43,7 +43,6 @@ func plainGet(t *testing.T, url string) (int, string) {
 // only, serves Metacontroller's metric names over plain HTTP, and answers
 // probes over plain HTTP.
 func TestMetacontrollersOperationalFlags(t *testing.T) {
-	// Sequential: restarts the server (restartWith), which then runs only the controllers of one label.
 	hook := setUp(t)
 	ctx := context.Background()
 	metrics, probes := freeAddress(t), freeAddress(t)
@@ -114,7 +113,6 @@ func grepLines(text, substring string) string {
 // and --leader-election-namespace (and the client and cache flags) leads
 // under the Lease those name.
 func TestMetacontrollersFlagNamesInTheBinary(t *testing.T) {
-	// Sequential: starts a replica whose loop runs beside the server's.
 	ctx := context.Background()
 	const lease = "e2e-metacontroller-flag-names"
 	r, err := stack.StartReplica(ctx, "replica-mc-flag-names",

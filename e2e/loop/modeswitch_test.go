@@ -22,7 +22,6 @@ import (
 // the leader, still running, steps down and releases it; then the members
 // sync every parent, and the old leader none.
 func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.T) {
-	// Sequential: restarts the server (restartWith) and starts replicas.
 	hook := setUp(t)
 	ctx := context.Background()
 	modes, err := framework.ChartModes()

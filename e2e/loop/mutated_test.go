@@ -349,7 +349,6 @@ func installMutatingPolicy(t *testing.T, name, ns string) {
 // deleted and recreated the Pods on every sync, and every strategy's plan
 // said "differs".
 func TestChildrenThatAdmissionMutatesAreStable(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	installPodRights(t)
 	methods := []v1alpha1.ChildUpdateMethod{

@@ -19,7 +19,6 @@ import (
 // child someone else changes, twice, or deletes, reaches the hook as it
 // is now: its status reports, per child, the note annotation it observed.
 func TestTheHookSeesEachChildAsItIsNow(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	const ctrl = "loop-observed"
 	ns := namespace(t, ctrl)

@@ -15,7 +15,6 @@ import (
 // owner of its own (for garbage collection) gets it, with the parent's
 // controller reference appended, as Metacontroller does.
 func TestOwnerReferencesTheHookSetsAreKept(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	ctx := context.Background()
 	ns := namespace(t, "hook-ownerrefs")

@@ -89,7 +89,6 @@ func ccReady(t *testing.T, name string) *v1alpha1.CompositeController {
 // A controller applied in one go with the CRD of its parents starts as soon
 // as the CRD is served, with no restart: discovery is read again.
 func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-crd")
 	// The controller first, as `kubectl apply -k` may well order it.
@@ -123,7 +122,6 @@ func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
 // CompositeController's status and in an Event, as Metacontroller does,
 // instead of failing every sync.
 func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	if err := stack.Apply(context.Background(), widgetCRD("gadgets", "Gadget", false)); err != nil {
 		t.Fatal(err)
@@ -148,7 +146,6 @@ func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
 // A data key, a label and an annotation the hook stops returning are
 // removed from the child on the next sync, without recreating it.
 func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-prune")
 	controller{Name: "parity-prune", HookURL: hook.URL}.create(t)
@@ -188,7 +185,6 @@ func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
 // last-applied annotation) are taken over in place: a field the hook no
 // longer returns goes, nothing is recreated, and the annotation is dropped.
 func TestMigrationFromMetacontroller(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-migrate")
 	// The parent exists before the controller, as after uninstalling
@@ -256,7 +252,6 @@ func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *co
 // that `kubectl label` set on the child stays kubectl's, so a later
 // `kubectl label --overwrite` or apply conflict check still sees its owner.
 func TestMigrationKeepsOtherManagersFields(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-migrate-keep")
 	parent := createParent(t, ns, "p", "parity-migrate-keep", spec("blue", "a"))
@@ -315,7 +310,6 @@ func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 // that do not match the parent's selector is left alone, as Metacontroller's
 // create would fail with AlreadyExists; the parent's Events say so.
 func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-notours")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"owner": "someone-else"}},
@@ -340,7 +334,6 @@ func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
 // finalize hook, and the finalize hook runs for a parent that stopped
 // matching the label selector, its status written meanwhile.
 func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-final")
 	finalizer := "metacontroller.io/compositecontroller-parity-final"
@@ -389,7 +382,6 @@ func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
 // resyncPeriodSeconds resyncs a parent even when its hook asks for a later
 // resync: the smaller wins.
 func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-resync")
 	controller{Name: "parity-resync", HookURL: hook.URL, Extra: "  resyncPeriodSeconds: 1\n"}.create(t)
@@ -407,7 +399,6 @@ func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
 // change to a related object re-syncs the parents whose rules select it and
 // no other.
 func TestRelatedObjects(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "parity-related")
 	if err := stack.Apply(context.Background(), serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch")); err != nil {
@@ -454,7 +445,6 @@ func TestRelatedObjects(t *testing.T) {
 // Metacontroller's Events on the CompositeController: a definition that
 // changes is stopped and started again.
 func TestControllerLifecycleEvents(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	c := controller{Name: "parity-events", HookURL: hook.URL}
 	c.create(t)

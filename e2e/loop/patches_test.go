@@ -159,7 +159,6 @@ func waitPatched(t *testing.T, ns, parent, color string, stamped bool, items ...
 // children; a change of the parent runs the pipeline again; a disabled patch
 // does not run.
 func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	stamp := startStampHook(t)
 	ns := namespace(t, "loop-patches")
@@ -203,7 +202,6 @@ func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
 // were, the parent's Event and the controller's lastSyncError say why, and
 // the sync recovers once the hook is fixed.
 func TestPatchesThatFailChangeNothing(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	stamp := startStampHook(t)
 	ns := namespace(t, "loop-patch-failures")

@@ -79,7 +79,6 @@ func pokeUntil(t *testing.T, what, ns, name string, done func() bool) {
 // Once the RoleBinding is back, the parent converges with no restart: the
 // Secret added meanwhile gets its child.
 func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, author = "related-refused", "related-refused"
@@ -169,7 +168,6 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 // through its customize hook: his hook gets none, the sync stops before
 // it, and the Event names Bob.
 func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
-	// Sequential: restarts the server (restartWith) with a default identity for every controller.
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl, author = "default-identity", "default-identity-bob"

@@ -35,7 +35,6 @@ func relatedSecret(t *testing.T, ns, name, label string) {
 // selected namespace resyncs the parent, one in another namespace does not
 // reach it.
 func TestRelatedRulesOfAV2CustomizeHookSpanNamespaces(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl = "related-v2"
@@ -101,7 +100,6 @@ func TestRelatedRulesOfAV2CustomizeHookSpanNamespaces(t *testing.T) {
 // as Metacontroller's --cache-flush-interval does (its controllers' own
 // resyncPeriodSeconds unset).
 func TestGlobalResyncPeriodResyncsUnchangedParents(t *testing.T) {
-	// Sequential: restarts the server (restartWith) with a resync period for every controller.
 	hook := setUp(t)
 	restartWith(t, "--resync-period=2s")
 	const ctrl = "global-resync"
@@ -139,7 +137,6 @@ func TestGlobalResyncPeriodResyncsUnchangedParents(t *testing.T) {
 // saying why, the controller's status too, and once the server is granted
 // the right, they sync, with no restart.
 func TestRelatedResourceTheServerCannotListHoldsNoWorker(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ctx := context.Background()
 	const ctrl = "related-forbidden"

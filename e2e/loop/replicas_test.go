@@ -19,7 +19,6 @@ import (
 // only and syncs nothing, as each one's own /metrics shows; killing the
 // leader hands the loop to the other.
 func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
-	// Sequential: starts replicas.
 	hook := setUp(t)
 	ctx := context.Background()
 	const lease = "e2e-leader-election"

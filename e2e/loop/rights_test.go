@@ -22,7 +22,6 @@ import (
 // missing, a Warning Event — and starts by itself once the rights are
 // granted, with no restart and no edit.
 func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "rights")
 	// A CRD, and no rights for the server on it.

@@ -19,7 +19,6 @@ import (
 // its Updated condition does not claim a step that did not happen; once
 // revisions may be stored again, the rollout goes on.
 func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ctx := context.Background()

@@ -28,19 +28,14 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 var rollingChildren = framework.CRD{Group: "example.com", Plural: "widgets", Kind: "Widget"}.Manifest() +
 	serverRights("widgets", "example.com", []string{"widgets"}, "get", "list", "watch", "create", "update", "patch", "delete")
 
-// widgetsErr is the install's error, kept for every test: parallel tests
-// that call installWidgets while the first one installs wait for it, and
-// must fail as it does.
-var (
-	widgetsOnce sync.Once
-	widgetsErr  error
-)
+var widgetsOnce sync.Once
 
 func installWidgets(t *testing.T) {
 	t.Helper()
-	widgetsOnce.Do(func() { widgetsErr = stack.Apply(context.Background(), rollingChildren) })
-	if widgetsErr != nil {
-		t.Fatal(widgetsErr)
+	var err error
+	widgetsOnce.Do(func() { err = stack.Apply(context.Background(), rollingChildren) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	eventually(t, "widgets served", func() (bool, error) {
 		_, err := dyn.Resource(widgets).List(context.Background(), metav1.ListOptions{Limit: 1})
@@ -220,7 +215,6 @@ func driveRollout(t *testing.T, ns string, parent *unstructured.Unstructured, na
 }
 
 func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ns := namespace(t, "rolling-inplace")
@@ -331,7 +325,6 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 }
 
 func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ns := namespace(t, "rolling-recreate")
@@ -374,7 +367,6 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 }
 
 func TestRollingParentChangedTwiceMidRolloutEndsOnTheLatest(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	installWidgets(t)
 	ns := namespace(t, "rolling-twice")

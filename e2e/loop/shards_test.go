@@ -41,7 +41,6 @@ var shardArgs = []string{
 // others, which call the hook about every one of them again and converge
 // a new spec of theirs, with no ConfigMap lost or duplicated.
 func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
-	// Sequential: restarts the server (restartWith) and starts replicas.
 	hook := setUp(t)
 	ctx := context.Background()
 	restartWith(t, shardArgs...)

@@ -91,7 +91,6 @@ func parentPhase(t *testing.T, ns, name string) string {
 // and a converged parent costs no call: a poke afterwards is the only call
 // after the one that saw C.
 func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	const ctrl = "status-echoes"
 	ns := namespace(t, ctrl)
@@ -119,7 +118,6 @@ func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
 // nothing. The same hook then moves one step per outside change: the
 // parent stays at A after its first call, and each poke moves it one step.
 func TestWithOwnStatusWritesIgnoredTheHookIsCalledOnlyOnChanges(t *testing.T) {
-	t.Parallel()
 	setUpStack(t)
 	const ctrl = "status-echoes-ignored"
 	ns := namespace(t, ctrl)
@@ -176,7 +174,6 @@ spec:
 // after a poke holds several timeouts; the hook must be called by the poke
 // and the next poke only.
 func TestAConvergedParentWithAPrunedStatusCostsNoHookCall(t *testing.T) {
-	// Sequential: restarts the server (restartWith).
 	setUpStack(t)
 	restartWith(t, "--echo-timeout=2s")
 	ctx := context.Background()

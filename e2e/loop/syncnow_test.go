@@ -14,7 +14,6 @@ import (
 // controller's label selector alone; /sync says so and changes nothing.
 // e2e/cluster proves what a live /sync does, with the loop off.
 func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-syncnow")
 	controller{Name: "loop-syncnow", HookURL: hook.URL}.create(t)
@@ -40,7 +39,6 @@ func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
 // TestMetricsCountSyncsHookCallsAndQueues reads composite-apiserver's
 // /metrics as kube-apiserver's aggregator would reach it.
 func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
-	t.Parallel()
 	hook := setUp(t)
 	ns := namespace(t, "loop-metrics")
 	controller{Name: "loop-metrics", HookURL: hook.URL}.create(t)

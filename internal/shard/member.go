@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -85,6 +86,10 @@ type Member struct {
 	idle *sync.Cond
 }
 
+// acquisitions numbers the holds of shards in this process (each hold's
+// epoch): unique across Members, as one replica's can be made anew.
+var acquisitions atomic.Uint64
+
 type heldShard struct {
 	lease *coordinationv1.Lease
 	// renewed is when the last renewal that succeeded was sent: the
@@ -96,6 +101,8 @@ type heldShard struct {
 	// releasing: no new sync starts; the Lease is released once the
 	// syncs in flight are done.
 	releasing bool
+	// epoch tells this hold from the replica's earlier holds of the shard.
+	epoch uint64
 }
 
 type observation struct {
@@ -124,6 +131,21 @@ func NewMember(cfg Config, leases coordinationclient.LeasesGetter) (*Member, err
 
 // Shards is the number of shards of the group.
 func (m *Member) Shards() int { return m.cfg.Shards }
+
+// Epoch tells this replica's holds of the shard of key apart: it is new
+// each time the replica acquires the shard, and 0 while it does not own
+// it. What a sync found under one hold says nothing of a parent that
+// another replica may have synced since, while it held the shard (the
+// rollout's gate counts a result only under the hold it was made in).
+func (m *Member) Epoch(key string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Of(key, m.cfg.Shards)
+	if !m.ownsLocked(s) {
+		return 0
+	}
+	return m.held[s].epoch
+}
 
 // Owns tells whether this replica syncs the parent of key now: it holds
 // the Lease of the parent's shard, renewed less than RenewDeadline ago.
@@ -609,7 +631,7 @@ func (m *Member) acquire(ctx context.Context, s int, l *coordinationv1.Lease, no
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.held[s] = &heldShard{lease: l, renewed: now}
+	m.held[s] = &heldShard{lease: l, renewed: now, epoch: acquisitions.Add(1)}
 	return true
 }
 

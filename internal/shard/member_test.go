@@ -499,3 +499,35 @@ func TestEveryReplicaSeesWhoHoldsEachShard(t *testing.T) {
 		}
 	}
 }
+
+// TestAShardTakenBackIsANewHold: the rollout's gate counts a sync's result
+// only under the hold of the shard it was made in, as another replica may
+// have synced the parent while it held the shard; so a shard that leaves a
+// replica and comes back has another epoch, and none while it is away.
+func TestAShardTakenBackIsANewHold(t *testing.T) {
+	c := newCluster()
+	a := c.join(t, "a")
+	c.settle(t, a)
+	b := c.join(t, "b")
+	c.settle(t, a, b)
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprintf("ns/p%d", i); b.Owns(k) {
+			key = k
+		}
+	}
+	first := b.Epoch(key)
+	if first == 0 || a.Epoch(key) != 0 {
+		t.Fatalf("b holds %s's shard with epoch %d, a with %d; want b's only", key, first, a.Epoch(key))
+	}
+	b.leave(context.Background())
+	c.settle(t, a)
+	if a.Epoch(key) == 0 || b.Epoch(key) != 0 {
+		t.Fatalf("after b left, a's epoch for %s is %d and b's %d", key, a.Epoch(key), b.Epoch(key))
+	}
+	b = c.join(t, "b")
+	c.settle(t, a, b)
+	if again := b.Epoch(key); again == 0 || again == first {
+		t.Errorf("b took %s's shard back with epoch %d, its first hold's was %d: want a new one", key, again, first)
+	}
+}

@@ -140,6 +140,9 @@ type syncResult struct {
 	generation int64
 	// written is the resourceVersion the sync wrote the parent at.
 	written string
+	// epoch is the hold of the parent's shard the sync ran under, with
+	// --shards (ShardGroup.Epoch).
+	epoch uint64
 }
 
 // stepKey names a step under way: a resumed step is another.
@@ -242,9 +245,14 @@ func (r *Driver) synced(parent *unstructured.Unstructured, out parentloop.SyncOu
 	if out.Err == nil && out.StatusDeferred {
 		return
 	}
+	var epoch uint64
+	if r.shards != nil {
+		key, _ := cache.MetaNamespaceKeyFunc(parent)
+		epoch = r.shards.group.Epoch(key)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.results[parent.GetUID()] = syncResult{err: out.Err, generation: parent.GetGeneration(), written: out.Written}
+	r.results[parent.GetUID()] = syncResult{err: out.Err, generation: parent.GetGeneration(), written: out.Written, epoch: epoch}
 	if out.Err != nil && r.status.Phase == v1alpha1.RolloutProgressing {
 		r.failuresNow()
 		r.failures++

@@ -123,6 +123,9 @@ type shardsModel struct {
 	w        *world
 	replicas []*replica
 	holders  []string
+	// holds number each shard's holds, as Member.Epoch does: a new one at
+	// every move.
+	holds []uint64
 
 	spec      v1alpha1.ControllerRollout
 	stored    *v1alpha1.RolloutStatus
@@ -166,8 +169,14 @@ func (g fakeGroup) Begin(ctx context.Context, key string) (context.Context, func
 	return ctx, func() {}, true
 }
 func (g fakeGroup) OnGained(func(gained func(key string) bool)) {}
-func (g fakeGroup) Identity() string                            { return g.r.id }
-func (g fakeGroup) Holders() []string                           { return slices.Clone(g.m.holders) }
+func (g fakeGroup) Epoch(key string) uint64 {
+	if s := shardOf(key); g.m.holders[s] == g.r.id {
+		return g.m.holds[s] + 1
+	}
+	return 0
+}
+func (g fakeGroup) Identity() string  { return g.r.id }
+func (g fakeGroup) Holders() []string { return slices.Clone(g.m.holders) }
 func (g fakeGroup) Owned() []int {
 	var out []int
 	for s, h := range g.m.holders {
@@ -231,6 +240,7 @@ func runShardsSequence(t *testing.T, seed int64) map[string]int {
 	}
 	for s := 0; s < modelShards; s++ {
 		m.holders = append(m.holders, m.replicas[m.rng.Intn(len(m.replicas))].id)
+		m.holds = append(m.holds, 0)
 	}
 	for i := 0; i < 5+m.rng.Intn(40); i++ {
 		m.createParent()
@@ -378,6 +388,7 @@ func (m *shardsModel) moveShard(s int) {
 	}
 	from := m.holders[s]
 	m.holders[s] = to[m.rng.Intn(len(to))]
+	m.holds[s] = m.holds[s] + 1
 	m.logf("shard %d moves from %q to %q", s, from, m.holders[s])
 	// A shard comes back no sooner than its Lease's duration, many ticks:
 	// the replica it left ticks at least once before, unless its ticks

@@ -33,6 +33,11 @@ import (
 // shards, and who holds every shard.
 type ShardGroup interface {
 	syncgate.ParentShards
+	// Epoch tells this replica's holds of the shard of key apart (0 when
+	// it does not own it): a result of the update revision's sync counts
+	// only under the hold it was made in, as another replica may have
+	// synced the parent while it held the shard in between.
+	Epoch(key string) uint64
 	Identity() string
 	Owned() []int
 	Holders() []string

@@ -86,6 +86,14 @@ func (r *Driver) healthy(ctx context.Context, p *unstructured.Unstructured, resu
 		// the previous revision's (R8).
 		return false, nil
 	}
+	if r.shards != nil {
+		// Synced under an earlier hold of its shard: another replica
+		// may have synced it since, while this one's cache lags (the
+		// --shards model, seed 1796689461117724999).
+		if key, _ := cache.MetaNamespaceKeyFunc(p); res.epoch != r.shards.group.Epoch(key) {
+			return false, nil
+		}
+	}
 	if health == nil {
 		ready, _ := rollout.DefaultHealthy(p)
 		return ready, nil

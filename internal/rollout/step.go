@@ -82,6 +82,10 @@ type Decision struct {
 	// Resync says the parents moved so far are synced again for the
 	// gate, whose results so far no longer count (a resumed step).
 	Resync bool
+	// Gated says the gate passed or failed the step on View.Tally: with
+	// --shards, the driver writes it only while the reports stored still
+	// sum to that tally.
+	Gated bool
 }
 
 // Step is the rollout's next decision.
@@ -272,6 +276,7 @@ func (d *Decision) gate(in Input) {
 // rollout is complete.
 func (d *Decision) pass(in Input) {
 	st := &d.Status
+	d.Gated = true
 	d.event(corev1.EventTypeNormal, "RolloutStepPassed", "Rollout of revision %d: step %d of %d passed, %d parents healthy", st.UpdateRevision, st.Step+1, st.Steps, st.HealthyParents)
 	if pause := in.Spec.Steps[st.Step].PauseSeconds; pause != nil && *pause > 0 {
 		next := metav1.NewTime(in.Now.Add(time.Duration(*pause) * time.Second).Truncate(time.Second))
@@ -292,6 +297,7 @@ func (d *Decision) pass(in Input) {
 // fail ends the step as spec.rollout.onFailure says.
 func (d *Decision) fail(in Input, reason, message string, failing []string) {
 	st := &d.Status
+	d.Gated = true
 	now := metav1.NewTime(in.Now.Truncate(time.Second))
 	st.PausedTime, st.Reason, st.Message = &now, reason, message
 	st.FailingParents = failing[:min(len(failing), MaxFailingNamed):min(len(failing), MaxFailingNamed)]

@@ -163,9 +163,15 @@ func (r *Driver) tally(ctx context.Context) rollout.Tally {
 	if stored := r.cfg.Controller.Stored(); stored != nil {
 		reports = stored.Replicas
 	}
-	holders := r.shards.group.Holders()
 	r.shards.tallied = r.ownReport(ctx, st)
-	return rollout.Gather(st, holders, rollout.Merge(reports, r.shards.tallied, holders))
+	return r.gather(st, reports, r.shards.tallied)
+}
+
+// gather sums the reports of the step under way at st with this
+// replica's own, as the shards' holders are now.
+func (r *Driver) gather(st *v1alpha1.RolloutStatus, reports []v1alpha1.RolloutReplicaReport, own *v1alpha1.RolloutReplicaReport) rollout.Tally {
+	holders := r.shards.group.Holders()
+	return rollout.Gather(st, holders, rollout.Merge(reports, own, holders))
 }
 
 // sameStep tells whether rep reports on the step under way in st.
@@ -201,8 +207,7 @@ func (r *Driver) gatedOnReports(in rollout.Input, d rollout.Decision) func(store
 	if r.shards != nil {
 		own = r.shards.tallied
 	}
-	judged := d.Status.Step != st.Step || (st.PausedTime == nil && d.Status.PausedTime != nil)
-	if own == nil || st.StepStartTime == nil || !judged {
+	if own == nil || !d.Gated {
 		return func(*v1alpha1.RolloutStatus) bool { return true }
 	}
 	t := in.View.Tally
@@ -211,8 +216,7 @@ func (r *Driver) gatedOnReports(in rollout.Input, d rollout.Decision) func(store
 		if stored != nil {
 			reports = stored.Replicas
 		}
-		holders := r.shards.group.Holders()
-		now := rollout.Gather(st, holders, rollout.Merge(reports, own, holders))
+		now := r.gather(st, reports, own)
 		return now.Updated == t.Updated && now.Healthy == t.Healthy && now.SyncFailures == t.SyncFailures &&
 			slices.Equal(now.Failing, t.Failing) && slices.Equal(now.Unreported, t.Unreported)
 	}

@@ -569,7 +569,8 @@ type CompositeControllerStatus struct {
 	// lastSyncTime is when a parent was last synced.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// lastSyncError is the last sync's error, empty after a success.
+	// lastSyncError is the latest error among the parents whose last sync
+	// failed, empty once each of them has synced.
 	// +optional
 	LastSyncError string `json:"lastSyncError,omitempty"`
 	// author is who last wrote the controller's spec, recorded by the

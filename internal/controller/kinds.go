@@ -24,10 +24,10 @@ type controllerObject = v1alpha1.Controller
 
 // kind is what the loop does differently for each kind of controller:
 // where it reads one and where its status goes. What both kinds have
-// (revisions, rollout, author) is read through v1alpha1.Controller, and
-// definition.Compile compiles either; everything else (informers, queues,
-// workers, the sync) reads only the compiled definition. Each kind is one entry of kinds, made by
-// kindEntry.kind.
+// (revisions, rollout, author, status) is read and written through
+// v1alpha1.Controller, and definition.Compile compiles either; everything
+// else (informers, queues, workers, the sync) reads only the compiled
+// definition. Each kind is one entry of kinds, made by kindEntry.kind.
 type kind struct {
 	// name is the Kind, as in Events and logs.
 	name string
@@ -67,10 +67,7 @@ type kindEntry[T controllerObject] struct {
 	// manager reads the kind through.
 	informer func(m *Manager, factory informers.SharedInformerFactory) cache.SharedIndexInformer
 	lister   func(m *Manager) getter[T]
-	// readStatus and writeStatus convert the kind's status to and from
-	// the loop's controllerstatus.Status; updateStatus writes it.
-	readStatus   func(obj T) controllerstatus.Status
-	writeStatus  func(obj T, status controllerstatus.Status)
+	// updateStatus writes the kind's status to the API.
 	updateStatus func(ctx context.Context, m *Manager, obj T) error
 	// getLive reads the controller from the API, not the informer.
 	getLive func(ctx context.Context, m *Manager, name string) (T, error)
@@ -89,18 +86,6 @@ var (
 			return inf.Informer()
 		},
 		lister: func(m *Manager) getter[*v1alpha1.CompositeController] { return m.ccLister },
-		readStatus: func(cc *v1alpha1.CompositeController) controllerstatus.Status {
-			st := &cc.Status
-			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Parents, Children: st.Children,
-				RollingParents: st.RollingParents, PausedParents: st.PausedParents, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
-		},
-		writeStatus: func(cc *v1alpha1.CompositeController, t controllerstatus.Status) {
-			// The server's own fields (author, revisions) are kept by the
-			// status strategy whatever is written here.
-			cc.Status = v1alpha1.CompositeControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Parents: t.Parents, Children: t.Children, RollingParents: t.RollingParents, PausedParents: t.PausedParents, LastSyncTime: t.LastSyncTime,
-				LastSyncError: t.LastSyncError, Rollout: t.Rollout}
-		},
 		updateStatus: func(ctx context.Context, m *Manager, cc *v1alpha1.CompositeController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().CompositeControllers().UpdateStatus(ctx, cc, metav1.UpdateOptions{})
 			return err
@@ -118,16 +103,6 @@ var (
 			return inf.Informer()
 		},
 		lister: func(m *Manager) getter[*v1alpha1.DecoratorController] { return m.dcLister },
-		readStatus: func(dc *v1alpha1.DecoratorController) controllerstatus.Status {
-			st := &dc.Status
-			return controllerstatus.Status{ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions, Parents: st.Objects, Children: st.Attachments,
-				PausedParents: st.PausedObjects, LastSyncTime: st.LastSyncTime, LastSyncError: st.LastSyncError, Rollout: st.Rollout}
-		},
-		writeStatus: func(dc *v1alpha1.DecoratorController, t controllerstatus.Status) {
-			dc.Status = v1alpha1.DecoratorControllerStatus{ObservedGeneration: t.ObservedGeneration, Conditions: t.Conditions,
-				Objects: t.Parents, Attachments: t.Children, PausedObjects: t.PausedParents, LastSyncTime: t.LastSyncTime, LastSyncError: t.LastSyncError,
-				Rollout: t.Rollout}
-		},
 		updateStatus: func(ctx context.Context, m *Manager, dc *v1alpha1.DecoratorController) error {
 			_, err := m.cfg.Client.MetacontrollerV1alpha1().DecoratorControllers().UpdateStatus(ctx, dc, metav1.UpdateOptions{})
 			return err
@@ -206,11 +181,11 @@ func (s kindStatus[T]) mutate(ctx context.Context, name string, uid types.UID, c
 			return err
 		}
 		updated := current.DeepCopyObject().(T)
-		t := s.entry.readStatus(updated)
+		t := updated.GetLoopStatus()
 		if err := change(&t); err != nil {
 			return err
 		}
-		s.entry.writeStatus(updated, t)
+		updated.SetLoopStatus(t)
 		return s.entry.updateStatus(ctx, s.m, updated)
 	})
 }
@@ -225,7 +200,7 @@ func (s kindStatus[T]) rolloutStatus(ctx context.Context, name string, uid types
 		}
 		return nil, err
 	}
-	return s.entry.readStatus(obj).Rollout, nil
+	return obj.GetRolloutStatus(), nil
 }
 
 // revisionsOf reads a controller's revisions and rollout.

@@ -237,6 +237,11 @@ func (in KeyReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LoopStatus) OpenAPIModelName() string {
+	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.LoopStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ParentReference) OpenAPIModelName() string {
 	return "io.k8s.metacontroller.apis.metacontroller.v1alpha1.ParentReference"
 }

@@ -27,20 +27,10 @@ import (
 )
 
 // Status is the status of a controller of either kind, as the loop keeps
-// it: a CompositeController's parents and children are a
-// DecoratorController's objects and attachments.
-type Status struct {
-	ObservedGeneration int64
-	Conditions         []metav1.Condition
-	Parents, Children  int32
-	RollingParents     int32
-	PausedParents      int32
-	LastSyncTime       *metav1.Time
-	LastSyncError      string
-	// Rollout is written by the rollout's driver only; the tracker keeps
-	// it as stored.
-	Rollout *v1alpha1.RolloutStatus
-}
+// it: each kind maps it to its own fields (v1alpha1.Controller's
+// GetLoopStatus and SetLoopStatus). Its Rollout is written by the rollout's
+// driver only; the tracker keeps it as stored.
+type Status = v1alpha1.LoopStatus
 
 // Store reads and writes the status of one kind of controller.
 type Store interface {
@@ -69,18 +59,26 @@ type Tracker struct {
 	// counts are the controller's parents, children and parents
 	// mid-rollout (parentloop.Run.Counts), set once its loop is made.
 	Counts func() parentloop.Counts
-	// countTook is how long the last count took (Run's goroutine only).
-	countTook time.Duration
+	// clock times the counts and says when the next is due: time.Now, or
+	// a test's, whose counts take as long as it says.
+	clock func() time.Time
+	// counted is the last count, written with every status until countDue,
+	// when the next count is (Run's goroutine only).
+	counted  parentloop.Counts
+	countDue time.Time
 
 	mu sync.Mutex
 	// starting counts the parent loops whose informers have not synced.
-	starting      int
-	ready         metav1.Condition
-	hook          *metav1.Condition
-	access        *metav1.Condition
-	lastSync      time.Time
-	lastSyncError string
-	written       *Status
+	starting int
+	ready    metav1.Condition
+	hook     *metav1.Condition
+	access   *metav1.Condition
+	lastSync time.Time
+	// failing are the parents whose last sync failed, with its error: the
+	// status shows the latest of them until each has synced again
+	// (lastSyncError).
+	failing map[string]failure
+	written *Status
 	// panicking are the parents whose last sync panicked, with the
 	// panic: the controller is not Ready while any is.
 	panicking map[string]string
@@ -112,7 +110,7 @@ var _ parentloop.Status = &Tracker{}
 // New is the tracker of owner's status, written to store every
 // interval, Ready once loops parent loops started.
 func New(owner Owner, store Store, interval time.Duration, loops int) *Tracker {
-	return &Tracker{owner: owner, store: store, interval: interval, starting: loops, ready: metav1.Condition{
+	return &Tracker{owner: owner, store: store, interval: interval, clock: time.Now, starting: loops, ready: metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Starting", Message: "waiting for informers to sync",
 	}}
 }
@@ -211,19 +209,45 @@ func (s *Tracker) panicked() (metav1.Condition, bool) {
 		Message: Truncate(fmt.Sprintf("the last sync of %d parents panicked (first: %s): %s", len(keys), keys[0], s.panicking[keys[0]]), 1024)}, true
 }
 
-// Synced records how the last sync ended.
-func (s *Tracker) Synced(err error) {
+// failure is a parent's last sync's error, and when it ended.
+type failure struct {
+	message string
+	at      time.Time
+}
+
+// Synced records how the last sync of the parent of key ended. The
+// status's lastSyncError is the latest error among the parents whose last
+// sync failed, empty once each has synced again: a healthy parent's
+// success does not hide another's failure, as a controller-wide "last
+// sync" would between two retries of the failing one.
+func (s *Tracker) Synced(key string, err error) {
 	if n := s.next(); n != nil {
-		n.Synced(err)
+		n.Synced(key, err)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastSync = time.Now()
-	s.lastSyncError = ""
-	if err != nil {
-		s.lastSyncError = Truncate(err.Error(), 1024)
+	if err == nil {
+		delete(s.failing, key)
+		return
 	}
+	if s.failing == nil {
+		s.failing = map[string]failure{}
+	}
+	s.failing[key] = failure{message: Truncate(err.Error(), 1024), at: s.lastSync}
+}
+
+// lastSyncError is the latest error of the parents whose last sync
+// failed, empty when none did; under mu.
+func (s *Tracker) lastSyncError() string {
+	var latest failure
+	for _, f := range s.failing {
+		if f.at.After(latest.at) {
+			latest = f
+		}
+	}
+	return latest.message
 }
 
 // countingShare is the most of one core that counting a controller's
@@ -231,33 +255,48 @@ func (s *Tracker) Synced(err error) {
 // in the caches and looks up its children (about 0.1 s among 10,000
 // parents × 10 ConfigMaps on a busy 2-core machine, 7% of the server's CPU
 // while they converged, counted every 5 s), so among many parents the
-// status is brought up to date less often than every interval.
+// counts are brought up to date less often than every interval.
 const countingShare = 0.01
 
-// Run writes the status every interval, or every took/countingShare when
-// the last count took longer, until ctx is done.
+// Run writes the status every interval, when it changed, until ctx is
+// done. Only the counts wait for their pace: the last sync's error and the
+// conditions, which users read to see a failing hook, cost nothing to read
+// and must not wait a minute for a slow count, so they are written within
+// an interval, with the last counts.
 func (s *Tracker) Run(ctx context.Context) {
 	for {
 		s.write(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(pace(s.interval, s.countTook)):
+		case <-time.After(s.interval):
 		}
 	}
 }
 
-// pace is how long to wait before the next write: interval, or longer
+// pace is how long to wait before the next count: interval, or longer
 // when counting took so long that counting every interval would take more
 // than countingShare of a core.
 func pace(interval, countTook time.Duration) time.Duration {
 	return max(interval, time.Duration(float64(countTook)/countingShare))
 }
 
+// counts counts the controller's parents and children anew once the last
+// count's pace is over, and is the last count until then.
+func (s *Tracker) counts() parentloop.Counts {
+	start := s.clock()
+	if start.Before(s.countDue) {
+		return s.counted
+	}
+	s.counted = s.Counts()
+	// Due from the count's start, so that a cheap count is due again at
+	// the next write, an interval later.
+	s.countDue = start.Add(pace(s.interval, s.clock().Sub(start)))
+	return s.counted
+}
+
 func (s *Tracker) desired() Status {
-	start := time.Now()
-	n := s.Counts()
-	s.countTook = time.Since(start)
+	n := s.counts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	generation := s.owner.GetGeneration()
@@ -267,7 +306,7 @@ func (s *Tracker) desired() Status {
 		Children:           int32(n.Children),
 		RollingParents:     int32(n.Rolling),
 		PausedParents:      int32(n.Paused),
-		LastSyncError:      s.lastSyncError,
+		LastSyncError:      s.lastSyncError(),
 	}
 	ready := s.ready
 	if c, ok := s.panicked(); ok {

@@ -114,8 +114,8 @@ type Status interface {
 	// Authorized says whether the last sync could read and write all it
 	// needed as the controller's subject.
 	Authorized(err error)
-	// Synced says how the last sync ended.
-	Synced(err error)
+	// Synced says how the last sync of the parent of key ended.
+	Synced(key string, err error)
 	// Panicked says a sync of the parent of key panicked (err, a
 	// *PanicError), or, with nil, that it ended without.
 	Panicked(key string, err error)

@@ -68,7 +68,7 @@ func (pc *parentLoop) process(ctx context.Context, qkey, key string) {
 		pc.queue.Forget(qkey)
 		return
 	}
-	pc.status.Synced(err)
+	pc.status.Synced(key, err)
 	pc.requeue(logger, qkey, requeueAfter, err)
 }
 

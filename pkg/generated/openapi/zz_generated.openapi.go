@@ -992,7 +992,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_CompositeController
 					},
 					"lastSyncError": {
 						SchemaProps: spec.SchemaProps{
-							Description: "lastSyncError is the last sync's error, empty after a success.",
+							Description: "lastSyncError is the latest error among the parents whose last sync failed, empty once each of them has synced.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1803,7 +1803,7 @@ func schema_composite_apiserver_apis_metacontroller_v1alpha1_DecoratorController
 					},
 					"lastSyncError": {
 						SchemaProps: spec.SchemaProps{
-							Description: "lastSyncError is the last sync's error, empty after a success.",
+							Description: "lastSyncError is the latest error among the parents whose last sync failed, empty once each of them has synced.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

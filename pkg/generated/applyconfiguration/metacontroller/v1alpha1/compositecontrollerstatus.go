@@ -44,7 +44,8 @@ type CompositeControllerStatusApplyConfiguration struct {
 	PausedParents *int32 `json:"pausedParents,omitempty"`
 	// lastSyncTime is when a parent was last synced.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// lastSyncError is the last sync's error, empty after a success.
+	// lastSyncError is the latest error among the parents whose last sync
+	// failed, empty once each of them has synced.
 	LastSyncError *string `json:"lastSyncError,omitempty"`
 	// author is who last wrote the controller's spec, recorded by the
 	// server and never taken from the client, as kube-apiserver records the

@@ -42,7 +42,8 @@ type DecoratorControllerStatusApplyConfiguration struct {
 	PausedObjects *int32 `json:"pausedObjects,omitempty"`
 	// lastSyncTime is when an object was last synced.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// lastSyncError is the last sync's error, empty after a success.
+	// lastSyncError is the latest error among the parents whose last sync
+	// failed, empty once each of them has synced.
 	LastSyncError *string `json:"lastSyncError,omitempty"`
 	// author is who last wrote the controller's spec, recorded by the
 	// server, as a CompositeController's.

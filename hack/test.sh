@@ -33,11 +33,14 @@ export COMPOSITE_KWOK="$kwok_dir"
 # The end-to-end tests skip without kubectl only when asked to be lenient.
 export COMPOSITE_E2E_REQUIRE_KUBECTL=1
 
-# e2e/loop, the longest package, runs about 10 minutes on two cores:
-# past go test's default timeout, which would panic it.
-# e2e/pods (the pod stack: kube-scheduler and kwok nodes) runs about 2
-# minutes, most of it TestNodesStayReady waiting for the nodes' Leases to be
-# renewed 75 s after the nodes were made.
+# The end-to-end packages wait on their clusters far more than they use the
+# two cores (about 85% idle while a package's sequential tests restart
+# servers and wait out leases), so four packages run at once (-p 4), each
+# with its own stack, and the tests of a package that isolate themselves
+# (t.Parallel) eight at a time (-parallel 8). e2e/pods (the pod stack:
+# kube-scheduler and kwok nodes) runs about 2 minutes, most of it
+# TestNodesStayReady waiting for the nodes' Leases to be renewed 75 s after
+# the nodes were made.
 release_out=$PWD/_output/ci-release
 release_log=$PWD/_output/ci-release.log
 mkdir -p _output
@@ -52,7 +55,7 @@ trap 'kill "$release_pid" 2>/dev/null || true' EXIT
 # output), keeps every event in _output/test.json (to compare the tests two
 # runs ran) and ends with the ten slowest tests; it exits as go test does.
 go run ./hack/testjson -o _output/test.json -- \
-  go test -json -count=1 -timeout 30m "$@" ./...
+  go test -json -count=1 -timeout 30m -p 4 -parallel 8 "$@" ./...
 
 # The cluster suite again against the oldest supported Kubernetes minor's
 # kube-apiserver (the README's "Supported Kubernetes versions"; the other

@@ -34,17 +34,10 @@ var (
 // podRights is what an administrator grants composite-apiserver (a
 // ClusterRole aggregated into its own, as the README says) for B10's
 // controllers: Pods, beside the ConfigMaps every stack grants.
-const podRights = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-bench-pods
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: [""]
+var podRights = framework.AggregatedRights("composite-apiserver-bench-pods", `- apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`
+`)
 
 // podBenchmark is B10's name, selected apart from the others (podStackOptions).
 const podBenchmark = "BenchmarkPodChildren"
@@ -309,7 +302,7 @@ func (w *podWatcher) churn(want int) (recreated, deleted int) {
 func podNamespace(ctx context.Context, b *testing.B, l layout) string {
 	b.Helper()
 	ns := l.namespace(0)
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
+	if err := suite.CreateNamespace(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
@@ -329,7 +322,7 @@ func podNamespace(ctx context.Context, b *testing.B, l layout) string {
 		}
 		b.Logf("namespace %s and its Pods gone %.1f s after its deletion", ns, time.Since(start).Seconds())
 	})
-	if err := stack.WaitDefaultServiceAccount(ctx, ns); err != nil {
+	if err := suite.WaitDefaultServiceAccount(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
 	return ns
@@ -340,11 +333,11 @@ func podNamespace(ctx context.Context, b *testing.B, l layout) string {
 type standIn struct{ scheduler, kwok, patchSeconds, patches float64 }
 
 func standInNow(b *testing.B) standIn {
-	scheduler, err := stack.SchedulerCPUSeconds()
+	scheduler, err := suite.SchedulerCPUSeconds()
 	if err != nil {
 		b.Logf("can't read kube-scheduler's CPU time: %v", err)
 	}
-	kwok, err := stack.KwokCPUSeconds()
+	kwok, err := suite.KwokCPUSeconds()
 	if err != nil {
 		b.Logf("can't read kwok's CPU time: %v", err)
 	}
@@ -622,7 +615,7 @@ func BenchmarkPodChildren(b *testing.B) {
 	logNodes(b)
 	// Granted first: kube-controller-manager aggregates it into the
 	// server's ClusterRole while the baseline runs.
-	if err := stack.Apply(context.Background(), podRights); err != nil {
+	if err := suite.Apply(context.Background(), podRights); err != nil {
 		b.Fatal(err)
 	}
 	b.Run(fmt.Sprintf("parents=%d", parents), func(b *testing.B) {

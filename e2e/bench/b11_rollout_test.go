@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -33,15 +35,14 @@ const rolloutBenchmark = "BenchmarkRollout"
 // Ready condition is healthy once the new revision synced it) and a
 // deadline no step on a loaded machine comes near, so that a step waits
 // for its parents rather than pausing.
-const rolloutSpec = `  rollout:
-    steps:
-    - percent: 25
-    - percent: 50
-    - percent: 75
-    - percent: 100
-    health:
-      deadlineSeconds: 3600
-`
+func rolloutSpec(spec *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+	var steps []*acv1alpha1.RolloutStepApplyConfiguration
+	for _, percent := range []int32{25, 50, 75, 100} {
+		steps = append(steps, acv1alpha1.RolloutStep().WithPercent(percent))
+	}
+	spec.WithRollout(acv1alpha1.ControllerRollout().WithSteps(steps...).
+		WithHealth(acv1alpha1.RolloutHealth().WithDeadlineSeconds(3600)))
+}
 
 // revisionHook is B11's hook at one revision: the benchmarks' children,
 // each naming rev in its data, and the same in the parent's status.
@@ -81,7 +82,7 @@ func startRolloutSubject(ctx context.Context, b *testing.B, base string, progres
 	v2URL := env.hook.serve(name+"-v2", revisionHook("v2"))
 	opts := loopOptions{ignoreOwnChildWrites: true, ignoreOwnStatusWrites: true}
 	if progressive {
-		opts.extra = rolloutSpec
+		opts.spec = rolloutSpec
 	}
 	l, v1, w := startMeasured(ctx, b, name, *rolloutParents, 0, opts)
 	return &rolloutSubject{name: name, l: l, w: w, v1: v1, v2: env.hook.of(name + "-v2"), v2URL: v2URL, progressive: progressive}
@@ -93,12 +94,7 @@ func startRolloutSubject(ctx context.Context, b *testing.B, base string, progres
 func (s *rolloutSubject) converge(ctx context.Context, b *testing.B) time.Duration {
 	parents, children := *rolloutParents, *rolloutChildren
 	start := time.Now()
-	if err := s.w.createParents(ctx, s.name, s.l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.w.waitConverged(ctx, parents, children, *rolloutTimeout); err != nil {
-		b.Fatal(err)
-	}
+	s.w.converge(ctx, b, s.name, s.l, parents, children, *loopCreators, *rolloutTimeout, "")
 	_, _, last := s.w.progress()
 	elapsed := last.Sub(start)
 	settled := waitIdle(s.v1, 2*time.Second, 2*time.Minute)

@@ -28,10 +28,10 @@ var writeCostObjects = flag.Int("writecost.objects", 3000, "BenchmarkWriteCost: 
 func BenchmarkWriteCost(b *testing.B) {
 	setUp(b)
 	ctx := context.Background()
-	if err := stack.Apply(ctx, framework.HelloControllerRights); err != nil {
+	if err := suite.Apply(ctx, framework.HelloControllerRights); err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", stack.CompositeIdentity)
+	cfg, err := clientcmd.BuildConfigFromFlags("", suite.CompositeIdentity)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func BenchmarkWriteCost(b *testing.B) {
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ns := uniqueName("bench-writecost")
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
+	if err := suite.CreateNamespace(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
 	// The aggregated ClusterRole takes a moment to hold the rights.
@@ -75,7 +75,7 @@ func BenchmarkWriteCost(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			var apiserver, etcd float64
 			for iter := range b.N {
-				a0, e0 := cpuSeconds(b, stack.KubeAPIServerCPUSeconds), cpuSeconds(b, stack.EtcdCPUSeconds)
+				a0, e0 := cpuSeconds(b, suite.KubeAPIServerCPUSeconds), cpuSeconds(b, suite.EtcdCPUSeconds)
 				// Names of their own: a create, not an AlreadyExists, nor an
 				// apply that changes nothing, in every run (-count).
 				round := uniqueName(fmt.Sprint(iter))
@@ -85,8 +85,8 @@ func BenchmarkWriteCost(b *testing.B) {
 				// What the writes leave to do (etcd's compaction aside)
 				// is done within a second or two.
 				time.Sleep(2 * time.Second)
-				apiserver += cpuSeconds(b, stack.KubeAPIServerCPUSeconds) - a0
-				etcd += cpuSeconds(b, stack.EtcdCPUSeconds) - e0
+				apiserver += cpuSeconds(b, suite.KubeAPIServerCPUSeconds) - a0
+				etcd += cpuSeconds(b, suite.EtcdCPUSeconds) - e0
 			}
 			objects := float64(n * b.N)
 			b.ReportMetric(apiserver*1000/objects, "apiserver-cpu-ms/object")

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,7 +69,7 @@ func setUpSync(ctx context.Context) (*syncBench, error) {
 
 func newSyncBench(ctx context.Context) (*syncBench, error) {
 	s := &syncBench{namespace: "bench-sync", children: *syncChildren}
-	if err := stack.CreateNamespace(ctx, s.namespace); err != nil {
+	if err := suite.CreateNamespace(ctx, s.namespace); err != nil {
 		return nil, err
 	}
 	cc, err := createController(ctx, "bench-sync")
@@ -83,19 +85,19 @@ func newSyncBench(ctx context.Context) (*syncBench, error) {
 
 	// A client certificate of the front-proxy CA with the name the
 	// aggregated server allows, as kube-apiserver's --proxy-client-cert-file.
-	cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	cert, err := suite.Certs.Issue(suite.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
-	if s.directClient, err = stack.CompositeHTTPClient(&cert); err != nil {
+	if s.directClient, err = suite.CompositeHTTPClient(&cert); err != nil {
 		return nil, err
 	}
-	s.directURL = stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
+	s.directURL = suite.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
 
 	// requestheader authentication must be what lets the requests in: the
 	// certificate with the headers is admin, the certificate without them
 	// or the headers without it are nobody.
-	get := stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name
+	get := suite.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name
 	if code, body, err := s.do(ctx, s.directClient, http.MethodGet, get, nil, true); err != nil || code != http.StatusOK {
 		return nil, fmt.Errorf("front-proxy certificate with X-Remote-User admin: got %d %s (%v), want 200", code, body, err)
 	}
@@ -103,7 +105,7 @@ func newSyncBench(ctx context.Context) (*syncBench, error) {
 	if err != nil || noHeaders == http.StatusOK {
 		return nil, fmt.Errorf("front-proxy certificate without identity headers: got %d (%v), want a refusal", noHeaders, err)
 	}
-	noCert, err := stack.CompositeHTTPClient(nil)
+	noCert, err := suite.CompositeHTTPClient(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -165,22 +167,18 @@ func (s *syncBench) syncRequestOf(ctrl string, i int) *v1alpha1.SyncRequest {
 
 // twoInlinePatches are the patches of B1's patched variant: each adds a
 // data key to every ConfigMap, one from a variable, one from a template.
-const twoInlinePatches = `    patches:
-    - name: parent-name
-      definitions:
-      - selector: {apiVersion: v1, kind: ConfigMap}
-        jsonPatches:
-        - op: add
-          path: /data/parentName
-          valueFrom: {variable: builtin.parent.metadata.name}
-    - name: owner
-      definitions:
-      - selector: {apiVersion: v1, kind: ConfigMap}
-        jsonPatches:
-        - op: add
-          path: /data/owner
-          valueFrom: {template: '"{{ .builtin.parent.metadata.name }}/{{ .builtin.child.name }}"'}
-`
+func twoInlinePatches(spec *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+	configMaps := acv1alpha1.PatchSelector().WithAPIVersion("v1").WithKind("ConfigMap")
+	add := func(path string, from *acv1alpha1.JSONPatchValueApplyConfiguration) *acv1alpha1.PatchDefinitionApplyConfiguration {
+		return acv1alpha1.PatchDefinition().WithSelector(configMaps).
+			WithJSONPatches(acv1alpha1.JSONPatch().WithOp(v1alpha1.JSONPatchOpAdd).WithPath(path).WithValueFrom(from))
+	}
+	spec.Hooks.WithPatches(
+		acv1alpha1.PatchHook().WithName("parent-name").WithDefinitions(
+			add("/data/parentName", acv1alpha1.JSONPatchValue().WithVariable("builtin.parent.metadata.name"))),
+		acv1alpha1.PatchHook().WithName("owner").WithDefinitions(
+			add("/data/owner", acv1alpha1.JSONPatchValue().WithTemplate(`"{{ .builtin.parent.metadata.name }}/{{ .builtin.child.name }}"`))))
+}
 
 // setUpPatched creates, once, the controller of the patched variant: the
 // same hook as direct's, plus twoInlinePatches.
@@ -188,12 +186,12 @@ func (s *syncBench) setUpPatched(ctx context.Context) error {
 	if s.patched != nil {
 		return nil
 	}
-	cc, err := createControllerWith(ctx, "bench-sync-patches", twoInlinePatches, "")
+	cc, err := createControllerWith(ctx, "bench-sync-patches", twoInlinePatches)
 	if err != nil {
 		return err
 	}
 	s.patched = cc
-	s.patchedURL = stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
+	s.patchedURL = suite.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + cc.Name + "/sync?dryRun=All"
 	return nil
 }
 
@@ -370,7 +368,7 @@ type syncResult struct {
 // cpuPerRequest is composite-apiserver's CPU time per request, in ms.
 // compositeCPU is composite-apiserver's CPU time so far.
 func compositeCPU(b *testing.B) float64 {
-	cpu, err := stack.CompositeCPUSeconds()
+	cpu, err := suite.CompositeCPUSeconds()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -568,9 +566,9 @@ func BenchmarkDryRunSync(b *testing.B) {
 		s.ensureBaseline(b)
 		// What each request costs either server, whatever else the
 		// machine runs: the second hop's price is kube-apiserver's.
-		kubeBefore, kubeErr := stack.KubeAPIServerCPUSeconds()
+		kubeBefore, kubeErr := suite.KubeAPIServerCPUSeconds()
 		r := s.measure(b, *syncServerRequests, s.throughKube)
-		kubeAfter, kubeErr2 := stack.KubeAPIServerCPUSeconds()
+		kubeAfter, kubeErr2 := suite.KubeAPIServerCPUSeconds()
 		if err := errors.Join(kubeErr, kubeErr2); err != nil {
 			b.Logf("through-kube-apiserver: no CPU time of kube-apiserver: %v", err)
 		} else {

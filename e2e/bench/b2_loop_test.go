@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,10 +46,10 @@ var (
 
 func installWidgets(ctx context.Context) error {
 	widgetOnce.Do(func() {
-		if widgetErr = stack.Apply(ctx, widgetCRD); widgetErr != nil {
+		if widgetErr = suite.Apply(ctx, widgetCRD); widgetErr != nil {
 			return
 		}
-		if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/widgets.bench.example.com", "--timeout=60s"); err != nil {
+		if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/widgets.bench.example.com", "--timeout=60s"); err != nil {
 			widgetErr = fmt.Errorf("CRD widgets.bench.example.com not established: %w: %s", err, stderr)
 		}
 	})
@@ -270,9 +273,8 @@ type loopOptions struct {
 	// ignoreOwnStatusWrites sets spec.ownStatusWrites: Ignore, as a hook
 	// that does not read its own status may.
 	ignoreOwnStatusWrites bool
-	// extra is appended to the spec (two-space indented YAML), e.g. B11's
-	// spec.rollout.
-	extra string
+	// spec edits the spec last, e.g. B11's spec.rollout.
+	spec func(*acv1alpha1.CompositeControllerSpecApplyConfiguration)
 	// parentsOnly: the benchmark watches the parents alone, not their
 	// children (see watch).
 	parentsOnly bool
@@ -314,25 +316,32 @@ func startMeasured(ctx context.Context, b *testing.B, name string, parents, perN
 		// the controller is gone before its parents go.
 		b.Cleanup(func() { l.deleteAll(b, parents) })
 	}
-	extra := ""
+	var account *acv1alpha1.ServiceAccountReferenceApplyConfiguration
 	if identity {
 		ns := l.namespace(0)
-		if err := stack.Apply(ctx, identityRBAC(ns, name)); err != nil {
+		if err := suite.Apply(ctx, identityRBAC(ns, name)); err != nil {
 			b.Fatal(err)
 		}
-		extra = "  serviceAccount: {namespace: " + ns + ", name: " + name + "}\n"
+		account = acv1alpha1.ServiceAccountReference().WithNamespace(ns).WithName(name)
 	}
-	if opts.ignoreOwnChildWrites {
-		extra += "  ownChildWrites: Ignore\n"
-	}
-	if opts.ignoreOwnStatusWrites {
-		extra += "  ownStatusWrites: Ignore\n"
-	}
-	extra += opts.extra
 	url := env.hook.register(name)
 	env.hook.of(name).tracking.Store(opts.tracking)
 	controller := benchController(name, url)
-	controller.Extra, controller.Method = extra, opts.method
+	controller.Method = opts.method
+	controller.Spec = func(spec *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		if account != nil {
+			spec.WithServiceAccount(account)
+		}
+		if opts.ignoreOwnChildWrites {
+			spec.WithOwnChildWrites(v1alpha1.OwnChildWritesIgnore)
+		}
+		if opts.ignoreOwnStatusWrites {
+			spec.WithOwnStatusWrites(v1alpha1.OwnStatusWritesIgnore)
+		}
+		if opts.spec != nil {
+			opts.spec(spec)
+		}
+	}
 	if _, err := applyController(ctx, controller); err != nil {
 		b.Fatal(err)
 	}
@@ -361,7 +370,7 @@ func (l layout) count(parents int) int { return (parents + l.perNamespace - 1) /
 // create creates the namespaces of parents.
 func (l layout) create(ctx context.Context, parents int) error {
 	_, err := forEach(ctx, l.count(parents), 16, func(ctx context.Context, i int) error {
-		return stack.CreateNamespace(ctx, fmt.Sprintf("%s-%d", l.base, i))
+		return suite.CreateNamespace(ctx, fmt.Sprintf("%s-%d", l.base, i))
 	})
 	return err
 }
@@ -1058,10 +1067,10 @@ func cpuNow(b *testing.B) cpuUse {
 		bench = float64(self.Utime.Nano()+self.Stime.Nano()) / 1e9
 	}
 	return cpuUse{
-		apiserver: read("kube-apiserver", stack.KubeAPIServerCPUSeconds),
-		etcd:      read("etcd", stack.EtcdCPUSeconds),
-		kcm:       read("kube-controller-manager", stack.ControllerManagerCPUSeconds),
-		composite: read("composite-apiserver", stack.CompositeCPUSeconds),
+		apiserver: read("kube-apiserver", suite.KubeAPIServerCPUSeconds),
+		etcd:      read("etcd", suite.EtcdCPUSeconds),
+		kcm:       read("kube-controller-manager", suite.ControllerManagerCPUSeconds),
+		composite: read("composite-apiserver", suite.CompositeCPUSeconds),
 		bench:     bench,
 		at:        time.Now(),
 	}
@@ -1203,4 +1212,20 @@ subjects:
 - {kind: ServiceAccount, name: %[2]s, namespace: %[1]s}
 - {kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}
 `, ns, name, framework.HelloLoopRules)
+}
+
+// converge creates parents × children through the controller name, with
+// workers creating, and waits up to timeout for the loop to converge them;
+// a failure names timeoutFlag, the flag that sets timeout, if there is one.
+func (w *watcher) converge(ctx context.Context, b *testing.B, name string, l layout, parents, children, workers int, timeout time.Duration, timeoutFlag string) {
+	b.Helper()
+	if err := w.createParents(ctx, name, l, parents, children, workers); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.waitConverged(ctx, parents, children, timeout); err != nil {
+		if timeoutFlag != "" {
+			b.Fatalf("%v (-%s)", err, timeoutFlag)
+		}
+		b.Fatal(err)
+	}
 }

@@ -23,12 +23,7 @@ func BenchmarkConvergedResync(b *testing.B) {
 
 	// Converge: the loop itself creates every child and status.
 	start := time.Now()
-	if err := w.createParents(ctx, name, l, parents, children, 16); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *resyncTimeout); err != nil {
-		b.Fatalf("%v (-resync.timeout)", err)
-	}
+	w.converge(ctx, b, name, l, parents, children, 16, *resyncTimeout, "resync.timeout")
 	convergedIn := time.Since(start)
 	// Let the syncs our own writes trigger run out.
 	if err := quiesce(ctx, hook, 3*time.Second, *resyncTimeout); err != nil {
@@ -45,11 +40,11 @@ func BenchmarkConvergedResync(b *testing.B) {
 	hook.reset()
 	b.ResetTimer()
 	restart := time.Now()
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		b.Fatal(err)
 	}
 	stopped := time.Since(restart)
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		b.Fatal(err)
 	}
 	ready := time.Since(restart)
@@ -70,7 +65,7 @@ func BenchmarkConvergedResync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 		b.Fatal(err)
 	}
 	writes, _ := diffCounts(before, after)

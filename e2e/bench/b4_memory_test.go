@@ -42,12 +42,7 @@ func BenchmarkMemory(b *testing.B) {
 	l, hook, w, before := startWarmController(ctx, b, name, parents, *memoryTimeout)
 
 	start := time.Now()
-	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *memoryTimeout); err != nil {
-		b.Fatalf("%v (-memory.timeout)", err)
-	}
+	w.converge(ctx, b, name, l, parents, children, *loopCreators, *memoryTimeout, "memory.timeout")
 	convergedIn := time.Since(start)
 	// Our own informers' caches go before this process's first reading;
 	// the syncs that our writes and the loop's status writes trigger run
@@ -111,7 +106,7 @@ func startWarmController(ctx context.Context, b *testing.B, name string, parents
 // waits until its status catches up.
 func warmUp(ctx context.Context, controller string, timeout time.Duration) error {
 	ns := controller + "w"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
+	if err := suite.CreateNamespace(ctx, ns); err != nil {
 		return err
 	}
 	p := newParent(ns, "warm", controller, *memoryChildren)

@@ -89,10 +89,10 @@ func (k *crudKind) object(name, label string) *unstructured.Unstructured {
 func BenchmarkCRUD(b *testing.B) {
 	setUp(b)
 	ctx := context.Background()
-	if err := stack.Apply(ctx, crudCRD); err != nil {
+	if err := suite.Apply(ctx, crudCRD); err != nil {
 		b.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/compositecontrollers.bench.example.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/compositecontrollers.bench.example.com", "--timeout=60s"); err != nil {
 		b.Fatalf("CRD compositecontrollers.bench.example.com not established: %v: %s", err, stderr)
 	}
 	if !*crudLoop {
@@ -215,10 +215,10 @@ func BenchmarkCRUD(b *testing.B) {
 // restartComposite restarts composite-apiserver with extraArgs beyond the
 // benchmarks' flags and waits until kube-apiserver proxies to it again.
 func restartComposite(ctx context.Context, extraArgs ...string) error {
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		return err
 	}
-	if err := stack.StartComposite(ctx, extraArgs...); err != nil {
+	if err := suite.StartComposite(ctx, extraArgs...); err != nil {
 		return err
 	}
 	// The aggregator may take a moment to see the new process; a list

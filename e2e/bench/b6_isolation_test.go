@@ -53,7 +53,7 @@ func BenchmarkIsolation(b *testing.B) {
 		controller := benchController(name, url)
 		controller.Timeout = isolationHookTimeout.String()
 		manifest := controller.Manifest()
-		if err := stack.Apply(ctx, manifest); err != nil {
+		if err := suite.Apply(ctx, manifest); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { deleteController(name) })
@@ -118,12 +118,7 @@ func runIsolated(b *testing.B, hanging *hangingHook) time.Duration {
 		}()
 	}
 	start := time.Now()
-	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *loopTimeout); err != nil {
-		b.Fatal(err)
-	}
+	w.converge(ctx, b, name, l, parents, children, *loopCreators, *loopTimeout, "")
 	_, _, last := w.progress()
 	elapsed := last.Sub(start)
 	close(stop)

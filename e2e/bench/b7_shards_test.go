@@ -81,14 +81,14 @@ func BenchmarkShards(b *testing.B) {
 		})
 		var replicas []*framework.Process
 		for _, name := range []string{"replica-b", "replica-c"} {
-			p, err := stack.StartReplica(ctx, name, args...)
+			p, err := suite.StartReplica(ctx, name, args...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
 			replicas = append(replicas, p)
 		}
-		a, victim, survivor := stack.CompositeProcess(), replicas[0], replicas[1]
+		a, victim, survivor := suite.CompositeProcess(), replicas[0], replicas[1]
 		procs := []*framework.Process{a, victim, survivor}
 		if err := waitShardsSettled(ctx, group, len(procs)); err != nil {
 			b.Fatal(err)
@@ -195,12 +195,7 @@ func BenchmarkShards(b *testing.B) {
 func convergeShardBench(ctx context.Context, b *testing.B, name string, parents, children int) (*hookStats, *watcher) {
 	b.Helper()
 	l, st, w := startMeasuredController(ctx, b, name, parents, 0)
-	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *shardsTimeout); err != nil {
-		b.Fatal(err)
-	}
+	w.converge(ctx, b, name, l, parents, children, *loopCreators, *shardsTimeout, "")
 	if err := quiesce(ctx, st, 3*time.Second, *shardsTimeout); err != nil {
 		b.Fatal(err)
 	}

@@ -43,19 +43,14 @@ func BenchmarkMemoryLimit(b *testing.B) {
 	setUp(b)
 	ctx := context.Background()
 	limit, soft := restartWithChartMemoryLimit(ctx, b)
-	pid := stack.CompositeProcess().Pid()
+	pid := suite.CompositeProcess().Pid()
 
 	name := uniqueName("bench-memlimit")
 	parents, children := *memLimitParents, *memLimitChildren
 	l, hook, w, before := startWarmController(ctx, b, name, parents, *memLimitTimeout)
 	cpuBefore := compositeCPU(b)
 	start := time.Now()
-	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *memLimitTimeout); err != nil {
-		b.Fatalf("%v (-memlimit.timeout)", err)
-	}
+	w.converge(ctx, b, name, l, parents, children, *loopCreators, *memLimitTimeout, "memlimit.timeout")
 	convergedIn := time.Since(start)
 	cpu := compositeCPU(b) - cpuBefore
 	w.close()
@@ -131,22 +126,22 @@ func restartWithChartMemoryLimit(ctx context.Context, b *testing.B) (limit, soft
 	// for the APIService to go unavailable, to come back, and for
 	// discovery to list the resources again, as a user would.
 	restart := func() {
-		if err := stack.StopComposite(); err != nil {
+		if err := suite.StopComposite(); err != nil {
 			b.Fatal(err)
 		}
-		if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
+		if err := suite.WaitAPIServiceAvailable(ctx, false); err != nil {
 			b.Fatal(err)
 		}
-		if err := stack.StartComposite(ctx); err != nil {
+		if err := suite.StartComposite(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+		if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 			b.Fatal(err)
 		}
-		if err := stack.WaitDiscovered(ctx); err != nil {
+		if err := suite.WaitDiscovered(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := stack.WaitAuthenticatedRequests(ctx); err != nil {
+		if err := suite.WaitAuthenticatedRequests(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

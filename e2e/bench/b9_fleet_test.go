@@ -48,12 +48,7 @@ func BenchmarkFleetPreview(b *testing.B) {
 	name := uniqueName("bench-fleet")
 	parents, children := *fleetParents, *fleetChildren
 	l, hook, w := startMeasuredController(ctx, b, name, parents, 0)
-	if err := w.createParents(ctx, name, l, parents, children, *loopCreators); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.waitConverged(ctx, parents, children, *fleetTimeout); err != nil {
-		b.Fatalf("%v (-fleet.timeout)", err)
-	}
+	w.converge(ctx, b, name, l, parents, children, *loopCreators, *fleetTimeout, "fleet.timeout")
 	w.close()
 	if err := quiesce(ctx, hook, 3*time.Second, *fleetTimeout); err != nil {
 		b.Fatal(err)
@@ -61,13 +56,13 @@ func BenchmarkFleetPreview(b *testing.B) {
 
 	// B1's direct rate, now, on the same machine.
 	direct := s.measure(b, *syncServerRequests, s.direct)
-	url := stack.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + name + "/preview"
+	url := suite.CompositeURL() + "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/" + name + "/preview"
 	// One page first, not measured: connections, the compiled controller
 	// and the delegating authorizer's answers are then warm.
 	if _, _, err := s.previewPage(ctx, url, "", 1); err != nil {
 		b.Fatal(err)
 	}
-	pid := stack.CompositeProcess().Pid()
+	pid := suite.CompositeProcess().Pid()
 	rssBefore, err := residentBytes(pid)
 	if err != nil {
 		b.Fatal(err)

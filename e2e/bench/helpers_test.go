@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,10 +54,10 @@ type environment struct {
 }
 
 func newEnvironment(ctx context.Context) (*environment, error) {
-	if err := stack.InstallHellos(ctx); err != nil {
+	if err := suite.InstallHellos(ctx); err != nil {
 		return nil, err
 	}
-	e := &environment{fast: rest.CopyConfig(stack.AdminConfig)}
+	e := &environment{fast: rest.CopyConfig(suite.AdminConfig)}
 	// A negative QPS turns client-go's token bucket off.
 	e.fast.QPS, e.fast.Burst = -1, 0
 	var err error
@@ -319,22 +321,20 @@ func benchController(name, hookURL string) framework.ControllerFixture {
 // createController applies the benchmark controller name with the
 // in-process hook and waits until its loop runs.
 func createController(ctx context.Context, name string) (*v1alpha1.CompositeController, error) {
-	return createControllerWith(ctx, name, "", "")
+	return createControllerWith(ctx, name, nil)
 }
 
-// createControllerWith is createController with hooks appended under
-// spec.hooks (four-space indented YAML) and extra appended to the spec
-// (two-space indented).
-func createControllerWith(ctx context.Context, name, hooks, extra string) (*v1alpha1.CompositeController, error) {
+// createControllerWith is createController with spec edited by spec.
+func createControllerWith(ctx context.Context, name string, spec func(*acv1alpha1.CompositeControllerSpecApplyConfiguration)) (*v1alpha1.CompositeController, error) {
 	controller := benchController(name, env.hook.register(name))
-	controller.Hooks, controller.Extra = hooks, extra
+	controller.Spec = spec
 	return applyController(ctx, controller)
 }
 
 // applyController applies controller and waits until its loop runs.
 func applyController(ctx context.Context, controller framework.ControllerFixture) (*v1alpha1.CompositeController, error) {
 	name := controller.Name
-	if err := stack.Apply(ctx, controller.Manifest()); err != nil {
+	if err := suite.Apply(ctx, controller.Manifest()); err != nil {
 		return nil, err
 	}
 	var got *v1alpha1.CompositeController
@@ -603,12 +603,12 @@ var (
 // the API group, not the server's /metrics or /debug/pprof.
 func serverGet(ctx context.Context, path string) ([]byte, error) {
 	aggregatorOnce.Do(func() {
-		cert, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+		cert, err := suite.Certs.Issue(suite.Certs.FrontProxyCA, framework.FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
 		if err != nil {
 			aggregatorHTTPErr = err
 			return
 		}
-		aggregatorHTTP, aggregatorHTTPErr = stack.CompositeHTTPClient(&cert)
+		aggregatorHTTP, aggregatorHTTPErr = suite.CompositeHTTPClient(&cert)
 	})
 	if aggregatorHTTPErr != nil {
 		return nil, aggregatorHTTPErr
@@ -629,7 +629,7 @@ func serverGet(ctx context.Context, path string) ([]byte, error) {
 }
 
 func getAsAggregator(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, stack.CompositeURL()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, suite.CompositeURL()+path, nil)
 	if err != nil {
 		return nil, err
 	}

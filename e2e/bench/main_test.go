@@ -150,9 +150,9 @@ func (l *intList) Set(s string) error {
 	return nil
 }
 
-// stack is the control plane shared by the package's benchmarks; nil when
+// suite is the control plane shared by the package's benchmarks; nil when
 // no benchmark runs.
-var stack *framework.Stack
+var suite *framework.Suite
 
 // env is what every benchmark shares once the stack is up.
 var env *environment
@@ -213,7 +213,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
 	}
-	os.Exit(framework.TestMain(m, opts, &stack))
+	suite = framework.NewSuite(opts)
+	os.Exit(suite.Main(m))
 }
 
 // serverArgs are the flags the benchmarks give composite-apiserver beyond
@@ -244,7 +245,7 @@ func setUp(b *testing.B) {
 	}
 	b.Cleanup(func() {
 		if b.Failed() {
-			b.Logf("stack logs:\n%s", stack.LogTails(4000))
+			b.Logf("stack logs:\n%s", suite.LogTails(4000))
 		}
 	})
 }

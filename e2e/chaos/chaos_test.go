@@ -48,7 +48,7 @@ func TestKillsWhileParentsConverge(t *testing.T) {
 		interval := window / time.Duration(parents)
 		for i := 0; i < parents; i++ {
 			name := fmt.Sprintf("p%03d", i)
-			if err := createParent(ctx, test, name, test); err != nil {
+			if err := createParentRetrying(ctx, test, name, test); err != nil {
 				mu.Lock()
 				workErr = err
 				mu.Unlock()
@@ -130,9 +130,9 @@ func kill(ctx context.Context, what string, downtime time.Duration) (time.Durati
 	start := time.Now()
 	switch what {
 	case "etcd":
-		stack.KillEtcd()
+		suite.KillEtcd()
 		time.Sleep(downtime)
-		if err := stack.RestartEtcd(ctx); err != nil {
+		if err := suite.RestartEtcd(ctx); err != nil {
 			return 0, err
 		}
 		// kube-apiserver's readiness includes etcd's: a restart of
@@ -141,15 +141,15 @@ func kill(ctx context.Context, what string, downtime time.Duration) (time.Durati
 			return 0, err
 		}
 	case "kube-apiserver":
-		stack.KillKubeAPIServer()
+		suite.KillKubeAPIServer()
 		time.Sleep(downtime)
-		if err := stack.RestartKubeAPIServer(ctx); err != nil {
+		if err := suite.RestartKubeAPIServer(ctx); err != nil {
 			return 0, err
 		}
 	case "composite-apiserver":
-		stack.KillComposite()
+		suite.KillComposite()
 		time.Sleep(downtime)
-		if err := stack.StartComposite(ctx); err != nil {
+		if err := suite.StartComposite(ctx); err != nil {
 			return 0, err
 		}
 	default:

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -39,8 +38,6 @@ const (
 	envSeed  = "COMPOSITE_E2E_CHAOS_SEED"
 	children = 3
 )
-
-var hellos = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "hellos"}
 
 func long() bool { return os.Getenv(envLong) == "1" }
 
@@ -67,32 +64,30 @@ type clients struct {
 }
 
 var (
-	setUpOnce sync.Once
-	setUpErr  error
-	c         clients
+	clientsOnce sync.Once
+	clientsErr  error
+	c           clients
 )
 
+// setUp is the suite's SetUpHellos, with the package's clients made once.
 func setUp(t *testing.T) {
 	t.Helper()
-	setUpOnce.Do(func() {
-		if setUpErr = stack.InstallHellos(context.Background()); setUpErr != nil {
-			return
-		}
-		cfg := rest.CopyConfig(stack.AdminConfig)
+	suite.SetUpHellos(t)
+	clientsOnce.Do(func() {
+		cfg := rest.CopyConfig(suite.AdminConfig)
 		cfg.QPS, cfg.Burst = -1, 0
 		cfg.Timeout = 20 * time.Second
-		if c.kube, setUpErr = kubernetes.NewForConfig(cfg); setUpErr != nil {
+		if c.kube, clientsErr = kubernetes.NewForConfig(cfg); clientsErr != nil {
 			return
 		}
-		if c.dyn, setUpErr = dynamic.NewForConfig(cfg); setUpErr != nil {
+		if c.dyn, clientsErr = dynamic.NewForConfig(cfg); clientsErr != nil {
 			return
 		}
-		c.cc, setUpErr = clientset.NewForConfig(cfg)
+		c.cc, clientsErr = clientset.NewForConfig(cfg)
 	})
-	if setUpErr != nil {
-		t.Fatal(setUpErr)
+	if clientsErr != nil {
+		t.Fatal(clientsErr)
 	}
-	stack.DumpLogsOnFailure(t)
 }
 
 // retry calls f until it succeeds, for up to two minutes: the control
@@ -153,9 +148,7 @@ func createController(t *testing.T, name, hookURL string) {
 	t.Helper()
 	manifest := framework.ControllerFixture{Name: name, HookURL: hookURL, Timeout: "10s"}.Manifest()
 	ctx := context.Background()
-	if err := stack.Apply(ctx, manifest); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, manifest)
 	t.Cleanup(func() {
 		_ = c.cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
@@ -176,22 +169,17 @@ func createController(t *testing.T, name, hookURL string) {
 
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
-	if err := stack.CreateNamespace(context.Background(), name); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustCreateNamespace(t, name)
 }
 
-// createParent creates a Hello of controller test with spec {children,
-// version: v1}, retrying until kube-apiserver takes it; an AlreadyExists
-// after a retry is a create that went through before its answer was lost.
-func createParent(ctx context.Context, ns, name, test string) error {
-	parent := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "example.com/v1", "kind": "Hello",
-		"metadata": map[string]interface{}{"name": name, "namespace": ns, "labels": map[string]interface{}{"test": test}},
-		"spec":     map[string]interface{}{"children": int64(children), "version": "v1"},
-	}}
+// createParentRetrying creates a Hello of controller test with spec
+// {children, version: v1}, retrying until kube-apiserver takes it; an
+// AlreadyExists after a retry is a create that went through before its
+// answer was lost.
+func createParentRetrying(ctx context.Context, ns, name, test string) error {
+	parent := framework.NewHello(ns, name, test, map[string]interface{}{"children": int64(children), "version": "v1"})
 	return retry(ctx, "create parent "+name, func(ctx context.Context) error {
-		_, err := c.dyn.Resource(hellos).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{})
+		_, err := c.dyn.Resource(framework.Hellos).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -203,7 +191,7 @@ func createParent(ctx context.Context, ns, name, test string) error {
 // every child: an update in place.
 func bumpVersion(ctx context.Context, ns, name string) error {
 	return retry(ctx, "update parent "+name, func(ctx context.Context) error {
-		p, err := c.dyn.Resource(hellos).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := c.dyn.Resource(framework.Hellos).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -212,7 +200,7 @@ func bumpVersion(ctx context.Context, ns, name string) error {
 		if err := unstructured.SetNestedField(p.Object, fmt.Sprintf("v%d", n+1), "spec", "version"); err != nil {
 			return err
 		}
-		_, err = c.dyn.Resource(hellos).Namespace(ns).Update(ctx, p, metav1.UpdateOptions{})
+		_, err = c.dyn.Resource(framework.Hellos).Namespace(ns).Update(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -313,7 +301,7 @@ func waitConverged(t *testing.T, ns, test string, parents int, tr *tracker, time
 	start := time.Now()
 	var last []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			return false, down
 		}
 		last = convergenceProblems(ctx, ns, test, parents)
@@ -358,7 +346,7 @@ func waitConverged(t *testing.T, ns, test string, parents int, tr *tracker, time
 
 // convergenceProblems lists what is not yet as it must end up.
 func convergenceProblems(ctx context.Context, ns, test string, parents int) []string {
-	list, err := c.dyn.Resource(hellos).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "test=" + test})
+	list, err := c.dyn.Resource(framework.Hellos).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "test=" + test})
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -441,7 +429,7 @@ func holder(ctx context.Context, replicas ...*replica) (*replica, error) {
 func servedAgain(t *testing.T, controller string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	err := retry(ctx, "CompositeController "+controller+" through kube-apiserver", func(ctx context.Context) error {

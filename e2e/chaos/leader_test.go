@@ -24,7 +24,7 @@ type replica struct {
 
 func (r *replica) process() *framework.Process {
 	if r.isStack {
-		return stack.CompositeProcess()
+		return suite.CompositeProcess()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -33,7 +33,7 @@ func (r *replica) process() *framework.Process {
 
 func (r *replica) kill() {
 	if r.isStack {
-		stack.KillComposite()
+		suite.KillComposite()
 		return
 	}
 	r.process().Kill()
@@ -41,13 +41,13 @@ func (r *replica) kill() {
 
 func (r *replica) start(ctx context.Context) error {
 	if r.isStack {
-		return stack.StartComposite(ctx)
+		return suite.StartComposite(ctx)
 	}
 	r.mu.Lock()
 	r.starts++
 	name := fmt.Sprintf("%s-%d", r.name, r.starts)
 	r.mu.Unlock()
-	p, err := stack.StartReplica(ctx, name, leaderElection...)
+	p, err := suite.StartReplica(ctx, name, leaderElection...)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func TestLeaderKilledMidApply(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- createParent(ctx, test, fmt.Sprintf("p%03d", i), test)
+				errs <- createParentRetrying(ctx, test, fmt.Sprintf("p%03d", i), test)
 			}()
 		}
 		total := batch * children

@@ -17,7 +17,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.Options{CompositeArgs: append([]string{"-v=2"}, leaderElection...)})
 
 // leaseName is the Lease of the loop's leader election: the stack's own
 // composite-apiserver runs as one replica of a Deployment would, and the
@@ -30,5 +30,5 @@ var leaderElection = []string{"--leader-elect", "--leader-elect-lease-name=" + l
 	"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: append([]string{"-v=2"}, leaderElection...)}, &stack))
+	os.Exit(suite.Main(m))
 }

@@ -43,12 +43,12 @@ spec:
 
 func kubectlStdin(t *testing.T, kubeconfig, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	return stack.KubectlAs(context.Background(), kubeconfig, strings.NewReader(stdin), args...)
+	return suite.KubectlAs(context.Background(), kubeconfig, strings.NewReader(stdin), args...)
 }
 
 func mustKubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, stderr, err := stack.Kubectl(context.Background(), args...)
+	out, stderr, err := suite.Kubectl(context.Background(), args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
@@ -56,7 +56,8 @@ func mustKubectl(t *testing.T, args ...string) string {
 }
 
 func TestAPIResourcesListsCompositeControllersWithShortNames(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	out := mustKubectl(t, "api-resources", "--api-group=metacontroller.k8s.io")
 	if !strings.Contains(out, "compositecontrollers") || !strings.Contains(out, "cc,cctl") {
 		t.Fatalf("api-resources does not list compositecontrollers with short names cc,cctl:\n%s", out)
@@ -64,7 +65,8 @@ func TestAPIResourcesListsCompositeControllersWithShortNames(t *testing.T) {
 }
 
 func TestDiscoveryThroughKubeAPIServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	out := mustKubectl(t, "get", "--raw", "/apis/metacontroller.k8s.io/v1alpha1")
 	for _, want := range []string{`"compositecontrollers"`, `"compositecontrollers/status"`, `"compositecontrollers/sync"`, `"compositecontrollers/preview"`, `"cctl"`} {
 		if !strings.Contains(out, want) {
@@ -74,15 +76,16 @@ func TestDiscoveryThroughKubeAPIServer(t *testing.T) {
 }
 
 func TestKubectlManagesCompositeControllersThroughKubeAPIServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	const name = "agg-crud"
 
 	// Watch from the start, as a user would in another terminal.
 	watchCtx, cancelWatch := context.WithTimeout(ctx, time.Minute)
 	defer cancelWatch()
-	watch := exec.CommandContext(watchCtx, stack.Bin.Kubectl, "get", "cc", "--watch", "--output-watch-events", "--no-headers")
-	watch.Env = append(watch.Environ(), "KUBECONFIG="+stack.AdminKubeconfig)
+	watch := exec.CommandContext(watchCtx, suite.Bin.Kubectl, "get", "cc", "--watch", "--output-watch-events", "--no-headers")
+	watch.Env = append(watch.Environ(), "KUBECONFIG="+suite.AdminKubeconfig)
 	watchOut, err := watch.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +103,7 @@ func TestKubectlManagesCompositeControllersThroughKubeAPIServer(t *testing.T) {
 		close(events)
 	}()
 
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, compositeControllerYAML(name, "crudparents"), "create", "-f", "-"); err != nil {
+	if _, stderr, err := kubectlStdin(t, suite.AdminKubeconfig, compositeControllerYAML(name, "crudparents"), "create", "-f", "-"); err != nil {
 		t.Fatalf("kubectl create: %v: %s", err, stderr)
 	}
 	out := mustKubectl(t, "get", "cc", name)
@@ -112,7 +115,7 @@ func TestKubectlManagesCompositeControllersThroughKubeAPIServer(t *testing.T) {
 
 	// Server-side apply through the aggregator: a change bumps the generation.
 	changed := strings.Replace(compositeControllerYAML(name, "crudparents"), "method: InPlace", "method: Recreate", 1)
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, changed, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+	if _, stderr, err := kubectlStdin(t, suite.AdminKubeconfig, changed, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply --server-side: %v: %s", err, stderr)
 	}
 	if gen := mustKubectl(t, "get", "cc", name, "-o", "jsonpath={.metadata.generation}"); gen != "2" {
@@ -125,7 +128,7 @@ func TestKubectlManagesCompositeControllersThroughKubeAPIServer(t *testing.T) {
 	}
 
 	mustKubectl(t, "delete", "cc", name)
-	if _, stderr, err := stack.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
+	if _, stderr, err := suite.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
 		t.Errorf("after delete, get says %v: %s", err, stderr)
 	}
 
@@ -150,13 +153,14 @@ func TestKubectlManagesCompositeControllersThroughKubeAPIServer(t *testing.T) {
 }
 
 func TestAuthorizationIsDelegatedToKubeAPIServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
-	nobody, err := stack.UserKubeconfig("nobody")
+	nobody, err := suite.UserKubeconfig("nobody")
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := stack.UserKubeconfig("reader")
+	reader, err := suite.UserKubeconfig("reader")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +170,7 @@ func TestAuthorizationIsDelegatedToKubeAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-reader"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list"}}},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -174,7 +178,7 @@ func TestAuthorizationIsDelegatedToKubeAPIServer(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "reader"}},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 
@@ -198,7 +202,7 @@ func TestAuthorizationIsDelegatedToKubeAPIServer(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"agg-by-nobody", "agg-by-reader"} {
-		if _, stderr, err := stack.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
+		if _, stderr, err := suite.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
 			t.Errorf("a refused create left %s behind (err=%v, %s)", name, err, stderr)
 		}
 	}
@@ -208,7 +212,8 @@ func TestAuthorizationIsDelegatedToKubeAPIServer(t *testing.T) {
 // composite-apiserver, claiming to be an administrator through the
 // front-proxy headers without the aggregator's client certificate.
 func TestIdentityHeadersCannotBeForged(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	otherCerts, err := framework.NewCerts(dir, nil)
@@ -221,7 +226,7 @@ func TestIdentityHeadersCannotBeForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Signed by the right CA, with a name not on the allowed list.
-	wrongName, err := stack.Certs.Issue(stack.Certs.FrontProxyCA, "not-the-front-proxy", nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	wrongName, err := suite.Certs.Issue(suite.Certs.FrontProxyCA, "not-the-front-proxy", nil, nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +243,7 @@ func TestIdentityHeadersCannotBeForged(t *testing.T) {
 		{"front-proxy certificate with a name not allowed", &wrongName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, err := stack.CompositeHTTPClient(tc.cert)
+			client, err := suite.CompositeHTTPClient(tc.cert)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +252,7 @@ func TestIdentityHeadersCannotBeForged(t *testing.T) {
 				if method == http.MethodPost {
 					reqBody = strings.NewReader(body)
 				}
-				req, _ := http.NewRequestWithContext(ctx, method, stack.CompositeURL()+"/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers", reqBody)
+				req, _ := http.NewRequestWithContext(ctx, method, suite.CompositeURL()+"/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers", reqBody)
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Remote-User", "admin")
 				req.Header.Set("X-Remote-Group", "system:masters")
@@ -265,13 +270,14 @@ func TestIdentityHeadersCannotBeForged(t *testing.T) {
 			}
 		})
 	}
-	if _, stderr, err := stack.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
+	if _, stderr, err := suite.Kubectl(ctx, "get", "cc", name); err == nil || !strings.Contains(stderr, "NotFound") {
 		t.Errorf("a forged request created %s (err=%v, %s)", name, err, stderr)
 	}
 }
 
 func TestDeployManifestsAreValidAgainstKubeAPIServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

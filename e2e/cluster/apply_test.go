@@ -20,10 +20,11 @@ import (
 // built-in kind must still refuse a field its schema does not have:
 // Ignore only spares kube-apiserver its search for duplicate keys.
 func TestChildApplyAnswersMetadataAndRefusesUnknownFields(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := "child-apply"
 	createNamespace(t, ns)
-	meta, err := metadata.NewForConfig(stack.AdminConfig)
+	meta, err := metadata.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestChildApplyAnswersMetadataAndRefusesUnknownFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
+	live, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestChildApplyAnswersMetadataAndRefusesUnknownFields(t *testing.T) {
 	if _, err := apply.ChildMetadata(ctx, meta, configMaps, unknown, "child-apply"); err == nil || !strings.Contains(err.Error(), "spec") {
 		t.Errorf("an apply with an unknown field answered %v, want it refused naming .spec", err)
 	}
-	after, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
+	after, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

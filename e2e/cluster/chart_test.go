@@ -24,7 +24,8 @@ import (
 // are. Each mode renders into a namespace of its own, made for the test, so
 // that the dry run does not merge into the stack's own objects there.
 func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	// cert-manager's and the Prometheus Operator's kinds need their CRDs.
 	installChartCRDs(t)
@@ -36,7 +37,7 @@ func TestChartIsValidAgainstKubeAPIServer(t *testing.T) {
 			ns := "chart-" + mode
 			mustKubectl(t, "create", "namespace", ns)
 			t.Cleanup(func() {
-				_ = stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+				_ = suite.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 			})
 			rendered, err := framework.RenderChart(ns, modes[mode])
 			if err != nil {
@@ -103,7 +104,8 @@ func resourceName(o framework.Object) string {
 // dry run, and holds its etcd and the server's etcd arguments to the
 // chart's: two copies of one StatefulSet drift unless a test compares them.
 func TestEtcdOverlayIsValidAndRunsTheChartsEtcd(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -203,11 +205,12 @@ func TestEtcdOverlayIsValidAndRunsTheChartsEtcd(t *testing.T) {
 // rendered offline twice, it generates anew each time, so it is the
 // lookup that keeps them.
 func TestChartKeepsItsCertificatesOnUpgrade(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	const ns = "chart-upgrade"
 	mustKubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() { _ = stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = suite.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
 
 	install, err := framework.RenderChart(ns, "")
 	if err != nil {
@@ -231,7 +234,7 @@ func TestChartKeepsItsCertificatesOnUpgrade(t *testing.T) {
 	}
 	mustKubectl(t, "apply", "-f", file)
 
-	upgrade, err := framework.RenderChartAgainst(stack.AdminKubeconfig, ns, "")
+	upgrade, err := framework.RenderChartAgainst(suite.AdminKubeconfig, ns, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -304,9 +304,10 @@ func metadataClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResou
 // kube-controller-manager or kubectl uses can make the server fail to encode
 // an answer.
 func TestEveryClientAndMediaTypeWorksWithEveryVerb(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
-	quiet := rest.CopyConfig(stack.AdminConfig)
+	quiet := rest.CopyConfig(suite.AdminConfig)
 	// The fixtures' controllers name parent resources nobody serves: the
 	// server's warnings about them are not what this test is about.
 	quiet.WarningHandler = rest.NoWarnings{}
@@ -345,7 +346,7 @@ func TestEveryClientAndMediaTypeWorksWithEveryVerb(t *testing.T) {
 							t.Fatalf("create %s: %v", n, err)
 						}
 					}
-					cfg := rest.CopyConfig(stack.AdminConfig)
+					cfg := rest.CopyConfig(suite.AdminConfig)
 					rec := &recorder{accept: mode.accept, onlyIfPlain: cl.metadata}
 					cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
 					c := cl.make(t, cfg, res.gvr)
@@ -445,14 +446,15 @@ func checkAnswers(t *testing.T, seen []exchange, metadataClient bool, accept str
 // protobuf gets 406 naming what is served, a protobuf body for one of our
 // types gets 415, and a metadata list in protobuf alone is served.
 func TestMediaTypesOurTypesCannotTakeAreRefused(t *testing.T) {
-	dumpLogsOnFailure(t)
-	client, err := rest.HTTPClientFor(stack.AdminConfig)
+	t.Parallel()
+	suite.SetUp(t)
+	client, err := rest.HTTPClientFor(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const ns = "client-refusals"
 	createNamespace(t, ns)
-	revisions := stack.KubeAPIServerURL + "/apis/metacontroller.k8s.io/v1alpha1/namespaces/" + ns + "/controllerrevisions"
+	revisions := suite.KubeAPIServerURL + "/apis/metacontroller.k8s.io/v1alpha1/namespaces/" + ns + "/controllerrevisions"
 	do := func(method, accept, contentType string, body io.Reader) (int, string, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, revisions, body)
@@ -484,7 +486,8 @@ func TestMediaTypesOurTypesCannotTakeAreRefused(t *testing.T) {
 // served: discovery (aggregated too), OpenAPI v2 and v3, the verbs of
 // `kubectl api-resources -o wide`, and `kubectl explain` of every kind.
 func TestDiscoveryOpenAPIAndKubectlSeeEveryKind(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	// Every verb of a resource is exercised by the sweep above (and
 	// create, update and patch by the rest of the suite): discovery must
 	// say no more and no less.
@@ -506,11 +509,11 @@ func TestDiscoveryOpenAPIAndKubectlSeeEveryKind(t *testing.T) {
 	}
 
 	// Aggregated discovery, as kubectl and client-go read it first.
-	client, err := rest.HTTPClientFor(stack.AdminConfig)
+	client, err := rest.HTTPClientFor(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodGet, stack.KubeAPIServerURL+"/apis", nil)
+	req, _ := http.NewRequest(http.MethodGet, suite.KubeAPIServerURL+"/apis", nil)
 	req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
 	resp, err := client.Do(req)
 	if err != nil {

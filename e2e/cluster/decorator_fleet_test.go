@@ -25,16 +25,17 @@ import (
 // a proposal that drops the ConfigMaps from its resources previews the
 // Hellos only, as a field of spec.decoratorController.
 func TestFleetPreviewOfADecoratorController(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	hook := setUpHellos(t)
 	const ns, name = "decorator-fleet", "decorator-fleet"
 	createNamespace(t, ns)
 	manifest := framework.DecoratorFixture{Name: name, HookURL: hook.URL, SelectBy: "fleet", NoFinalize: true}.Manifest()
-	if err := stack.Apply(ctx, manifest); err != nil {
+	if err := suite.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = stack.Kubectl(context.Background(), "delete", "dec", name, "--ignore-not-found") })
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	t.Cleanup(func() { _, _, _ = suite.Kubectl(context.Background(), "delete", "dec", name, "--ignore-not-found") })
+	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func TestFleetPreviewOfADecoratorController(t *testing.T) {
 		}
 	}
 	for cm, ann := range map[string]map[string]string{"c1": {"attach": "b"}, "c2": nil} {
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: cm, Labels: map[string]string{"fleet": name}, Annotations: ann}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	client, err := clientset.NewForConfig(stack.AdminConfig)
+	client, err := clientset.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestFleetPreviewOfADecoratorController(t *testing.T) {
 	if names(paged) != names(all) || pages < 4 {
 		t.Errorf("pages of one: %d pages naming %q, want at least 4 naming %q", pages, names(paged), names(all))
 	}
-	if list, err := stack.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+	if list, err := suite.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("a preview wrote attachments: %v %v", list, err)
 	}
 

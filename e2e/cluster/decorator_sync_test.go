@@ -24,11 +24,12 @@ import (
 // who may not create the attachment is refused, naming it, and nothing is
 // written.
 func TestLiveSyncOfADecoratedObject(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	hook := setUpHellos(t)
 	ns := "decorator-sync"
 	createNamespace(t, ns)
-	if err := stack.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+	if err := suite.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: DecoratorController
 metadata:
   name: decorator-sync
@@ -47,7 +48,7 @@ spec:
 `, hook.URL)); err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "d", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		_, _, _ = suite.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "d", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	})
 	request := filepath.Join(t.TempDir(), "sync.json")
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"d"}}}`, ns)
@@ -76,18 +77,18 @@ spec:
 		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}},
 	)
-	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", request)
+	_, stderr, err := suite.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", request)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets "+ns+"/d-a") {
 		t.Fatalf("a live sync by a user who may not create the attachment: err %v\n%s\nwant Forbidden naming create secrets %s/d-a", err, stderr, ns)
 	}
-	if _, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "d-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "d-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused sync created the attachment: %v", err)
 	}
 	if got, err := dyn.Resource(hellosGVR).Namespace(ns).Get(ctx, "d", metav1.GetOptions{}); err != nil || got.GetLabels()["decorated"] != "" {
 		t.Errorf("a refused sync decorated the object: %v %v", got.GetLabels(), err)
 	}
 
-	out, stderr, err := stack.Kubectl(ctx, "create", "--raw", url, "-f", request)
+	out, stderr, err := suite.Kubectl(ctx, "create", "--raw", url, "-f", request)
 	if err != nil {
 		t.Fatalf("the admin's live sync: %v\n%s", err, stderr)
 	}
@@ -116,7 +117,7 @@ spec:
 	if status, _, _ := unstructured.NestedMap(got.Object, "status"); status["decorated"] != true || status["observedGeneration"] != nil {
 		t.Errorf("status %v: want the hook's, as it answered it", status)
 	}
-	secret, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "d-a", metav1.GetOptions{})
+	secret, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "d-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +131,7 @@ spec:
 // server's identity on every decorated resource and attachment; without
 // it the controller is refused, naming what is missing, and not stored.
 func TestDecoratorAuthorNeedsTheLoopsRights(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	hook := setUpHellos(t)
 	author := userWithRules(t, "dec-author",
@@ -159,16 +161,16 @@ spec:
 		return file
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "dec", "dec-secrets", "dec-configmaps", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "dec", "dec-secrets", "dec-configmaps", "--ignore-not-found")
 	})
-	_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-secrets", "secrets"))
+	_, stderr, err := suite.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-secrets", "secrets"))
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets") || !strings.Contains(stderr, "you may not") {
 		t.Errorf("a user who may not manage Secrets created a decorator with Secret attachments: err=%v\n%s", err, stderr)
 	}
-	if _, _, err := stack.Kubectl(ctx, "get", "dec", "dec-secrets"); err == nil {
+	if _, _, err := suite.Kubectl(ctx, "get", "dec", "dec-secrets"); err == nil {
 		t.Errorf("the refused DecoratorController dec-secrets exists")
 	}
-	if _, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-configmaps", "configmaps")); err != nil {
+	if _, stderr, err := suite.KubectlAs(ctx, author, nil, "apply", "-f", manifest("dec-configmaps", "configmaps")); err != nil {
 		t.Errorf("a user who may do all the decorator's loop does was refused: %v\n%s", err, stderr)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // TestNoEscalationThroughACompositeController: a controller's loop acts
@@ -22,6 +23,7 @@ import (
 // manage ConfigMaps, but not Secrets, may create a controller of ConfigMaps
 // and not one of Secrets; a cluster admin may.
 func TestNoEscalationThroughACompositeController(t *testing.T) {
+	t.Parallel()
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{
@@ -35,7 +37,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
 		},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -43,10 +45,10 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "cc-author"}},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	author, err := stack.UserKubeconfig("cc-author")
+	author, err := suite.UserKubeconfig("cc-author")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,18 +62,18 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"esc-configmaps", "esc-secrets"} {
-			_, _, _ = stack.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
+			_, _, _ = suite.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
 		}
 	})
 
 	// helloController also declares services, which the author may not
 	// manage: that controller is refused too, naming what is missing.
-	_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", manifest("esc-secrets", "secrets"))
+	_, stderr, err := suite.KubectlAs(ctx, author, nil, "apply", "-f", manifest("esc-secrets", "secrets"))
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create secrets") ||
 		!strings.Contains(stderr, "delete services") || !strings.Contains(stderr, "you may not") {
 		t.Errorf("a user who may not manage Secrets created a controller of Secrets: err=%v\n%s", err, stderr)
 	}
-	if _, _, err := stack.Kubectl(ctx, "get", "cc", "esc-secrets"); err == nil {
+	if _, _, err := suite.Kubectl(ctx, "get", "cc", "esc-secrets"); err == nil {
 		t.Errorf("the refused controller esc-secrets exists")
 	}
 
@@ -85,12 +87,12 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	if strings.Contains(only, "services") {
 		t.Fatalf("the fixture still declares services:\n%s", only)
 	}
-	if _, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", file); err != nil {
+	if _, stderr, err := suite.KubectlAs(ctx, author, nil, "apply", "-f", file); err != nil {
 		t.Errorf("a user who may do all the controller's loop does was refused: %v\n%s", err, stderr)
 	}
 
 	// A cluster admin may create the Secrets controller.
-	if _, stderr, err := stack.Kubectl(ctx, "apply", "-f", manifest("esc-secrets", "secrets")); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "apply", "-f", manifest("esc-secrets", "secrets")); err != nil {
 		t.Errorf("a cluster admin was refused: %v\n%s", err, stderr)
 	}
 
@@ -102,7 +104,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "hook-token-reader", Namespace: "esc-team"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook-token"}, Verbs: []string{"get"}}},
 	}
-	if _, err := stack.Kube.RbacV1().Roles("esc-team").Create(ctx, readOwn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().Roles("esc-team").Create(ctx, readOwn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	readOwnBinding := &rbacv1.RoleBinding{
@@ -110,7 +112,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: readOwn.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "cc-author"}},
 	}
-	if _, err := stack.Kube.RbacV1().RoleBindings("esc-team").Create(ctx, readOwnBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().RoleBindings("esc-team").Create(ctx, readOwnBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	withToken := func(name, namespace string) string {
@@ -127,10 +129,10 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"esc-foreign-secret", "esc-own-secret"} {
-			_, _, _ = stack.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
+			_, _, _ = suite.Kubectl(ctx, "delete", "cc", n, "--ignore-not-found")
 		}
 	})
-	_, stderr, err = stack.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-foreign-secret", "kube-system"))
+	_, stderr, err = suite.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-foreign-secret", "kube-system"))
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "get secrets kube-system/hook-token") {
 		t.Errorf("a controller whose hook credentials come from a Secret its author may not read was accepted: err=%v\n%s", err, stderr)
 	}
@@ -138,7 +140,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	// RoleBinding made a moment ago may take seconds to show.
 	var lastErr string
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, stderr, err := stack.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-own-secret", "esc-team"))
+		_, stderr, err := suite.KubectlAs(ctx, author, nil, "apply", "-f", withToken("esc-own-secret", "esc-team"))
 		lastErr = stderr
 		return err == nil, nil
 	}); err != nil {
@@ -152,7 +154,8 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 // (--hook-denied-cidrs) with a field error, in every form that reaches
 // them: plain, a zoned IPv6 literal, and the NAT64 form of an IPv4 one.
 func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	for _, tc := range []struct{ url, denied string }{
 		{"http://169.254.169.254/latest/meta-data", "169.254.0.0/16"},
@@ -164,11 +167,11 @@ func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
 			if !strings.Contains(m, tc.url) {
 				t.Fatalf("the fixture has no URL to replace:\n%s", m)
 			}
-			_, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, m, "apply", "-f", "-")
+			_, stderr, err := kubectlStdin(t, suite.AdminKubeconfig, m, "apply", "-f", "-")
 			if err == nil || !strings.Contains(stderr, "spec.hooks.sync.webhook.url") || !strings.Contains(stderr, tc.denied) {
 				t.Fatalf("a hook URL at %s: err=%v\n%s\nwant a field error naming %s", tc.url, err, stderr, tc.denied)
 			}
-			if _, _, err := stack.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
+			if _, _, err := suite.Kubectl(ctx, "get", "cc", "metadata-hook"); err == nil {
 				t.Error("the refused controller exists")
 			}
 		})
@@ -182,6 +185,7 @@ func TestHookURLAtALinkLocalAddressIsRefused(t *testing.T) {
 // impersonate it, the same controller is accepted — with none of the rights
 // its loop uses, which are the ServiceAccount's to have.
 func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
+	t.Parallel()
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const user, ns = "sa-author", "esc-identity"
@@ -191,7 +195,7 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -199,22 +203,24 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	kubeconfig, err := stack.UserKubeconfig(user)
+	kubeconfig, err := suite.UserKubeconfig(user)
 	if err != nil {
 		t.Fatal(err)
 	}
 	createNamespace(t, ns)
 	file := filepath.Join(t.TempDir(), "cc.yaml")
-	manifest := framework.HelloController("esc-identity", hook.URL, "InPlace", "  serviceAccount: {namespace: "+ns+", name: runner}\n")
+	manifest := framework.HelloController{Name: "esc-identity", HookURL: hook.URL, SelectAll: true, Timeout: "5s", Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.WithServiceAccount(acv1alpha1.ServiceAccountReference().WithNamespace(ns).WithName("runner"))
+	}}.Manifest()
 	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", "esc-identity", "--ignore-not-found") })
+	t.Cleanup(func() { _, _, _ = suite.Kubectl(ctx, "delete", "cc", "esc-identity", "--ignore-not-found") })
 
-	_, stderr, err := stack.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
+	_, stderr, err := suite.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "impersonate serviceaccounts "+ns+"/runner") {
 		t.Errorf("a user who may not impersonate the ServiceAccount wrote a controller acting as it: err=%v\n%s", err, stderr)
 	}
@@ -223,7 +229,7 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "impersonate-runner", Namespace: ns},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"runner"}, Verbs: []string{"impersonate"}}},
 	}
-	if _, err := stack.Kube.RbacV1().Roles(ns).Create(ctx, impersonate, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().Roles(ns).Create(ctx, impersonate, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	impersonateBinding := &rbacv1.RoleBinding{
@@ -231,10 +237,10 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: impersonate.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}
-	if _, err := stack.Kube.RbacV1().RoleBindings(ns).Create(ctx, impersonateBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().RoleBindings(ns).Create(ctx, impersonateBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+	if stderr, err := suite.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
 		t.Errorf("a user who may impersonate the ServiceAccount was refused: %s", stderr)
 	}
 }

@@ -99,7 +99,7 @@ func setUpFleet(t *testing.T) *fleetFixture {
 	if fleetErr != nil {
 		t.Fatal(fleetErr)
 	}
-	dumpLogsOnFailure(t)
+	suite.SetUp(t)
 	return fleetFix
 }
 
@@ -115,19 +115,19 @@ func newFleet() (*fleetFixture, error) {
 	srv := httptest.NewServer(mux)
 	f := &fleetFixture{hookURL: srv.URL, parents: map[string]bool{}, gold: map[string]bool{}, failing: map[string]bool{}}
 	var err error
-	if f.cc, err = clientset.NewForConfig(stack.AdminConfig); err != nil {
+	if f.cc, err = clientset.NewForConfig(suite.AdminConfig); err != nil {
 		return nil, err
 	}
-	if f.dyn, err = dynamic.NewForConfig(stack.AdminConfig); err != nil {
+	if f.dyn, err = dynamic.NewForConfig(suite.AdminConfig); err != nil {
 		return nil, err
 	}
 	for _, ns := range fleetNamespaces {
-		if err := stack.CreateNamespace(ctx, ns); err != nil {
+		if err := suite.CreateNamespace(ctx, ns); err != nil {
 			return nil, err
 		}
 	}
 	controller := framework.ControllerFixture{Name: fleetController, HookURL: f.hookURL + "/current", SelectBy: "fleet", Timeout: "5s"}
-	if err := stack.Apply(ctx, controller.Manifest()); err != nil {
+	if err := suite.Apply(ctx, controller.Manifest()); err != nil {
 		return nil, err
 	}
 	for i := 0; i < fleetParents; i++ {
@@ -239,8 +239,8 @@ func (f *fleetFixture) resourceVersions(t *testing.T) map[string]string {
 	for _, ns := range fleetNamespaces {
 		for kind, list := range map[string]func() (runtime.Object, error){
 			"hello":     func() (runtime.Object, error) { return f.dyn.Resource(hellosGVR).Namespace(ns).List(ctx, opts) },
-			"configmap": func() (runtime.Object, error) { return stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, opts) },
-			"secret":    func() (runtime.Object, error) { return stack.Kube.CoreV1().Secrets(ns).List(ctx, opts) },
+			"configmap": func() (runtime.Object, error) { return suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, opts) },
+			"secret":    func() (runtime.Object, error) { return suite.Kube.CoreV1().Secrets(ns).List(ctx, opts) },
 			"controllerrevision": func() (runtime.Object, error) {
 				return f.cc.MetacontrollerV1alpha1().ControllerRevisions(ns).List(ctx, opts)
 			},
@@ -271,6 +271,7 @@ func (f *fleetFixture) resourceVersions(t *testing.T) map[string]string {
 // for each of the 50 parents, exactly that: a Secret to create, and for
 // the gold third the one changed field; and nothing is written.
 func TestFleetPreviewNamesTheParentsAndFieldsAProposalChanges(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	before := f.resourceVersions(t)
 	spec := f.proposal(t, "proposed", func(s *v1alpha1.CompositeControllerSpec) {
@@ -335,6 +336,7 @@ func TestFleetPreviewNamesTheParentsAndFieldsAProposalChanges(t *testing.T) {
 // deployment that fails for some parents shows as an error on each of
 // those, and on no other, whose plans stay unchanged.
 func TestFleetPreviewShowsAFailingHookOnItsParentsOnly(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	got := byParent(t, previewAll(t, f.cc, f.proposal(t, "failing", nil), 0))
 	failed := 0
@@ -358,6 +360,7 @@ func TestFleetPreviewShowsAFailingHookOnItsParentsOnly(t *testing.T) {
 // TestFleetPreviewPagesEveryParentOnce: with a limit of 7, the pages hold
 // every parent exactly once, in eight pages.
 func TestFleetPreviewPagesEveryParentOnce(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	pages := previewAll(t, f.cc, nil, 7)
 	got := byParent(t, pages)
@@ -376,6 +379,7 @@ func TestFleetPreviewPagesEveryParentOnce(t *testing.T) {
 // fleet-a's parents, and the answer says nothing of fleet-b's: no parent,
 // no count, not its name.
 func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	ctx := context.Background()
 	const user = "fleet-tenant"
@@ -391,20 +395,20 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
 		},
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, previewer, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, previewer, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: previewer.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: previewer.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if _, err := stack.Kube.RbacV1().Roles(author.Namespace).Create(ctx, author, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.RbacV1().Roles(author.Namespace).Create(ctx, author, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if _, err := stack.Kube.RbacV1().RoleBindings(author.Namespace).Create(ctx, &rbacv1.RoleBinding{
+	if _, err := suite.Kube.RbacV1().RoleBindings(author.Namespace).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: author.Name, Namespace: author.Namespace},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: author.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
@@ -420,7 +424,7 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 		{Verb: "watch", Group: "", Resource: "configmaps", Namespace: "fleet-a"},
 	} {
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			review, err := stack.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			review, err := suite.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs},
 			}, metav1.CreateOptions{})
 			return err == nil && review.Status.Allowed, nil
@@ -480,7 +484,7 @@ func TestFleetPreviewShowsOnlyTheCallersNamespaces(t *testing.T) {
 // clientAs is a clientset of user, authenticated by a client certificate.
 func clientAs(t *testing.T, user string) clientset.Interface {
 	t.Helper()
-	kubeconfig, err := stack.UserKubeconfig(user)
+	kubeconfig, err := suite.UserKubeconfig(user)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,6 +512,7 @@ func keysOfParents(m map[string]v1alpha1.FleetPreviewParent) []string {
 // update of the controller would be, and the error names the field where
 // the request holds it; nothing is previewed.
 func TestFleetPreviewRefusesAnInvalidProposal(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	bad := f.proposal(t, "proposed", func(s *v1alpha1.CompositeControllerSpec) {
 		url := "not a url"
@@ -537,6 +542,7 @@ func TestFleetPreviewRefusesAnInvalidProposal(t *testing.T) {
 // in time with the parents previewed so far and a continue token, and the
 // pages together hold every parent once.
 func TestFleetPreviewPagesEndWithinTheRequestsDeadline(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	spec := f.proposal(t, "slow", nil)
 	client := f.cc.MetacontrollerV1alpha1().RESTClient()

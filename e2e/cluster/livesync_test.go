@@ -25,6 +25,7 @@ import (
 // adoption of a matching orphan (re-checked against the live parent), the
 // children, and the parent's status.
 func TestLiveSyncDoesWhatALoopSyncDoes(t *testing.T) {
+	t.Parallel()
 	hook := setUpHellos(t)
 	ns := "live-sync"
 	createNamespace(t, ns)
@@ -45,10 +46,10 @@ spec:
     finalize:
       webhook: {url: %[1]s/finalize}
 `, hook.URL)
-	if err := stack.Apply(context.Background(), manifest); err != nil {
+	if err := suite.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ spec:
 	}
 	// An orphan that matches the parent's generated selector: a sync adopts
 	// it, keeping its UID.
-	orphan, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+	orphan, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"controller-uid": string(parent.GetUID()), "app": "p"}},
 		Data:       map[string]string{"color": "blue", "item": "a"},
 	}, metav1.CreateOptions{})
@@ -76,7 +77,7 @@ spec:
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := stack.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync/sync", "-f", file)
+	out, stderr, err := suite.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync/sync", "-f", file)
 	if err != nil {
 		t.Fatalf("sync: %v: %s", err, stderr)
 	}
@@ -114,14 +115,14 @@ spec:
 	if c, _, _ := unstructured.NestedString(got.Object, "status", "color"); c != "blue" {
 		t.Errorf("status %v: want the hook's color", got.Object["status"])
 	}
-	adopted, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	adopted, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ref := metav1.GetControllerOf(adopted); ref == nil || ref.UID != parent.GetUID() || adopted.UID != orphan.UID {
 		t.Errorf("p-a: controller %v, uid %s (was %s): want adopted in place", ref, adopted.UID, orphan.UID)
 	}
-	created, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-b", metav1.GetOptions{})
+	created, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-b", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ spec:
 	}
 	// Let the parent go: its finalize hook must not keep a test namespace.
 	_ = dyn.Resource(hellos).Namespace(ns).Delete(context.Background(), "p", metav1.DeleteOptions{})
-	_, _, _ = stack.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "p", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	_, _, _ = suite.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "p", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 }
 
 // TestLiveSyncNeedsTheCallersOwnRights: a live /sync writes with the
@@ -138,6 +139,7 @@ spec:
 // would write; without them it is refused, naming each one, and nothing is
 // written.
 func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newLiveSyncCase(t, "live-sync-rights", "a")
 	ns := c.ns
@@ -147,12 +149,12 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"update"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"list"}},
 	)
-	_, stderr, err := stack.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request)
+	_, stderr, err := suite.KubectlAs(ctx, syncer, nil, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request)
 	if err == nil || !strings.Contains(stderr, "Forbidden") || !strings.Contains(stderr, "create configmaps "+ns+"/p-a") ||
 		!strings.Contains(stderr, "patch configmaps "+ns+"/p-a") {
 		t.Fatalf("a live sync by a user who may not create the children: err %v\n%s\nwant Forbidden naming create and patch of configmaps %s/p-a", err, stderr, ns)
 	}
-	if cms, _ := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) > 1 {
+	if cms, _ := suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); len(cms.Items) > 1 {
 		t.Errorf("a refused sync created ConfigMaps: %d in the namespace", len(cms.Items))
 	}
 	got, err := c.dyn.Resource(hellosGVR).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
@@ -163,7 +165,7 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 		t.Errorf("a refused sync wrote the status: %v", got.Object["status"])
 	}
 	// The same request by the admin goes through.
-	if _, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-rights/sync", "-f", c.request); err != nil {
 		t.Errorf("the admin's live sync: %v\n%s", err, stderr)
 	}
 }
@@ -173,6 +175,7 @@ func TestLiveSyncNeedsTheCallersOwnRights(t *testing.T) {
 // caller must be allowed to; without it the sync is refused, naming the
 // revision, and nothing is written.
 func TestLiveSyncNeedsTheCallersRightsOnRevisions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newLiveSyncCaseWith(t, "live-sync-revisions", "RollingInPlace", "a")
 	syncer := userWithRules(t, "live-syncer-children",
@@ -187,12 +190,12 @@ func TestLiveSyncNeedsTheCallersRightsOnRevisions(t *testing.T) {
 	var stderr string
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
 		var err error
-		_, stderr, err = stack.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", c.request)
+		_, stderr, err = suite.KubectlAs(ctx, syncer, nil, "create", "--raw", url, "-f", c.request)
 		return err != nil && strings.Contains(stderr, "create controllerrevisions.metacontroller.k8s.io "+c.ns+"/"), nil
 	}); err != nil {
 		t.Fatalf("a live sync of a rolling parent by a user who may not write its ControllerRevisions: %v\n%s\nwant Forbidden naming the revision", err, stderr)
 	}
-	if cms, _ := stack.Kube.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"}); len(cms.Items) > 0 {
+	if cms, _ := suite.Kube.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"}); len(cms.Items) > 0 {
 		t.Errorf("a refused sync created %d ConfigMaps", len(cms.Items))
 	}
 }
@@ -201,26 +204,29 @@ func TestLiveSyncNeedsTheCallersRightsOnRevisions(t *testing.T) {
 // sync made stay when the hook later fails or answers garbage, and the
 // caller gets 502 HookFailed naming the controller and the hook.
 func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
-	hook := setUpHellos(t)
+	t.Parallel()
+	setUpHellos(t)
+	// A hook of its own: it breaks it below, and the package's hook serves
+	// the tests running alongside.
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	c := newLiveSyncCase(t, "live-sync-broken", "a", "b")
+	c := newLiveSyncCaseAt(t, "live-sync-broken", hook.URL, "InPlace", "a", "b")
 	ns, file := c.ns, c.request
 	body, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sync := func() (string, error) {
-		_, stderr, err := stack.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync", "-f", file)
+		_, stderr, err := suite.Kubectl(ctx, "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync", "-f", file)
 		return stderr, err
 	}
 	if stderr, err := sync(); err != nil {
 		t.Fatalf("the first sync: %v\n%s", err, stderr)
 	}
-	before, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
+	before, err := suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
 	if err != nil || len(before.Items) != 2 {
 		t.Fatalf("after the first sync: %v, %d ConfigMaps, want 2", err, len(before.Items))
 	}
-	t.Cleanup(func() { _ = hook.SetMode("ok") })
 	for _, mode := range []string{"error500", "garbage", "undeclared"} {
 		if err := hook.SetMode(mode); err != nil {
 			t.Fatal(err)
@@ -231,7 +237,7 @@ func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
 			!strings.Contains(stderr, "sync hook") {
 			t.Errorf("%s: a live sync with a broken hook: err %v\n%s\nwant a failure naming the controller and its sync hook", mode, err, stderr)
 		}
-		after, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
+		after, err := suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p"})
 		if err != nil || len(after.Items) != 2 {
 			t.Fatalf("%s: %v, %d ConfigMaps after a failed sync, want both kept", mode, err, len(after.Items))
 		}
@@ -245,7 +251,7 @@ func TestLiveSyncWithABrokenHookIsABadGatewayAndDeletesNothing(t *testing.T) {
 	if err := hook.SetMode("error500"); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := stack.Kube.Discovery().RESTClient().Post().AbsPath("/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync").
+	raw, err := suite.Kube.Discovery().RESTClient().Post().AbsPath("/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync-broken/sync").
 		Body(body).SetHeader("Content-Type", "application/json").Do(ctx).Raw()
 	var status metav1.Status
 	if jerr := json.Unmarshal(raw, &status); err == nil || jerr != nil || status.Code != 502 || status.Reason != "HookFailed" {
@@ -272,13 +278,20 @@ func newLiveSyncCase(t *testing.T, name string, items ...interface{}) liveSyncCa
 // method.
 func newLiveSyncCaseWith(t *testing.T, name, method string, items ...interface{}) liveSyncCase {
 	t.Helper()
-	hook := setUpHellos(t)
+	return newLiveSyncCaseAt(t, name, setUpHellos(t).URL, method, items...)
+}
+
+// newLiveSyncCaseAt is newLiveSyncCaseWith with the controller's hook at
+// hookURL.
+func newLiveSyncCaseAt(t *testing.T, name, hookURL, method string, items ...interface{}) liveSyncCase {
+	t.Helper()
+	setUpHellos(t)
 	ctx := context.Background()
 	createNamespace(t, name)
-	if err := stack.Apply(ctx, helloController(name, hook.URL, method)); err != nil {
+	if err := suite.Apply(ctx, helloController(name, hookURL, method)); err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(stack.AdminConfig)
+	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,11 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.Options{CompositeArgs: []string{"--controller-loop=false"}})
 
 func TestMain(m *testing.M) {
 	// The controller loop is off: these tests prove the API and the
 	// dry-run preview, and a running loop would create the children a
 	// dry-run must not. e2e/loop runs with it.
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: []string{"--controller-loop=false"}}, &stack))
+	os.Exit(suite.Main(m))
 }
-
-func dumpLogsOnFailure(t *testing.T) { stack.DumpLogsOnFailure(t) }

@@ -29,7 +29,8 @@ import (
 // and the members only, and kube-prometheus's Prometheus may list the
 // targets of the ServiceMonitor in the namespace (and not elsewhere).
 func TestManagedClusterValuesHoldOnTheLiveObjects(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	ctx := context.Background()
 	installChartCRDs(t)
 	modes, err := framework.ChartModes()
@@ -42,7 +43,7 @@ func TestManagedClusterValuesHoldOnTheLiveObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	installRestricted(t, ns, ns, rendered)
-	podList, err := stack.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	podList, err := suite.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestManagedClusterValuesHoldOnTheLiveObjects(t *testing.T) {
 		// The quota controller recounts every 10 s (the stack's
 		// --resource-quota-sync-period).
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			q, err := stack.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, "gcp-critical-pods", metav1.GetOptions{})
+			q, err := suite.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, "gcp-critical-pods", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -74,7 +75,7 @@ func TestManagedClusterValuesHoldOnTheLiveObjects(t *testing.T) {
 	})
 
 	t.Run("storage-class", func(t *testing.T) {
-		pvcs, err := stack.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		pvcs, err := suite.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestManagedClusterValuesHoldOnTheLiveObjects(t *testing.T) {
 	})
 
 	t.Run("etcd-network-policy", func(t *testing.T) {
-		np, err := stack.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "composite-apiserver-etcd", metav1.GetOptions{})
+		np, err := suite.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, "composite-apiserver-etcd", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +208,7 @@ func keysOfReach(m map[int32][]string) []int32 {
 // allowed asks kube-apiserver's authorizer whether user may do res.
 func allowed(t *testing.T, user string, res authorizationv1.ResourceAttributes) bool {
 	t.Helper()
-	sar, err := stack.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+	sar, err := suite.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:monitoring", "system:authenticated"}, ResourceAttributes: &res},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -38,26 +38,27 @@ func outageLength(t *testing.T) time.Duration {
 // server is back, the deletion completes, our objects in the namespace
 // included.
 func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it stops composite-apiserver, which blocks every namespace deletion and request of ours in the cluster.
+	suite.SetUp(t)
 	ctx := context.Background()
 	outage := outageLength(t)
 	const ns = "outage"
 	admin, _ := revisionIn(t, ns, "left-in-the-namespace")
 
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 	down := time.Now()
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
-			_ = stack.StartComposite(ctx)
+			_ = suite.StartComposite(ctx)
 		}
 	})
-	if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
@@ -67,13 +68,13 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 	}
 	saidAfter := time.Since(deleted)
 	time.Sleep(time.Until(down.Add(outage)))
-	got, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	got, err := suite.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil || got.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatalf("after a %s outage the namespace is %v (%v); want it Terminating, waiting for the server", outage, got.Status.Phase, err)
 	}
 
 	restarted = true
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()
@@ -94,37 +95,38 @@ func TestNamespaceDeletionWaitsForTheServer(t *testing.T) {
 // APIService is registered again and the server is back, the garbage
 // collector deletes our objects whose owners went with their namespace.
 func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it stops composite-apiserver and unregisters the APIService every other test goes through.
+	suite.SetUp(t)
 	ctx := context.Background()
 	const ns = "unregister"
 	createNamespace(t, ns)
-	owner, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
+	owner, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin, rev := revisionIn(t, ns, "of-a-parent", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID})
 
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 	registered, running := true, false
 	t.Cleanup(func() {
 		if !running {
-			_ = stack.StartComposite(ctx)
+			_ = suite.StartComposite(ctx)
 		}
 		if !registered {
-			_ = stack.RegisterAPIService(ctx)
+			_ = suite.RegisterAPIService(ctx)
 		}
 	})
-	if err := stack.WaitAPIServiceAvailable(ctx, false); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitDiscoveryFailure(t, ns)
 
-	if err := stack.Aggregator.ApiregistrationV1().APIServices().Delete(ctx, "v1alpha1.metacontroller.k8s.io", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Aggregator.ApiregistrationV1().APIServices().Delete(ctx, "v1alpha1.metacontroller.k8s.io", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	registered = false
@@ -134,11 +136,11 @@ func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
 
 	// The server first, then the APIService: registered while nothing
 	// answers, it would stall every namespace deletion again.
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		t.Fatal(err)
 	}
 	running = true
-	if err := stack.RegisterAPIService(ctx); err != nil {
+	if err := suite.RegisterAPIService(ctx); err != nil {
 		t.Fatal(err)
 	}
 	registered = true
@@ -165,7 +167,7 @@ func waitDiscoveryFailure(t *testing.T, ns string) string {
 	t.Helper()
 	var message string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		got, err := suite.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -186,7 +188,7 @@ func waitDiscoveryFailure(t *testing.T, ns string) string {
 func waitNamespaceGone(t *testing.T, ns string, timeout time.Duration) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		_, err := suite.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -201,7 +203,7 @@ func waitNamespaceGone(t *testing.T, ns string, timeout time.Duration) {
 func revisionIn(t *testing.T, ns, name string, owners ...metav1.OwnerReference) (clientset.Interface, *v1alpha1.ControllerRevision) {
 	t.Helper()
 	createNamespace(t, ns)
-	admin, err := clientset.NewForConfig(stack.AdminConfig)
+	admin, err := clientset.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

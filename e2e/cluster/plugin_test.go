@@ -48,9 +48,9 @@ func kubectlComposite(t *testing.T, stdin string, args ...string) pluginResult {
 	dir := buildPlugin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args = append(append([]string{"composite"}, args...), "--kubeconfig", stack.AdminKubeconfig)
-	cmd := exec.CommandContext(ctx, stack.Bin.Kubectl, args...)
-	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+stack.AdminKubeconfig)
+	args = append(append([]string{"composite"}, args...), "--kubeconfig", suite.AdminKubeconfig)
+	cmd := exec.CommandContext(ctx, suite.Bin.Kubectl, args...)
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+suite.AdminKubeconfig)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -104,7 +104,8 @@ func helloParent(namespace, name, color string, configMaps ...string) string {
 }
 
 func TestPluginPreviewOfAnInlineParent(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	const controller, ns = "plugin-inline", "plugin-inline"
 	createNamespace(t, ns)
@@ -158,17 +159,18 @@ func TestPluginPreviewOfAnInlineParent(t *testing.T) {
 		t.Errorf("children without managedFields: stderr %q, stdout\n%s", r.stderr, r.stdout)
 	}
 	// Nothing of the previews was persisted.
-	cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "live-a", metav1.GetOptions{})
+	cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "live-a", metav1.GetOptions{})
 	if err != nil || cm.Data["color"] != "blue" {
 		t.Errorf("live-a after the previews: %v %v", cm.Data, err)
 	}
-	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "new-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "new-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the preview of a new parent created new-a: %v", err)
 	}
 }
 
 func TestPluginPreviewOfALiveParentSavesTheHookRequest(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	const controller, ns = "plugin-live", "plugin-live"
 	createNamespace(t, ns)
@@ -208,7 +210,8 @@ func TestPluginPreviewOfALiveParentSavesTheHookRequest(t *testing.T) {
 }
 
 func TestPluginSyncCreatesTheChildren(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "plugin-sync", "plugin-sync"
@@ -224,7 +227,7 @@ func TestPluginSyncCreatesTheChildren(t *testing.T) {
 		t.Errorf("sync printed\n%s\nwant\n%s", r.stdout, want)
 	}
 	for _, name := range []string{"p-a", "p-b"} {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("after the sync: %v", err)
 			continue
@@ -241,20 +244,21 @@ func TestPluginSyncCreatesTheChildren(t *testing.T) {
 }
 
 func TestPluginRBACAppliesAndGrantsTheController(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	const controller = "plugin-rbac"
 	mustApply(t, helloController(controller, hook.URL, "InPlace"))
 
 	r := kubectlComposite(t, "", "rbac", controller)
 	r.want(t, 0, "rbac")
-	if err := stack.Apply(context.Background(), r.stdout); err != nil {
+	if err := suite.Apply(context.Background(), r.stdout); err != nil {
 		t.Fatalf("kubectl apply of the rbac output: %v\n%s", err, r.stdout)
 	}
 	t.Cleanup(func() {
-		_ = stack.Kube.RbacV1().ClusterRoles().Delete(context.Background(), "composite-apiserver-"+controller, metav1.DeleteOptions{})
+		_ = suite.Kube.RbacV1().ClusterRoles().Delete(context.Background(), "composite-apiserver-"+controller, metav1.DeleteOptions{})
 	})
-	role, err := stack.Kube.RbacV1().ClusterRoles().Get(context.Background(), "composite-apiserver-"+controller, metav1.GetOptions{})
+	role, err := suite.Kube.RbacV1().ClusterRoles().Get(context.Background(), "composite-apiserver-"+controller, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +286,12 @@ func TestPluginRBACAppliesAndGrantsTheController(t *testing.T) {
 }
 
 func TestPluginErrorsAreOneLine(t *testing.T) {
-	dumpLogsOnFailure(t)
-	hook := setUpHellos(t)
+	t.Parallel()
+	suite.SetUp(t)
+	setUpHellos(t)
+	// A hook of its own: it breaks it below, and the package's hook serves
+	// the tests running alongside.
+	hook := suite.Hook(t)
 	const controller, ns = "plugin-errors", "plugin-errors"
 	createNamespace(t, ns)
 	mustApply(t, helloController(controller, hook.URL, "InPlace"))
@@ -296,15 +304,9 @@ func TestPluginErrorsAreOneLine(t *testing.T) {
 	kubectlComposite(t, "", "preview", controller, "-f", filepath.Join(t.TempDir(), "missing.yaml")).
 		oneErrorLine(t, "missing file", "missing.yaml")
 
-	// The hook is the package's: put it back for the other tests.
 	if err := hook.SetMode("error500"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := hook.SetMode("ok"); err != nil {
-			t.Errorf("can't restore the hook: %v", err)
-		}
-	})
 	kubectlComposite(t, "", "preview", controller, "-f", parent).
 		oneErrorLine(t, "failing hook", controller, "sync hook", "500")
 }
@@ -330,6 +332,7 @@ func proposalFile(t *testing.T, spec *v1alpha1.CompositeControllerSpec) string {
 // change, -o json the whole answer across pages; the exit code is 0
 // without changes, 1 with, 2 when a parent can't be previewed.
 func TestPluginPreviewAcrossTheFleet(t *testing.T) {
+	t.Parallel()
 	f := setUpFleet(t)
 	secrets := func(s *v1alpha1.CompositeControllerSpec) {
 		s.ChildResources = append(s.ChildResources, v1alpha1.CompositeControllerChildResourceRule{ResourceRule: v1alpha1.ResourceRule{APIVersion: "v1", Resource: "secrets"}})

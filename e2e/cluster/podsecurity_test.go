@@ -2,14 +2,14 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
@@ -35,7 +35,8 @@ var kustomizations = []string{"deploy", "etcd", "sharded", "sharded-etcd"}
 // TestDeployManifestsAreValidAgainstKubeAPIServer prove them by a
 // server-side dry run instead.
 func TestEveryInstallPathPassesPodSecurityRestricted(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	installChartCRDs(t)
 	modes, names := chartModes(t)
 	for _, mode := range names {
@@ -74,11 +75,11 @@ func restrictedNamespace(t *testing.T, name string) string {
 		labels["pod-security.kubernetes.io/"+mode] = "restricted"
 		labels["pod-security.kubernetes.io/"+mode+"-version"] = "latest"
 	}
-	if _, err := stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stack.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) })
-	if err := stack.EnsureDefaultServiceAccount(ctx, name); err != nil {
+	t.Cleanup(func() { _ = suite.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) })
+	if err := suite.EnsureDefaultServiceAccount(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	// A Pod with no securityContext: admitted by "baseline", refused by
@@ -88,7 +89,7 @@ func restrictedNamespace(t *testing.T, name string) string {
 		ObjectMeta: metav1.ObjectMeta{Name: "unrestricted"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
-	_, err := stack.Kube.CoreV1().Pods(name).Create(ctx, unrestricted, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := suite.Kube.CoreV1().Pods(name).Create(ctx, unrestricted, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
 		t.Fatalf("namespace %s admits a Pod without a restricted securityContext (err=%v): kube-apiserver does not enforce PodSecurity", name, err)
 	}
@@ -102,50 +103,47 @@ func restrictedNamespace(t *testing.T, name string) string {
 func installRestricted(t *testing.T, from, ns, rendered string) {
 	t.Helper()
 	ctx := context.Background()
-	in, err := stack.InstallNamespaced(ctx, rendered, from, ns)
+	in, err := suite.InstallNamespaced(ctx, rendered, from, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range in.Warnings {
 		t.Errorf("kubectl apply warned: %s", w)
 	}
-	if _, err := stack.WaitPods(ctx, ns, in.Pods); err != nil {
+	if _, err := suite.WaitPods(ctx, ns, in.Pods); err != nil {
 		t.Error(err)
 	}
 }
 
-// installChartCRDs installs the CRDs of the kinds the chart renders besides
-// Kubernetes's own: the Prometheus Operator's real ones, and stand-ins for
-// cert-manager's. They are removed when the test ends; a test before may
-// have removed them without waiting, and an apply to a CRD still being
-// deleted would not bring it back, so this waits for such a deletion
-// first.
+// installChartCRDs installs, once for the package, the CRDs of the kinds
+// the chart renders besides Kubernetes's own: the Prometheus Operator's real
+// ones, and stand-ins for cert-manager's. They stay for the package's life
+// (its stack goes with it): the tests that use them run in parallel, and
+// one removing them when it ended would pull them from under another.
 func installChartCRDs(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	chartCRDsOnce.Do(func() { chartCRDsErr = applyChartCRDs(context.Background()) })
+	if chartCRDsErr != nil {
+		t.Fatal(chartCRDsErr)
+	}
+}
+
+var (
+	chartCRDsOnce sync.Once
+	chartCRDsErr  error
+)
+
+// applyChartCRDs applies the chart's CRDs and waits until they are served.
+func applyChartCRDs(ctx context.Context) error {
+	for _, f := range []string{filepath.Join("testdata", "stub-crds.yaml"), filepath.Join("testdata", "prometheus-operator-crds.yaml")} {
+		if _, stderr, err := suite.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", f); err != nil {
+			return fmt.Errorf("kubectl apply -f %s: %w: %s", f, err, stderr)
+		}
+	}
 	crds := []string{"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io",
 		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"}
-	files := []string{filepath.Join("testdata", "stub-crds.yaml"), filepath.Join("testdata", "prometheus-operator-crds.yaml")}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		out, stderr, err := stack.Kubectl(ctx, append([]string{"get", "--ignore-not-found", "-o", "jsonpath={range .items[*]}{.metadata.name}={.metadata.deletionTimestamp} {end}"}, crds...)...)
-		if err != nil {
-			last = stderr
-			return false, nil
-		}
-		last = out
-		return !strings.Contains(out, "=2"), nil // a deletionTimestamp's year
-	})
-	if err != nil {
-		t.Fatalf("the chart's CRDs are still being deleted (%s): %v", last, err)
+	if _, stderr, err := suite.Kubectl(ctx, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...); err != nil {
+		return fmt.Errorf("the chart's CRDs are not established: %w: %s", err, stderr)
 	}
-	for _, f := range files {
-		mustKubectl(t, "apply", "--server-side", "--force-conflicts", "-f", f)
-	}
-	t.Cleanup(func() {
-		for _, f := range files {
-			_, _, _ = stack.Kubectl(ctx, "delete", "--wait=false", "-f", f)
-		}
-	})
-	mustKubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
+	return nil
 }

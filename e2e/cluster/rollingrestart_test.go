@@ -31,7 +31,8 @@ import (
 // while the Service still sends it new connections, and the aggregator
 // answers those requests 503.
 func TestRollingRestartFailsNoRequest(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it starts replicas, routes the APIService every other test uses to them, and restarts them.
+	suite.SetUp(t)
 	ctx := context.Background()
 	d, err := framework.ChartDeployment(framework.CompositeNamespace, "")
 	if err != nil {
@@ -54,7 +55,7 @@ func TestRollingRestartFailsNoRequest(t *testing.T) {
 	for i := range pods {
 		pods[i] = startPod(t, svc, d, fmt.Sprintf("rolling-%d", i), args)
 	}
-	restore, err := stack.RouteAPIServiceTo(ctx, svc.Port())
+	restore, err := suite.RouteAPIServiceTo(ctx, svc.Port())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestRollingRestartFailsNoRequest(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if err := stack.WaitServedThrough(ctx, svc); err != nil {
+	if err := suite.WaitServedThrough(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 
@@ -101,7 +102,8 @@ func TestRollingRestartFailsNoRequest(t *testing.T) {
 // (failureThreshold probes): an etcd outage does not put every replica
 // into a restart loop, and once etcd is back they are ready again at once.
 func TestEtcdOutageMakesReplicasUnreadyNotRestarted(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it kills the etcd every other test's objects of ours are stored in.
+	suite.SetUp(t)
 	ctx := context.Background()
 	chart, err := framework.ChartDeployment(framework.CompositeNamespace, "")
 	if err != nil {
@@ -116,11 +118,11 @@ func TestEtcdOutageMakesReplicasUnreadyNotRestarted(t *testing.T) {
 		startPod(t, nil, shipped, "etcd-outage-deploy", framework.DeploymentServerArgs(shipped)),
 	}
 
-	stack.KillEtcd()
+	suite.KillEtcd()
 	back := false
 	defer func() {
 		if !back {
-			if err := stack.RestartEtcd(ctx); err != nil {
+			if err := suite.RestartEtcd(ctx); err != nil {
 				t.Error(err)
 			}
 		}
@@ -161,7 +163,7 @@ func TestEtcdOutageMakesReplicasUnreadyNotRestarted(t *testing.T) {
 	}
 
 	back = true
-	if err := stack.RestartEtcd(ctx); err != nil {
+	if err := suite.RestartEtcd(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
@@ -170,7 +172,7 @@ func TestEtcdOutageMakesReplicasUnreadyNotRestarted(t *testing.T) {
 		}
 		p.stop(t, nil)
 	}
-	if err := stack.WaitAuthenticatedRequests(ctx); err != nil {
+	if err := suite.WaitAuthenticatedRequests(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -221,7 +223,7 @@ func startPod(t *testing.T, svc *framework.Service, d *appsv1.Deployment, name s
 	t.Helper()
 	ctx := context.Background()
 	c := d.Spec.Template.Spec.Containers[0]
-	proc, err := stack.StartReplica(ctx, name, args...)
+	proc, err := suite.StartReplica(ctx, name, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +289,7 @@ func startKubectlLoop(ctx context.Context, loops int, cache string) *kubectlLoop
 			defer l.wg.Done()
 			for ctx.Err() == nil {
 				r := kubectlRun{start: time.Now()}
-				_, r.stderr, r.err = stack.Kubectl(ctx, "get", "compositecontrollers", "-o", "name", "--cache-dir", cache)
+				_, r.stderr, r.err = suite.Kubectl(ctx, "get", "compositecontrollers", "-o", "name", "--cache-dir", cache)
 				r.end = time.Now()
 				if ctx.Err() != nil {
 					// Cut short by stop: not a request that failed.

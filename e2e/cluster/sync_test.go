@@ -33,10 +33,10 @@ var hook *framework.PythonHook
 func setUpHellos(t *testing.T) *framework.PythonHook {
 	t.Helper()
 	helloOnce.Do(func() {
-		if helloErr = stack.InstallHellos(context.Background()); helloErr != nil {
+		if helloErr = suite.InstallHellos(context.Background()); helloErr != nil {
 			return
 		}
-		hook, helloErr = framework.StartPythonHook(stack.Dir)
+		hook, helloErr = framework.StartPythonHook(suite.Dir)
 	})
 	if helloErr != nil {
 		t.Fatal(helloErr)
@@ -45,12 +45,12 @@ func setUpHellos(t *testing.T) *framework.PythonHook {
 }
 
 func helloController(name, hookURL, method string) string {
-	return framework.HelloController(name, hookURL, method, "")
+	return framework.HelloController{Name: name, HookURL: hookURL, Method: method, SelectAll: true, Timeout: "5s"}.Manifest()
 }
 
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
-	if err := stack.CreateNamespace(context.Background(), name); err != nil {
+	if err := suite.CreateNamespace(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -86,7 +86,7 @@ func previewSync(t *testing.T, kubeconfig, controller, namespace, parent string,
 		t.Fatal(err)
 	}
 	f.Close()
-	out, stderr, err := stack.KubectlAs(context.Background(), kubeconfig, nil, "create", "--raw",
+	out, stderr, err := suite.KubectlAs(context.Background(), kubeconfig, nil, "create", "--raw",
 		"/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/"+controller+"/sync?dryRun=All", "-f", f.Name())
 	var answer syncAnswer
 	if err == nil {
@@ -98,7 +98,8 @@ func previewSync(t *testing.T, kubeconfig, controller, namespace, parent string,
 }
 
 func TestDryRunSyncOfLiveParentShowsCreatesAndPersistsNothing(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-live", "sync-live"
@@ -112,7 +113,7 @@ spec: {color: blue, configMaps: [a, b]}
 	mustApply(t, parent)
 
 	// serverDryRun: kube-apiserver dry-run applies each child.
-	answer, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p1", true)
+	answer, stderr, err := previewSync(t, suite.AdminKubeconfig, controller, ns, "p1", true)
 	if err != nil {
 		t.Fatalf("dry-run sync: %v: %s", err, stderr)
 	}
@@ -142,7 +143,7 @@ spec: {color: blue, configMaps: [a, b]}
 		}
 	}
 	// Nothing exists in the cluster.
-	cms, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p1"})
+	cms, err := suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,8 @@ spec: {color: blue, configMaps: [a, b]}
 }
 
 func TestDryRunSyncPlansUpdatesUnchangedAndDeletesOfExistingChildren(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-existing", "sync-existing"
@@ -164,7 +166,7 @@ metadata: {name: p2, namespace: sync-existing}
 spec: {color: green, configMaps: [same, changed]}
 `
 	mustApply(t, parent)
-	p2, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "hellos", "p2").DoRaw(ctx)
+	p2, err := suite.Kube.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "hellos", "p2").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +204,13 @@ spec: {color: green, configMaps: [same, changed]}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, cm.Name, types.ApplyPatchType, data,
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, cm.Name, types.ApplyPatchType, data,
 			metav1.PatchOptions{FieldManager: "metacontroller.k8s.io/" + controller, Force: ptrTo(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p2")
+	answer, stderr, err := dryRunSync(t, suite.AdminKubeconfig, controller, ns, "p2")
 	if err != nil {
 		t.Fatalf("dry-run sync: %v: %s", err, stderr)
 	}
@@ -236,7 +238,7 @@ spec: {color: green, configMaps: [same, changed]}
 	}
 	// And kube-apiserver agrees: its dry-run applies store the same
 	// children (ConfigMaps have no defaults), managedFields included.
-	server, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p2", true)
+	server, stderr, err := previewSync(t, suite.AdminKubeconfig, controller, ns, "p2", true)
 	if err != nil {
 		t.Fatalf("dry-run sync with serverDryRun: %v: %s", err, stderr)
 	}
@@ -250,13 +252,13 @@ spec: {color: green, configMaps: [same, changed]}
 		}
 	}
 	// Nothing changed: the stale child is there, the changed one still red.
-	stale, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-stale", metav1.GetOptions{})
+	stale, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-stale", metav1.GetOptions{})
 	if err != nil {
 		t.Errorf("the dry-run deleted p2-stale: %v", err)
 	} else if stale.DeletionTimestamp != nil {
 		t.Errorf("the dry-run started deleting p2-stale")
 	}
-	changed, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-changed", metav1.GetOptions{})
+	changed, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p2-changed", metav1.GetOptions{})
 	if err != nil || changed.Data["color"] != "red" {
 		t.Errorf("the dry-run changed p2-changed: %v %v", err, changed.Data)
 	}
@@ -295,7 +297,7 @@ func storedForm(child map[string]interface{}) map[string]interface{} {
 // kube-apiserver has served, by its apiserver_request_total.
 func dryRunApplies(t *testing.T) float64 {
 	t.Helper()
-	data, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	data, err := suite.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatalf("can't read kube-apiserver's /metrics: %v", err)
 	}
@@ -318,7 +320,8 @@ func dryRunApplies(t *testing.T) float64 {
 // the children it shows itself, from the children the sync listed, and
 // sends kube-apiserver no apply for them; serverDryRun sends one per child.
 func TestDryRunSyncPreviewsWithoutApplyingToTheCluster(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it counts kube-apiserver's dry-run applies of ConfigMaps server-wide (apiserver_request_total has no namespace), which other tests' previews add to.
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	const controller, ns = "sync-local", "sync-local"
 	createNamespace(t, ns)
@@ -331,7 +334,7 @@ spec: {color: blue, configMaps: [a, b, c]}
 	before := dryRunApplies(t)
 	const previews = 5
 	for i := 0; i < previews; i++ {
-		answer, stderr, err := dryRunSync(t, stack.AdminKubeconfig, controller, ns, "p4")
+		answer, stderr, err := dryRunSync(t, suite.AdminKubeconfig, controller, ns, "p4")
 		if err != nil {
 			t.Fatalf("dry-run sync: %v: %s", err, stderr)
 		}
@@ -357,7 +360,7 @@ spec: {color: blue, configMaps: [a, b, c]}
 
 	// The counter does count them: serverDryRun sends one per child.
 	before = dryRunApplies(t)
-	if _, stderr, err := previewSync(t, stack.AdminKubeconfig, controller, ns, "p4", true); err != nil {
+	if _, stderr, err := previewSync(t, suite.AdminKubeconfig, controller, ns, "p4", true); err != nil {
 		t.Fatalf("dry-run sync with serverDryRun: %v: %s", err, stderr)
 	}
 	if after := dryRunApplies(t); after-before != 3 {
@@ -366,7 +369,8 @@ spec: {color: blue, configMaps: [a, b, c]}
 }
 
 func TestSyncNeedsCreateOnTheSyncSubresource(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-rbac", "sync-rbac"
@@ -382,7 +386,7 @@ spec: {color: blue, configMaps: [a]}
 	// read the parents.
 	grant := func(name string, rules []rbacv1.PolicyRule) string {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + name}, Rules: rules}
-		if _, err := stack.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		binding := &rbacv1.ClusterRoleBinding{
@@ -390,10 +394,10 @@ spec: {color: blue, configMaps: [a]}
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: name}},
 		}
-		if _, err := stack.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		kubeconfig, err := stack.UserKubeconfig(name)
+		kubeconfig, err := suite.UserKubeconfig(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,12 +459,13 @@ var (
 // TestTypedClientSyncMethodPreviews uses the generated clientset's Sync
 // method, as a Go program would.
 func TestTypedClientSyncMethodPreviews(t *testing.T) {
-	dumpLogsOnFailure(t)
+	t.Parallel()
+	suite.SetUp(t)
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller = "sync-typed"
 	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	client, err := clientset.NewForConfig(stack.AdminConfig)
+	client, err := clientset.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +484,7 @@ func TestTypedClientSyncMethodPreviews(t *testing.T) {
 // mustApply applies manifest as the administrator, failing t if it fails.
 func mustApply(t *testing.T, manifest string) {
 	t.Helper()
-	if err := stack.Apply(context.Background(), manifest); err != nil {
+	if err := suite.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
 }

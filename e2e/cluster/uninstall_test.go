@@ -24,7 +24,8 @@ import (
 // TestNamespaceDeletionWaitsForTheServer.) The server is installed back
 // afterwards for the package's other tests.
 func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
-	dumpLogsOnFailure(t)
+	// Sequential: it deletes the APIService and stops composite-apiserver, which every other test goes through.
+	suite.SetUp(t)
 	ctx := context.Background()
 	const ns = "uninstall"
 	admin, rev := revisionIn(t, ns, "left-in-the-namespace")
@@ -37,30 +38,18 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 		if reinstalled {
 			return
 		}
-		if err := stack.StartComposite(ctx); err != nil {
+		if err := suite.StartComposite(ctx); err != nil {
 			t.Error(err)
 		}
-		if err := stack.RegisterAPIService(ctx); err != nil {
+		if err := suite.RegisterAPIService(ctx); err != nil {
 			t.Error(err)
 		}
 	})
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		groups, err := stack.Kube.Discovery().ServerGroups()
-		if err != nil {
-			return false, nil
-		}
-		for _, g := range groups.Groups {
-			if g.Name == v1alpha1.GroupName {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := waitAdvertised(ctx, false); err != nil {
 		t.Fatalf("kube-apiserver still advertises %s after the APIService was deleted: %v", v1alpha1.GroupName, err)
 	}
 	// 2. The server.
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,14 +59,14 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 		if name != ns {
 			createNamespace(t, name)
 		}
-		if err := stack.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := suite.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var last string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, name := range []string{ns, "uninstall-other"} {
-			got, err := stack.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			got, err := suite.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -105,15 +94,37 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 	// Installed back: the object of ours left in etcd is still there (the
 	// namespace controller never saw it), as the README says.
 	reinstalled = true
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.RegisterAPIService(ctx); err != nil {
+	if err := suite.RegisterAPIService(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The parallel tests start when this one ends: they find the group
+	// advertised again, not only the APIService available.
+	if err := waitAdvertised(ctx, true); err != nil {
+		t.Fatalf("kube-apiserver does not advertise %s again after the reinstall: %v", v1alpha1.GroupName, err)
 	}
 	if _, err := admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Get(ctx, rev.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the ControllerRevision left behind in the server's etcd: %v", err)
 	} else {
 		_ = admin.MetacontrollerV1alpha1().ControllerRevisions(ns).Delete(ctx, rev.Name, metav1.DeleteOptions{})
 	}
+}
+
+// waitAdvertised waits up to 30 s until kube-apiserver's discovery
+// advertises our group, or no longer does.
+func waitAdvertised(ctx context.Context, want bool) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		groups, err := suite.Kube.Discovery().ServerGroups()
+		if err != nil {
+			return false, nil
+		}
+		for _, g := range groups.Groups {
+			if g.Name == v1alpha1.GroupName {
+				return want, nil
+			}
+		}
+		return !want, nil
+	})
 }

@@ -16,12 +16,13 @@ import (
 // either way (on main, before the plugin was turned off, every write on
 // 1.34 got 403 "not yet ready to handle request").
 func TestServesWritesOnEverySupportedMinor(t *testing.T) {
-	dumpLogsOnFailure(t)
-	version, err := stack.Kube.Discovery().ServerVersion()
+	t.Parallel()
+	suite.SetUp(t)
+	version, err := suite.Kube.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := stack.Kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	resources, err := suite.Kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -35,12 +36,12 @@ func TestServesWritesOnEverySupportedMinor(t *testing.T) {
 
 	// A write through the aggregator, and its delete.
 	const name = "versions-write"
-	if _, stderr, err := kubectlStdin(t, stack.AdminKubeconfig, compositeControllerYAML(name, "versionsparents"), "create", "-f", "-"); err != nil {
+	if _, stderr, err := kubectlStdin(t, suite.AdminKubeconfig, compositeControllerYAML(name, "versionsparents"), "create", "-f", "-"); err != nil {
 		t.Fatalf("a write on kube-apiserver %s: %v\n%s", version.GitVersion, err, stderr)
 	}
 	mustKubectl(t, "delete", "compositecontroller", name)
 
-	log, err := os.ReadFile(stack.CompositeProcess().LogFile)
+	log, err := os.ReadFile(suite.CompositeProcess().LogFile)
 	if err != nil {
 		t.Fatal(err)
 	}

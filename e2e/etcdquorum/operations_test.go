@@ -147,10 +147,7 @@ func runJobCommand(t *testing.T, what string, cmd *exec.Cmd) string {
 // own name, with the whole member list) brings back a three-member
 // cluster on which a new server serves every object with its UID.
 func TestChartBackupAndDefragCronJobsRunAndThreeMembersRestore(t *testing.T) {
-	bin, err := framework.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := findBinaries(t)
 	const keep = 2
 	jobs := chartCronJobs(t, "etcd.backup.enabled=true", "etcd.defrag.enabled=true", fmt.Sprintf("etcd.backup.keep=%d", keep))
 	backupJob, ok := jobs["composite-apiserver-etcd-backup"]
@@ -165,10 +162,7 @@ func TestChartBackupAndDefragCronJobsRunAndThreeMembersRestore(t *testing.T) {
 	dir := t.TempDir()
 	c := newCluster(t, bin.Etcd, dir)
 	clientDir := c.clientSecretDir(t)
-	for _, m := range c.members {
-		c.start(t, m)
-	}
-	c.waitReady(t, c.members...)
+	c.startAll(t)
 	client, server := startServer(t, bin.CompositeAPIServer, filepath.Join(dir, "server"), c, c.endpoints(), "")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -337,10 +331,7 @@ func restoreThreeMembers(t *testing.T, c *cluster, snapshot string) {
 			"--initial-cluster-token", token, "--initial-advertise-peer-urls", m.peerURL))
 		m.args = c.args(t, m, strings.Join(initial, ","), dataDir)
 	}
-	for _, m := range c.members {
-		c.start(t, m)
-	}
-	c.waitReady(t, c.members...)
+	c.startAll(t)
 }
 
 func dbSizes(t *testing.T, c *cluster) []int64 {

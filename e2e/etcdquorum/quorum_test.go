@@ -238,6 +238,25 @@ func (m *member) isLeader() bool {
 	return false
 }
 
+// startAll starts every member and waits until each is ready.
+func (c *cluster) startAll(t *testing.T) {
+	t.Helper()
+	for _, m := range c.members {
+		c.start(t, m)
+	}
+	c.waitReady(t, c.members...)
+}
+
+// findBinaries is framework.FindBinaries, failing t when they are missing.
+func findBinaries(t *testing.T) framework.Binaries {
+	t.Helper()
+	bin, err := framework.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 func (c *cluster) waitReady(t *testing.T, members ...*member) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
@@ -415,17 +434,11 @@ spec:
 // answered. The objects are encrypted in etcd (--encryption-provider-config),
 // and a snapshot of one member, restored into a new cluster, serves them all.
 func TestServerOnAThreeMemberEtcdSurvivesOneLossAndFailsSafeOnTwo(t *testing.T) {
-	bin, err := framework.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := findBinaries(t)
 	dir := t.TempDir()
 	c := newCluster(t, bin.Etcd, dir)
 	start := time.Now()
-	for _, m := range c.members {
-		c.start(t, m)
-	}
-	c.waitReady(t, c.members...)
+	c.startAll(t)
 	t.Logf("3 etcd members ready in %s", time.Since(start).Round(time.Millisecond))
 
 	encryption := filepath.Join(dir, "encryption.yaml")

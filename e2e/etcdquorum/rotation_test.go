@@ -168,18 +168,12 @@ func (l *servingLoop) drain(t *testing.T, r *replica) {
 // giving the new CA alone) the first member restarted refuses its peers and
 // never becomes ready: the roll stalls.
 func TestEtcdCertificateRotationThroughACABundleNeverCutsTheServerOff(t *testing.T) {
-	bin, err := framework.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := findBinaries(t)
 	dir := t.TempDir()
 	c := newCluster(t, bin.Etcd, dir)
 	oldClient := c.client
 	clientDir := c.clientSecretDir(t)
-	for _, m := range c.members {
-		c.start(t, m)
-	}
-	c.waitReady(t, c.members...)
+	c.startAll(t)
 
 	l := &servingLoop{phase: "before"}
 	start := func(r *replica) {
@@ -218,7 +212,7 @@ func TestEtcdCertificateRotationThroughACABundleNeverCutsTheServerOff(t *testing
 
 	next := newGeneration(t, filepath.Join(dir, "new-certs"))
 	newMember, newClient, newCA := next.member, next.client, next.ca
-	oldCA := readFile(t, filepath.Join(c.tlsDir, "ca.crt"))
+	oldCA := framework.ReadFile(t, filepath.Join(c.tlsDir, "ca.crt"))
 
 	// Each step writes the two Secrets' files (the members' and the
 	// server's) and rolls the members, then the replicas, one at a time.
@@ -230,8 +224,8 @@ func TestEtcdCertificateRotationThroughACABundleNeverCutsTheServerOff(t *testing
 		{"1 both CAs trusted", map[string]map[string][]byte{
 			"server": {"ca.crt": concat(oldCA, newCA)}, "client": {"ca.crt": concat(oldCA, newCA)}}},
 		{"2 new certificates", map[string]map[string][]byte{
-			"server": {"tls.crt": readFile(t, newMember.CertFile), "tls.key": readFile(t, newMember.KeyFile)},
-			"client": {"tls.crt": readFile(t, newClient.CertFile), "tls.key": readFile(t, newClient.KeyFile)}}},
+			"server": {"tls.crt": framework.ReadFile(t, newMember.CertFile), "tls.key": framework.ReadFile(t, newMember.KeyFile)},
+			"client": {"tls.crt": framework.ReadFile(t, newClient.CertFile), "tls.key": framework.ReadFile(t, newClient.KeyFile)}}},
 		{"3 old CA dropped", map[string]map[string][]byte{"server": {"ca.crt": newCA}, "client": {"ca.crt": newCA}}},
 	}
 	for _, step := range steps {
@@ -287,7 +281,7 @@ func newGeneration(t *testing.T, dir string) generation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := generation{ca: readFile(t, next.ServingCA.CertFile)}
+	g := generation{ca: framework.ReadFile(t, next.ServingCA.CertFile)}
 	if g.member, err = next.Issue(next.ServingCA, "etcd", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")},
 		x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth); err != nil {
 		t.Fatal(err)
@@ -357,15 +351,6 @@ func tryEtcd(t *testing.T, url string, caPEM []byte, client framework.CertKey) e
 	defer cancel()
 	_, err = cli.Get(ctx, "rotation-check")
 	return err
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func concat(pems ...[]byte) []byte {

@@ -11,6 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // CRD is a CustomResourceDefinition of one served and stored version whose
@@ -176,36 +181,6 @@ func (s *Stack) TimeNamespaceDeletion(ctx context.Context, name string, timeout 
 	return time.Since(start), nil
 }
 
-// HelloController is a CompositeController of hellos with ConfigMap and
-// Service children, its sync hook at hookURL/sync; method is the ConfigMaps'
-// update strategy. extraSpec is appended to the spec, indented.
-func HelloController(name, hookURL, method, extraSpec string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: %s
-  - apiVersion: v1
-    resource: services
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      webhook:
-        url: %s/sync
-        timeout: 5s
-%s`, name, method, hookURL, extraSpec)
-}
-
 // ControllerFixture is a CompositeController of the hellos labelled
 // SelectBy=<Name>, so that each test's controller sees only its own
 // parents, with a generated selector and one child resource, its sync hook
@@ -222,17 +197,16 @@ type ControllerFixture struct {
 	// ReadyChecks makes a rolling update wait for each child it updates to
 	// report the condition Ready=True before it goes on.
 	ReadyChecks bool
-	// Timeout is the sync hook's timeout: Metacontroller's default when
-	// empty.
+	// Timeout is the sync hook's timeout, as time.ParseDuration reads it:
+	// Metacontroller's default when empty.
 	Timeout string
-	// Hooks is appended under spec.hooks (four-space indented YAML).
-	Hooks string
-	// Extra is appended to the spec (two-space indented YAML).
-	Extra string
+	// Spec, when set, edits the spec last: what a test adds to the
+	// fixture, checked by the compiler.
+	Spec func(*acv1alpha1.CompositeControllerSpecApplyConfiguration)
 }
 
-// Manifest is the CompositeController as YAML to apply.
-func (c ControllerFixture) Manifest() string {
+// ApplyConfiguration is the CompositeController.
+func (c ControllerFixture) ApplyConfiguration() *acv1alpha1.CompositeControllerApplyConfiguration {
 	selectBy, child, method := c.SelectBy, c.Child, c.Method
 	if selectBy == "" {
 		selectBy = "test"
@@ -241,41 +215,31 @@ func (c ControllerFixture) Manifest() string {
 		child = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	}
 	if method == "" {
-		method = "InPlace"
+		method = string(v1alpha1.ChildUpdateInPlace)
 	}
-	checks := ""
+	strategy := acv1alpha1.CompositeControllerChildUpdateStrategy().WithMethod(v1alpha1.ChildUpdateMethod(method))
 	if c.ReadyChecks {
-		checks = `      statusChecks:
-        conditions:
-        - type: Ready
-          status: "True"
-`
+		strategy.WithStatusChecks(acv1alpha1.ChildUpdateStatusChecks().WithConditions(
+			acv1alpha1.StatusConditionCheck().WithType("Ready").WithStatus(string(metav1.ConditionTrue))))
 	}
-	timeout := ""
-	if c.Timeout != "" {
-		timeout = "        timeout: " + c.Timeout + "\n"
+	spec := acv1alpha1.CompositeControllerSpec().
+		WithGenerateSelector(true).
+		WithParentResource(acv1alpha1.CompositeControllerParentResourceRule().
+			WithAPIVersion("example.com/v1").WithResource("hellos").
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{selectBy: c.Name}))).
+		WithChildResources(acv1alpha1.CompositeControllerChildResourceRule().
+			WithAPIVersion(child.GroupVersion().String()).WithResource(child.Resource).
+			WithUpdateStrategy(strategy)).
+		WithHooks(acv1alpha1.CompositeControllerHooks().WithSync(HookAt(c.HookURL+"/sync", parseTimeout(c.Timeout))))
+	if c.Spec != nil {
+		c.Spec(spec)
 	}
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {%[2]s: %[1]s}
-  childResources:
-  - apiVersion: %[3]s
-    resource: %[4]s
-    updateStrategy:
-      method: %[5]s
-%[6]s  hooks:
-    sync:
-      webhook:
-        url: %[7]s/sync
-%[8]s%[9]s%[10]s`, c.Name, selectBy, child.GroupVersion().String(), child.Resource, method, checks, c.HookURL, timeout, c.Hooks, c.Extra)
+	return acv1alpha1.CompositeController(c.Name).WithSpec(spec)
+}
+
+// Manifest is the CompositeController as YAML to apply.
+func (c ControllerFixture) Manifest() string {
+	return manifest(c.ApplyConfiguration())
 }
 
 // DecoratorFixture is a DecoratorController of the hellos and of the
@@ -290,50 +254,81 @@ type DecoratorFixture struct {
 	// finalizer, and its attachments are left to the garbage collector
 	// when it goes.
 	NoFinalize bool
+	// Spec, when set, edits the spec last: what a test adds to the
+	// fixture, checked by the compiler.
+	Spec func(*acv1alpha1.DecoratorControllerSpecApplyConfiguration)
 }
 
-// Manifest is the DecoratorController as YAML to apply.
-func (d DecoratorFixture) Manifest() string {
+// ApplyConfiguration is the DecoratorController.
+func (d DecoratorFixture) ApplyConfiguration() *acv1alpha1.DecoratorControllerApplyConfiguration {
 	selectBy := d.SelectBy
 	if selectBy == "" {
 		selectBy = "test"
 	}
-	finalize := ""
-	if !d.NoFinalize {
-		finalize = fmt.Sprintf(`    finalize:
-      version: v2
-      webhook:
-        url: %s/decorate-finalize
-        timeout: 3s
-`, d.HookURL)
+	selected := func() *metav1ac.LabelSelectorApplyConfiguration {
+		return metav1ac.LabelSelector().WithMatchLabels(map[string]string{selectBy: d.Name})
 	}
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: %[1]s
-spec:
-  resources:
-  - apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {%[2]s: %[1]s}
-  - apiVersion: v1
-    resource: configmaps
-    labelSelector:
-      matchLabels: {%[2]s: %[1]s}
-    annotationSelector:
-      matchExpressions:
-      - {key: attach, operator: Exists}
-  attachments:
-  - apiVersion: v1
-    resource: secrets
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      version: v2
-      webhook:
-        url: %[3]s/decorate
-        timeout: 3s
-%[4]s`, d.Name, selectBy, d.HookURL, finalize)
+	hooks := acv1alpha1.DecoratorControllerHooks().
+		WithSync(HookAt(d.HookURL+"/decorate", 3*time.Second).WithVersion(v1alpha1.HookVersionV2))
+	if !d.NoFinalize {
+		hooks.WithFinalize(HookAt(d.HookURL+"/decorate-finalize", 3*time.Second).WithVersion(v1alpha1.HookVersionV2))
+	}
+	spec := acv1alpha1.DecoratorControllerSpec().
+		WithResources(
+			acv1alpha1.DecoratorControllerResourceRule().WithAPIVersion("example.com/v1").WithResource("hellos").
+				WithLabelSelector(selected()),
+			acv1alpha1.DecoratorControllerResourceRule().WithAPIVersion("v1").WithResource("configmaps").
+				WithLabelSelector(selected()).
+				WithAnnotationSelector(acv1alpha1.AnnotationSelector().WithMatchExpressions(
+					metav1ac.LabelSelectorRequirement().WithKey("attach").WithOperator(metav1.LabelSelectorOpExists)))).
+		WithAttachments(acv1alpha1.DecoratorControllerAttachmentRule().WithAPIVersion("v1").WithResource("secrets").
+			WithUpdateStrategy(acv1alpha1.DecoratorControllerAttachmentUpdateStrategy().WithMethod(v1alpha1.ChildUpdateInPlace))).
+		WithHooks(hooks)
+	if d.Spec != nil {
+		d.Spec(spec)
+	}
+	return acv1alpha1.DecoratorController(d.Name).WithSpec(spec)
+}
+
+// Manifest is the DecoratorController as YAML to apply.
+func (d DecoratorFixture) Manifest() string {
+	return manifest(d.ApplyConfiguration())
+}
+
+// HookAt is a hook calling the webhook at url, within timeout unless it is
+// zero (then Metacontroller's default).
+func HookAt(url string, timeout time.Duration) *acv1alpha1.HookApplyConfiguration {
+	webhook := acv1alpha1.Webhook().WithURL(url)
+	if timeout != 0 {
+		webhook.WithTimeout(metav1.Duration{Duration: timeout})
+	}
+	return acv1alpha1.Hook().WithWebhook(webhook)
+}
+
+// parseTimeout reads a fixture's Timeout, zero when empty. A timeout that
+// does not parse is the test's own mistake, so it panics rather than
+// making every Manifest return an error.
+func parseTimeout(timeout string) time.Duration {
+	if timeout == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		panic(fmt.Sprintf("fixture timeout %q: %v", timeout, err))
+	}
+	return d
+}
+
+// manifest is config as YAML. YAML, not JSON, though kubectl takes
+// either: tests outside the fixtures still edit the text (a label inserted
+// after "  name: <name>\n", a field appended to the spec, which sorts
+// last), and the keys of the YAML come sorted, so the spec's fields end
+// it. A config that does not marshal is the fixture's own mistake: it
+// panics.
+func manifest(config any) string {
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
 }

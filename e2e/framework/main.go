@@ -10,13 +10,13 @@ import (
 	"testing"
 )
 
-// TestMain runs a package's tests against one stack started with opts,
-// stored in *stack for them, and returns the exit code. The stack is torn
-// down at the end, also on an interrupt; its files are kept when a test
-// failed, for a look. A stack process that ended without being asked to
-// (composite-apiserver crashing or exiting with an error, say) fails the
+// testMain runs a package's tests against one stack started with opts,
+// given to ready before they run, and returns the exit code. The stack is
+// torn down at the end, also on an interrupt; its files are kept when a
+// test failed, for a look. A stack process that ended without being asked
+// to (composite-apiserver crashing or exiting with an error, say) fails the
 // package even when every test passed.
-func TestMain(m *testing.M, opts Options, stack **Stack) int {
+func testMain(m *testing.M, opts Options, ready func(*Stack) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if opts.Log == nil {
@@ -27,7 +27,6 @@ func TestMain(m *testing.M, opts Options, stack **Stack) int {
 		fmt.Fprintf(os.Stderr, "can't start the e2e stack: %v\n", err)
 		return 1
 	}
-	*stack = s
 	code := 1
 	defer func() {
 		s.Stop()
@@ -37,6 +36,10 @@ func TestMain(m *testing.M, opts Options, stack **Stack) int {
 			fmt.Fprintf(os.Stderr, "e2e stack files kept in %s\n", s.Dir)
 		}
 	}()
+	if err := ready(s); err != nil {
+		fmt.Fprintf(os.Stderr, "can't set up the e2e suite: %v\n", err)
+		return code
+	}
 	done := make(chan int, 1)
 	go func() { done <- m.Run() }()
 	select {
@@ -62,7 +65,7 @@ func TestMain(m *testing.M, opts Options, stack **Stack) int {
 
 // DumpLogsOnFailure prints every process's log tail when t fails, and fails
 // t when a stack process ended without being asked to while it ran.
-func (s *Stack) DumpLogsOnFailure(t *testing.T) {
+func (s *Stack) DumpLogsOnFailure(t testing.TB) {
 	seen := len(s.UnexpectedExits())
 	t.Cleanup(func() {
 		for _, e := range s.UnexpectedExits()[seen:] {

@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Eventually polls cond every 100 ms for up to timeout, and fails t when it
+// Within polls cond every 100 ms for up to timeout, and fails t when it
 // never holds. An error of cond is kept as the last one and polling goes
 // on; it gives up at once when the stack is down (composite-apiserver or
 // the control plane ended without being asked to), since nothing it waits
 // for can happen then.
-func (s *Stack) Eventually(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
+func (s *Stack) Within(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
@@ -43,7 +43,7 @@ func (s *Stack) Eventually(t testing.TB, what string, timeout time.Duration, con
 // its own case, not for a state an earlier case may have left.
 func (s *Stack) WaitForEvent(t testing.TB, ns, name, reason, substring string, timeout time.Duration) {
 	t.Helper()
-	s.Eventually(t, "a "+reason+" Event on "+name+" containing "+substring, timeout, func() (bool, error) {
+	s.Within(t, "a "+reason+" Event on "+name+" containing "+substring, timeout, func() (bool, error) {
 		list, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
 		if err != nil {
 			return false, err

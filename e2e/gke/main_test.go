@@ -14,7 +14,7 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite *framework.Suite
 
 // admissionConfig is the limit GKE runs with, as Kubernetes documents it
 // ("Limit Priority Class consumption by default").
@@ -49,9 +49,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return framework.TestMain(m, framework.Options{
+	suite = framework.NewSuite(framework.Options{
 		// The API alone: no controller is synced here.
 		CompositeArgs:     []string{"--controller-loop=false"},
 		KubeAPIServerArgs: []string{"--admission-control-config-file=" + config},
-	}, &stack)
+	})
+	return suite.Main(m)
 }

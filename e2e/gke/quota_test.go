@@ -19,27 +19,27 @@ import (
 // ("insufficient quota to match these scopes", what an admin on GKE
 // meets), and with criticalPodsQuota.enabled every Pod is admitted.
 func TestCriticalPodsQuotaLetsGKEAdmitThePods(t *testing.T) {
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx := context.Background()
 
 	without := namespace(t, "gke-without-quota")
 	install(t, without)
 	var events string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		events = stack.NamespaceEvents(ctx, without)
+		events = suite.NamespaceEvents(ctx, without)
 		return strings.Count(events, "insufficient quota to match these scopes") > 0 &&
 			strings.Contains(events, "ReplicaSet/") && strings.Contains(events, "StatefulSet/"), nil
 	})
 	if err != nil {
 		t.Errorf("without the quota, no FailedCreate of insufficient quota from both the ReplicaSet and the StatefulSet: %v\nEvents:\n%s", err, events)
 	}
-	if pods, err := stack.Kube.CoreV1().Pods(without).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+	if pods, err := suite.Kube.CoreV1().Pods(without).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
 		t.Errorf("without the quota, Pods were admitted (%v): the stack does not limit critical Pods as GKE does", err)
 	}
 
 	with := namespace(t, "gke-with-quota")
 	in := install(t, with, "criticalPodsQuota.enabled=true")
-	if _, err := stack.WaitPods(ctx, with, in.Pods); err != nil {
+	if _, err := suite.WaitPods(ctx, with, in.Pods); err != nil {
 		t.Error(err)
 	}
 }
@@ -47,11 +47,11 @@ func TestCriticalPodsQuotaLetsGKEAdmitThePods(t *testing.T) {
 func namespace(t *testing.T, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	if err := stack.CreateNamespace(ctx, name); err != nil {
+	if err := suite.CreateNamespace(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stack.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) })
-	if err := stack.EnsureDefaultServiceAccount(ctx, name); err != nil {
+	t.Cleanup(func() { _ = suite.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) })
+	if err := suite.EnsureDefaultServiceAccount(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -63,7 +63,7 @@ func install(t *testing.T, ns string, set ...string) *framework.Install {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := stack.InstallNamespaced(context.Background(), rendered, ns, ns)
+	in, err := suite.InstallNamespaced(context.Background(), rendered, ns, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,74 +33,68 @@ import (
 // (the chart's own CA file is checked by
 // TestChartCertificatesChainForTheNamesTheyAreUsedFor).
 func TestAReadyReplicaRegistersTheAPIServiceAndUninstallRemovesIt(t *testing.T) {
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx := context.Background()
-	apiServices := stack.Aggregator.ApiregistrationV1().APIServices()
+	apiServices := suite.Aggregator.ApiregistrationV1().APIServices()
 	const release, namespace, fullname = "selfreg", "selfreg-system", "selfreg-apiserver"
 
 	// The stack's server and registration make way for the release's.
-	stack.Disrupted()
-	if err := stack.StopComposite(); err != nil {
+	suite.Disrupted()
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 	if err := apiServices.Delete(ctx, framework.APIServiceName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = framework.HelmAgainst(stack.AdminKubeconfig, "uninstall", release, "-n", namespace, "--wait", "--timeout=60s")
-		if err := stack.StopComposite(); err != nil {
+		_, _ = uninstall(release, namespace)
+		if err := suite.StopComposite(); err != nil {
 			t.Error(err)
 		}
 		if err := apiServices.Delete(ctx, framework.APIServiceName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		if err := stack.StartComposite(ctx); err != nil {
+		if err := suite.StartComposite(ctx); err != nil {
 			t.Fatalf("can't start the stack's composite-apiserver again: %v", err)
 		}
-		if err := stack.RegisterAPIService(ctx); err != nil {
+		if err := suite.RegisterAPIService(ctx); err != nil {
 			t.Fatalf("can't register the stack's APIService again: %v", err)
 		}
 	})
 
-	chart, err := framework.ChartDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "install", release, chart, "--namespace", namespace, "--create-namespace",
+	mustHelm(t, "install", release, chartDir(t), "--namespace", namespace, "--create-namespace",
 		"--set", "image.repository=registry.invalid/composite-apiserver", "--set", "image.tag=never-pulled",
 		"--set", "fullnameOverride="+fullname,
-		"--set", "etcd.mode=external", "--set", "etcd.external.servers={"+stack.EtcdURL+"}"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+		"--set", "etcd.mode=external", "--set", "etcd.external.servers={"+suite.EtcdURL+"}")
 	if _, err := apiServices.Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("with no replica ready, the APIService: %v (want NotFound)", err)
 	}
 
-	identity, err := stack.ServiceAccountKubeconfig(ctx, namespace, fullname)
+	identity, err := suite.ServiceAccountKubeconfig(ctx, namespace, fullname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.StartComposite(ctx, replicaArgs(t, namespace, fullname, identity)...); err != nil {
+	if err := suite.StartComposite(ctx, replicaArgs(t, namespace, fullname, identity)...); err != nil {
 		t.Fatal(err)
 	}
-	stack.Disrupted()
+	suite.Disrupted()
 	// The README's wait, as a user runs it.
 	for _, wait := range []string{"--for=create", "--for=condition=Available"} {
-		if out, stderr, err := stack.Kubectl(ctx, "wait", wait, "apiservice/"+framework.APIServiceName, "--timeout=100s"); err != nil {
+		if out, stderr, err := suite.Kubectl(ctx, "wait", wait, "apiservice/"+framework.APIServiceName, "--timeout=100s"); err != nil {
 			t.Fatalf("kubectl wait %s: %v\n%s%s", wait, err, out, stderr)
 		}
 	}
 	checkRegistered(t, fullname)
-	if err := stack.WaitAuthenticatedRequests(ctx); err != nil {
+	if err := suite.WaitAuthenticatedRequests(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out, stderr, err := stack.Kubectl(ctx, "get", "compositecontrollers"); err != nil {
+	if out, stderr, err := suite.Kubectl(ctx, "get", "compositecontrollers"); err != nil {
 		t.Fatalf("kubectl get compositecontrollers through kube-apiserver: %v\n%s%s", err, out, stderr)
 	}
 
 	// Uninstall: the release's objects go, and the APIService with its
 	// owner; then the replica, as the Deployment's pods would.
-	if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "uninstall", release, "-n", namespace, "--wait", "--timeout=60s"); err != nil {
+	if out, err := uninstall(release, namespace); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// Generous: the garbage collector acts within seconds of the owner's
@@ -112,10 +106,10 @@ func TestAReadyReplicaRegistersTheAPIServiceAndUninstallRemovesIt(t *testing.T) 
 	if err != nil {
 		t.Fatalf("the APIService outlived helm uninstall: %v", err)
 	}
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
-	took, err := stack.TimeNamespaceDeletion(ctx, "after-selfreg-uninstall", 2*time.Minute)
+	took, err := suite.TimeNamespaceDeletion(ctx, "after-selfreg-uninstall", 2*time.Minute)
 	if err != nil {
 		t.Fatalf("after helm uninstall: %v", err)
 	}
@@ -129,7 +123,7 @@ func TestAReadyReplicaRegistersTheAPIServiceAndUninstallRemovesIt(t *testing.T) 
 // ServiceAccount as identity.
 func replicaArgs(t *testing.T, namespace, fullname, identity string) []string {
 	t.Helper()
-	d, err := stack.Kube.AppsV1().Deployments(namespace).Get(context.Background(), fullname, metav1.GetOptions{})
+	d, err := suite.Kube.AppsV1().Deployments(namespace).Get(context.Background(), fullname, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +143,8 @@ func replicaArgs(t *testing.T, namespace, fullname, identity string) []string {
 	return append(args,
 		"--apiservice-service-namespace="+framework.CompositeNamespace,
 		"--apiservice-service-name="+framework.CompositeService,
-		"--apiservice-service-port="+strconv.Itoa(stack.CompositePort),
-		"--apiservice-ca-file="+stack.Certs.ServingCA.CertFile,
+		"--apiservice-service-port="+strconv.Itoa(suite.CompositePort),
+		"--apiservice-ca-file="+suite.Certs.ServingCA.CertFile,
 		"--authentication-kubeconfig="+identity, "--authorization-kubeconfig="+identity, "--kubeconfig="+identity)
 }
 
@@ -160,11 +154,11 @@ func replicaArgs(t *testing.T, namespace, fullname, identity string) []string {
 func checkRegistered(t *testing.T, fullname string) {
 	t.Helper()
 	ctx := context.Background()
-	api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+	api, err := suite.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
+	ca, err := os.ReadFile(suite.Certs.ServingCA.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +168,7 @@ func checkRegistered(t *testing.T, fullname string) {
 	if s := api.Spec.Service; s == nil || s.Namespace != framework.CompositeNamespace || s.Name != framework.CompositeService {
 		t.Errorf("the APIService's service: %+v", s)
 	}
-	binding, err := stack.Kube.RbacV1().ClusterRoleBindings().Get(ctx, fullname, metav1.GetOptions{})
+	binding, err := suite.Kube.RbacV1().ClusterRoleBindings().Get(ctx, fullname, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

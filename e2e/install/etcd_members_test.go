@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestHelmUpgradeRefusesToChangeTheEtcdMemberCount installs the chart with
@@ -18,27 +16,19 @@ import (
 // never run, the objects are what is checked (and no replica registers
 // the APIService: the stack's stays in place).
 func TestHelmUpgradeRefusesToChangeTheEtcdMemberCount(t *testing.T) {
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx := context.Background()
 	const release, namespace, fullname = "members", "members-system", "members-apiserver"
-	chart, err := framework.ChartDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := func(args ...string) (string, error) {
-		return framework.HelmAgainst(stack.AdminKubeconfig, args...)
-	}
+	chart := chartDir(t)
 	t.Cleanup(func() {
-		if out, err := helm("uninstall", release, "-n", namespace, "--wait", "--timeout=60s"); err != nil {
+		if out, err := uninstall(release, namespace); err != nil {
 			t.Errorf("%v\n%s", err, out)
 		}
 	})
 	// Its own names: the stack's server identity holds the chart's default
 	// ones.
-	if out, err := helm("install", release, chart, "--namespace", namespace, "--create-namespace",
-		"--set", "fullnameOverride="+fullname, "--set", "etcd.bundled.replicas=3"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	mustHelm(t, "install", release, chart, "--namespace", namespace, "--create-namespace",
+		"--set", "fullnameOverride="+fullname, "--set", "etcd.bundled.replicas=3")
 
 	out, err := helm("upgrade", release, chart, "--namespace", namespace, "--reuse-values", "--set", "etcd.bundled.replicas=5")
 	if err == nil {
@@ -53,7 +43,7 @@ func TestHelmUpgradeRefusesToChangeTheEtcdMemberCount(t *testing.T) {
 		}
 	}
 	t.Logf("helm upgrade to 5 members: %v", err)
-	sts, err := stack.Kube.AppsV1().StatefulSets(namespace).Get(ctx, fullname+"-etcd", metav1.GetOptions{})
+	sts, err := suite.Kube.AppsV1().StatefulSets(namespace).Get(ctx, fullname+"-etcd", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +56,7 @@ func TestHelmUpgradeRefusesToChangeTheEtcdMemberCount(t *testing.T) {
 	if out, err := helm("upgrade", release, chart, "--namespace", namespace, "--reuse-values", "--set", "replicas=3"); err != nil {
 		t.Fatalf("helm upgrade keeping 3 etcd members: %v\n%s", err, out)
 	}
-	deploy, err := stack.Kube.AppsV1().Deployments(namespace).Get(ctx, fullname, metav1.GetOptions{})
+	deploy, err := suite.Kube.AppsV1().Deployments(namespace).Get(ctx, fullname, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,43 +20,34 @@ import (
 // install stays broken: the server registers the APIService only once a
 // replica is ready (--register-apiservice), and none is.
 func TestAFailedInstallLeavesNamespaceDeletionWorking(t *testing.T) {
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx := context.Background()
 	// The stack's own registration goes for the install's, and comes back
 	// at the end.
-	stack.Disrupted()
-	apiServices := stack.Aggregator.ApiregistrationV1().APIServices()
+	suite.Disrupted()
+	apiServices := suite.Aggregator.ApiregistrationV1().APIServices()
 	if err := apiServices.Delete(ctx, framework.APIServiceName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const release, namespace = "failsafe", "failsafe-system"
-	chart, err := framework.ChartDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := func(args ...string) {
-		t.Helper()
-		if out, err := framework.HelmAgainst(stack.AdminKubeconfig, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
+	chart := chartDir(t)
 	t.Cleanup(func() {
-		if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "uninstall", release, "-n", namespace, "--wait", "--timeout=60s"); err != nil {
+		if out, err := uninstall(release, namespace); err != nil {
 			t.Errorf("%v\n%s", err, out)
 		}
-		if err := stack.RegisterAPIService(ctx); err != nil {
+		if err := suite.RegisterAPIService(ctx); err != nil {
 			t.Fatalf("can't register the stack's APIService again: %v", err)
 		}
-		stack.Recovered()
+		suite.Recovered()
 	})
 	// Its own names: the stack's server identity holds the chart's default
 	// ones.
-	helm("install", release, chart, "--namespace", namespace, "--create-namespace",
+	mustHelm(t, "install", release, chart, "--namespace", namespace, "--create-namespace",
 		"--set", "image.repository=registry.invalid/composite-apiserver", "--set", "image.tag=never-pulled",
 		"--set", "fullnameOverride=failsafe-apiserver")
 
 	// Generous: an empty namespace goes in about a second.
-	took, err := stack.TimeNamespaceDeletion(ctx, "failsafe-victim", 2*time.Minute)
+	took, err := suite.TimeNamespaceDeletion(ctx, "failsafe-victim", 2*time.Minute)
 	if err != nil {
 		t.Fatalf("after an install whose server never became ready: %v", err)
 	}

@@ -28,12 +28,12 @@ import (
 // install has an APIService (no replica is ready to register it); the
 // objects are what is checked.
 func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx := context.Background()
 	// The aggregation breaks on purpose from here on (the kustomize
 	// install's Service has no endpoints on loopback):
 	// kube-controller-manager's complaints about our group are expected.
-	stack.Disrupted()
+	suite.Disrupted()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +46,12 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 		}
 		var out, errOut string
 		if in != nil {
-			out, errOut, err = stack.KubectlAs(ctx, stack.AdminKubeconfig, in, args...)
+			out, errOut, err = suite.KubectlAs(ctx, suite.AdminKubeconfig, in, args...)
 		} else {
-			out, errOut, err = stack.Kubectl(ctx, args...)
+			out, errOut, err = suite.Kubectl(ctx, args...)
 		}
 		if err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errOut)
-		}
-		return out
-	}
-	helm := func(args ...string) string {
-		t.Helper()
-		out, err := framework.HelmAgainst(stack.AdminKubeconfig, args...)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
 		}
 		return out
 	}
@@ -70,13 +62,13 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	kubectl("", "-n", framework.CompositeNamespace, "delete", "service", framework.CompositeService)
 	kubectl("", "delete", "apiservice", framework.APIServiceName)
 	kubectl("", "apply", "-k", filepath.Join(root, "artifacts", "deploy"))
-	ca, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
+	ca, err := os.ReadFile(suite.Certs.ServingCA.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kubectl("", "-n", framework.CompositeNamespace, "create", "secret", "generic", "composite-apiserver-serving-cert",
-		"--type=kubernetes.io/tls", "--from-file=tls.crt="+stack.Certs.CompositeServing.CertFile,
-		"--from-file=tls.key="+stack.Certs.CompositeServing.KeyFile, "--from-file=ca.crt="+stack.Certs.ServingCA.CertFile)
+		"--type=kubernetes.io/tls", "--from-file=tls.crt="+suite.Certs.CompositeServing.CertFile,
+		"--from-file=tls.key="+suite.Certs.CompositeServing.KeyFile, "--from-file=ca.crt="+suite.Certs.ServingCA.CertFile)
 
 	// The move, as the README says.
 	manifests := kubectl("", "kustomize", filepath.Join(root, "artifacts", "deploy"))
@@ -87,30 +79,26 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	kubectl("", "-n", framework.CompositeNamespace, "annotate", "secret", "composite-apiserver-serving-cert", "--overwrite",
 		"meta.helm.sh/release-name=composite-apiserver", "meta.helm.sh/release-namespace="+framework.CompositeNamespace)
 	kubectl("", "-n", framework.CompositeNamespace, "delete", "deployment", "composite-apiserver", "--cascade=orphan")
-	chart, err := framework.ChartDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm("install", "composite-apiserver", chart, "--namespace", framework.CompositeNamespace,
-		"--set", "etcd.mode=external", "--set", "etcd.external.servers={"+stack.EtcdURL+"}",
+	mustHelm(t, "install", "composite-apiserver", chartDir(t), "--namespace", framework.CompositeNamespace,
+		"--set", "etcd.mode=external", "--set", "etcd.external.servers={"+suite.EtcdURL+"}",
 		"--set", "etcd.prefix="+framework.CompositeEtcdPrefix)
-	if status := helm("status", "composite-apiserver", "-n", framework.CompositeNamespace, "-o", "json"); !strings.Contains(status, `"status":"deployed"`) {
+	if status := mustHelm(t, "status", "composite-apiserver", "-n", framework.CompositeNamespace, "-o", "json"); !strings.Contains(status, `"status":"deployed"`) {
 		t.Fatalf("helm status: %s", status)
 	}
 
 	// The serving certificate was kept, with the CA the server registers.
-	if _, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("with no replica ready, the APIService: %v (want NotFound)", err)
 	}
-	secret, err := stack.Kube.CoreV1().Secrets(framework.CompositeNamespace).Get(ctx, "composite-apiserver-serving-cert", metav1.GetOptions{})
+	secret, err := suite.Kube.CoreV1().Secrets(framework.CompositeNamespace).Get(ctx, "composite-apiserver-serving-cert", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _ := os.ReadFile(stack.Certs.CompositeServing.CertFile)
+	cert, _ := os.ReadFile(suite.Certs.CompositeServing.CertFile)
 	if !bytes.Equal(secret.Data["tls.crt"], cert) || !bytes.Equal(secret.Data["ca.crt"], ca) {
 		t.Errorf("helm install replaced the serving certificate or its CA")
 	}
-	deploy, err := stack.Kube.AppsV1().Deployments(framework.CompositeNamespace).Get(ctx, "composite-apiserver", metav1.GetOptions{})
+	deploy, err := suite.Kube.AppsV1().Deployments(framework.CompositeNamespace).Get(ctx, "composite-apiserver", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +110,8 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	}
 
 	// Uninstall: helm deletes every object it installed.
-	helm("uninstall", "composite-apiserver", "-n", framework.CompositeNamespace, "--wait", "--timeout=60s")
-	if _, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	mustHelm(t, "uninstall", "composite-apiserver", "-n", framework.CompositeNamespace, "--wait", "--timeout=60s")
+	if _, err := suite.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the APIService after helm uninstall: %v", err)
 	}
 	left := kubectl("", "get", "deployment,service,serviceaccount,secret,role,rolebinding", "-n", framework.CompositeNamespace,
@@ -134,7 +122,7 @@ func TestHelmAdoptsAKustomizeInstallAndUninstallsInOrder(t *testing.T) {
 	}
 
 	// Namespaces are deleted as usual.
-	took, err := stack.TimeNamespaceDeletion(ctx, "after-uninstall", 60*time.Second)
+	took, err := suite.TimeNamespaceDeletion(ctx, "after-uninstall", 60*time.Second)
 	if err != nil {
 		t.Fatalf("after helm uninstall: %v", err)
 	}

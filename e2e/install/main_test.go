@@ -11,8 +11,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.Options{CompositeArgs: []string{"--controller-loop=false"}})
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: []string{"--controller-loop=false"}}, &stack))
+	os.Exit(suite.Main(m))
 }

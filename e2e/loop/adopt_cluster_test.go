@@ -21,22 +21,23 @@ import (
 // UID kept), as Metacontroller does and as the /sync preview says, instead
 // of calling it another's.
 func TestClusterScopedParentAdoptsNamespacedOrphans(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	ctx := context.Background()
 	crd := framework.CRD{Group: "adopt.example.com", Plural: "clusterparents", Kind: "ClusterParent", ClusterScoped: true}.Manifest()
 	rights := serverRights("clusterparents", "adopt.example.com", []string{"clusterparents", "clusterparents/status"}, parentVerbs...)
-	if err := stack.Apply(ctx, crd+rights); err != nil {
+	if err := suite.Apply(ctx, crd+rights); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/clusterparents.adopt.example.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/clusterparents.adopt.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	parents := schema.GroupVersionResource{Group: "adopt.example.com", Version: "v1", Resource: "clusterparents"}
-	ns := namespace(t, "adopt-cluster")
+	ns := suite.Namespace(t, "adopt-cluster")
 	labels := map[string]string{"app": "adopt-cluster"}
 
 	// The orphan, there before any parent.
-	orphan, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+	orphan, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "adopted", Labels: labels},
 		Data:       map[string]string{"k": "v"},
 	}, metav1.CreateOptions{})
@@ -73,33 +74,35 @@ spec:
     sync:
       webhook: {url: "` + hook.URL + `/sync"}
 `
-	if err := stack.Apply(ctx, manifest); err != nil {
+	if err := suite.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
 	})
-	waitRunning(t, ctrl)
+	suite.WaitRunning(t, ctrl)
 
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "adopt.example.com/v1", "kind": "ClusterParent",
 		"metadata": map[string]interface{}{"name": "adopter"},
 		"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "adopt-cluster"}}},
 	}}
-	created, err := dyn.Resource(parents).Create(ctx, parent, metav1.CreateOptions{})
+	created, err := suite.Dynamic.Resource(parents).Create(ctx, parent, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(parents).Delete(context.Background(), "adopter", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = suite.Dynamic.Resource(parents).Delete(context.Background(), "adopter", metav1.DeleteOptions{})
+	})
 
-	eventually(t, "the cluster-scoped parent to adopt the orphan ConfigMap", func() (bool, error) {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "adopted", metav1.GetOptions{})
+	suite.Eventually(t, "the cluster-scoped parent to adopt the orphan ConfigMap", func() (bool, error) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "adopted", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if cm.UID != orphan.UID {
 			t.Fatalf("the orphan was replaced (UID %s -> %s), not adopted", orphan.UID, cm.UID)
 		}
-		return ownedBy(cm, created), nil
+		return framework.OwnedBy(cm, created), nil
 	})
 }

@@ -19,22 +19,24 @@ import (
 // or, for the APIService's availability, kube-apiserver's /metrics. An
 // alert on a metric nobody exports never fires.
 func TestAlertRulesNameServedMetrics(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	const name = "loop-alert-metrics"
-	ns := namespace(t, name)
-	controller{Name: name, HookURL: hook.URL}.create(t)
-	createParent(t, ns, "p", name, spec("blue", "a"))
-	waitConfigMaps(t, ns, "p-a")
+	ns := suite.Namespace(t, name)
+	framework.HelloController{Name: name, HookURL: hook.URL}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", name, framework.HelloSpec("blue", "a"))
+	suite.WaitConfigMaps(t, ns, "p-a")
 	if err := hook.SetMode("error500"); err != nil {
 		t.Fatal(err)
 	}
-	setParentSpec(t, ns, "p", spec("green", "a"))
-	eventually(t, "a failed hook call in /metrics", func() (bool, error) {
-		return strings.Contains(compositeMetrics(t), `composite_hook_errors_total{controller="`+name+`"`), nil
+	suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green", "a"))
+	suite.Eventually(t, "a failed hook call in /metrics", func() (bool, error) {
+		return strings.Contains(suite.CompositeGet(t, "/metrics"), `composite_hook_errors_total{controller="`+name+`"`), nil
 	})
 
-	server := sampleNames(compositeMetrics(t))
-	raw, err := stack.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	server := sampleNames(suite.CompositeGet(t, "/metrics"))
+	raw, err := suite.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 func forgetAuthor(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{stack.EtcdURL}, DialTimeout: 5 * time.Second})
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{suite.EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,32 +70,34 @@ func forgetAuthor(t *testing.T, name string) {
 // but the server (T12). It stays without an author, Ready False with
 // reason AuthorUnknown.
 func TestTheServerWritingALegacyControllerDoesNotBecomeItsAuthor(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, dec = "self-author-legacy", "self-author-decorator"
 	// Labelled for the decorator from the start: a label written later by
 	// an administrator would make them its author.
-	manifest := strings.Replace(controller{Name: ctrl, HookURL: hook.URL}.manifest(),
+	manifest := strings.Replace(framework.HelloController{Name: ctrl, HookURL: hook.URL}.Manifest(),
 		"  name: "+ctrl+"\n", "  name: "+ctrl+"\n  labels: {test: "+dec+"}\n", 1)
-	if err := stack.Apply(ctx, manifest); err != nil {
+	if err := suite.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
 	})
-	waitRunning(t, ctrl)
+	suite.WaitRunning(t, ctrl)
 	forgetAuthor(t, ctrl)
-	eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
+	suite.Eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "AuthorUnknown", nil
 	})
 
-	if err := stack.Apply(ctx, serverRights("self-author-ccs", "metacontroller.k8s.io",
+	if err := suite.Apply(ctx, serverRights("self-author-ccs", "metacontroller.k8s.io",
 		[]string{"compositecontrollers", "compositecontrollers/status"}, parentVerbs...)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "clusterrole", "composite-apiserver-self-author-ccs", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "clusterrole", "composite-apiserver-self-author-ccs", "--ignore-not-found")
 	})
 	createDecoratorManifest(t, dec, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: DecoratorController
@@ -116,9 +118,9 @@ spec:
 `, dec, hook.URL))
 
 	var got *v1alpha1.CompositeController
-	eventually(t, "the decorator's label on the controller, written by the server", func() (bool, error) {
+	suite.Eventually(t, "the decorator's label on the framework.HelloController, written by the server", func() (bool, error) {
 		var err error
-		got, err = cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
+		got, err = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
 		return err == nil && got.Labels["decorated"] == "yes", err
 	})
 	if a := got.Status.Author; a != nil {
@@ -137,11 +139,13 @@ spec:
 // rights; once it is granted back, the controller runs again and syncs a
 // parent's new spec.
 func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, author = "revoked-author", "revoked-author"
-	restartWith(t, "--resync-period=5s")
-	ns := namespace(t, ctrl)
+	suite.RestartWith(t, "--resync-period=5s")
+	ns := suite.Namespace(t, ctrl)
 	subject := "{apiGroup: rbac.authorization.k8s.io, kind: User, name: " + author + "}"
 	// The parent's rights in one binding, to be revoked; the children's
 	// and the controller's in another.
@@ -153,8 +157,8 @@ func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
   resources: ["hellos/status"]
   verbs: ["get", "update"]
 `
-	stack.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
-	stack.Grant(t, "e2e-revoked-author", "", `rules:
+	suite.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
+	suite.Grant(t, "e2e-revoked-author", "", `rules:
 - apiGroups: [""]
   resources: ["configmaps", "services"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
@@ -162,33 +166,33 @@ func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, subject)
-	kubeconfig, err := stack.UserKubeconfig(author)
+	kubeconfig, err := suite.UserKubeconfig(author)
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "cc.yaml")
-	if err := os.WriteFile(file, []byte(controller{Name: ctrl, HookURL: hook.URL}.manifest()), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(framework.HelloController{Name: ctrl, HookURL: hook.URL}.Manifest()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = stack.Kubectl(context.Background(), "delete", "cc", ctrl, "--ignore-not-found") })
-	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+	t.Cleanup(func() { _, _, _ = suite.Kubectl(context.Background(), "delete", "cc", ctrl, "--ignore-not-found") })
+	if stderr, err := suite.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
 		t.Fatalf("the author was refused a controller they may run: %s", stderr)
 	}
-	waitRunning(t, ctrl)
-	createParent(t, ns, "p", ctrl, map[string]interface{}{"configMaps": []interface{}{"a"}})
-	waitConfigMaps(t, ns, "p-a")
+	suite.WaitRunning(t, ctrl)
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{"configMaps": []interface{}{"a"}})
+	suite.WaitConfigMaps(t, ns, "p-a")
 
-	if _, stderr, err := stack.Kubectl(ctx, "delete", "clusterrolebinding", "e2e-revoked-author-parents"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "delete", "clusterrolebinding", "e2e-revoked-author-parents"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	want := fmt.Sprintf("the controller's author %q may not list hellos.example.com", author)
-	eventually(t, "the controller whose author may no longer list its parents to stop, Forbidden", func() (bool, error) {
+	suite.Eventually(t, "the controller whose author may no longer list its parents to stop, Forbidden", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" && strings.Contains(c.Message, want), nil
 	})
 
-	stack.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
-	waitRunning(t, ctrl)
-	generation := setParentSpec(t, ns, "p", map[string]interface{}{"configMaps": []interface{}{"a", "b"}})
-	waitObserved(t, ns, "p", generation)
+	suite.Grant(t, "e2e-revoked-author-parents", "", parentRules, subject)
+	suite.WaitRunning(t, ctrl)
+	generation := suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"configMaps": []interface{}{"a", "b"}})
+	suite.WaitObserved(t, ns, "p", generation)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -18,25 +20,27 @@ import (
 // Warnings of a child that fails. Every parent gets its children and its
 // status whatever its Events.
 func TestChildEventsBudget(t *testing.T) {
-	hook := setUp(t)
-	restartWith(t, "--child-events-qps=0.0001", "--child-events-burst=2")
-	ns := namespace(t, "loop-child-events")
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	suite.RestartWith(t, "--child-events-qps=0.0001", "--child-events-burst=2")
+	ns := suite.Namespace(t, "loop-child-events")
 	const name = "loop-child-events"
-	controller{Name: name, HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: name, HookURL: hook.URL}.Create(t, suite)
 
 	for i := range 4 {
-		createParent(t, ns, fmt.Sprintf("p%d", i), name, spec("blue", "a"))
+		suite.CreateHello(t, ns, fmt.Sprintf("p%d", i), name, framework.HelloSpec("blue", "a"))
 	}
-	waitConfigMaps(t, ns, "p0-a", "p1-a", "p2-a", "p3-a")
+	suite.WaitConfigMaps(t, ns, "p0-a", "p1-a", "p2-a", "p3-a")
 	for i := range 4 {
-		p := getParent(t, ns, fmt.Sprintf("p%d", i))
-		waitObserved(t, ns, p.GetName(), p.GetGeneration())
+		p := suite.GetHello(t, ns, fmt.Sprintf("p%d", i))
+		suite.WaitObserved(t, ns, p.GetName(), p.GetGeneration())
 	}
 	// Recorded after the drop, through the same broadcaster: once it is
 	// there, the Events recorded before it are too.
-	stack.WaitForEvent(t, metav1.NamespaceDefault, name, "ChildEventsThrottled", "over this controller's budget (0.0001 a second after a burst of 2", time.Minute)
+	waitControllerEvent(t, ccUID(t, name), "ChildEventsThrottled", "over this controller's budget (0.0001 a second after a burst of 2")
 
-	created, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=ChildCreated"})
+	created, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=ChildCreated"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +52,12 @@ func TestChildEventsBudget(t *testing.T) {
 		t.Errorf("ChildCreated Events of 4 parents with a burst of 2: %d, want 2:\n%s", len(created.Items), strings.Join(about, "\n"))
 	}
 	series := `composite_controller_child_events_dropped_total{controller="` + name + `"}`
-	if got := metricValue(t, compositeMetrics(t), series); got != 2 {
+	if got := metricValue(t, suite.CompositeGet(t, "/metrics"), series); got != 2 {
 		t.Errorf("%s = %v, want 2", series, got)
 	}
 
 	// Over the budget, a child kube-apiserver refuses (a name with capitals)
 	// is still said, with a Warning.
-	createParent(t, ns, "p4", name, spec("blue", "Bad"))
-	stack.WaitForEvent(t, ns, "p4", "ChildError", "p4-Bad", time.Minute)
+	suite.CreateHello(t, ns, "p4", name, framework.HelloSpec("blue", "Bad"))
+	suite.WaitForEvent(t, ns, "p4", "ChildError", "p4-Bad", time.Minute)
 }

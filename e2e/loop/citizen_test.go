@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,14 +25,16 @@ const revisionCount = corev1.ResourceName("count/controllerrevisions.metacontrol
 
 // TestNamespaceOfARollingParentIsCountedAndDeleted: a namespace holding a
 // rolling parent, its children and its ControllerRevisions is counted by
-// the resource-quota controller and deleted by the namespace controller,
+// the resource-quota controller and deleted by the namespace framework.HelloController,
 // with `kubectl delete ns --wait`, in its normal time.
 func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
 	ctx := context.Background()
 	const ctrl = "citizen-ns"
-	ns := namespace(t, "citizen-ns")
+	ns := suite.Namespace(t, "citizen-ns")
 	rollingController(t, ctrl, hook.URL, "RollingInPlace")
 	parent := startRollout(t, ns, "p", ctrl, []string{"a", "b"})
 	revisions := revisionsOf(t, ns, parent)
@@ -41,11 +45,11 @@ func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "revisions", Namespace: ns},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{revisionCount: resource.MustParse("100")}},
 	}
-	if _, err := stack.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the quota controller to count the ControllerRevisions", func() (bool, error) {
-		q, err := stack.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+	suite.Eventually(t, "the quota controller to count the ControllerRevisions", func() (bool, error) {
+		q, err := suite.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -56,8 +60,8 @@ func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
 	// kubectl events --for resolves our kind through discovery, as a user
 	// asks what happened to a controller; the Events of a cluster-scoped
 	// object are in the default namespace.
-	eventually(t, "kubectl events --for compositecontroller/"+ctrl, func() (bool, error) {
-		out, stderr, err := stack.Kubectl(ctx, "events", "--for", "compositecontroller/"+ctrl, "-n", "default")
+	suite.Eventually(t, "kubectl events --for compositecontroller/"+ctrl, func() (bool, error) {
+		out, stderr, err := suite.Kubectl(ctx, "events", "--for", "compositecontroller/"+ctrl, "-n", "default")
 		if err != nil {
 			return false, fmt.Errorf("%v: %s", err, stderr)
 		}
@@ -65,11 +69,11 @@ func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
 	})
 
 	start := time.Now()
-	if out, stderr, err := stack.Kubectl(ctx, "delete", "namespace", ns, "--wait", "--timeout=90s"); err != nil {
+	if out, stderr, err := suite.Kubectl(ctx, "delete", "namespace", ns, "--wait", "--timeout=90s"); err != nil {
 		t.Fatalf("kubectl delete namespace %s --wait: %v\n%s%s\n%s", ns, err, out, stderr, namespaceConditions(t, ns))
 	}
 	t.Logf("namespace %s with a rolling parent, %d ControllerRevisions and its children deleted in %s", ns, len(revisions), time.Since(start).Round(time.Millisecond))
-	if _, err := stack.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace %s still there after kubectl delete --wait: %v\n%s", ns, err, namespaceConditions(t, ns))
 	}
 }
@@ -78,7 +82,7 @@ func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
 // it has not finished deleting.
 func namespaceConditions(t *testing.T, ns string) string {
 	t.Helper()
-	got, err := stack.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	got, err := suite.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -95,32 +99,34 @@ func namespaceConditions(t *testing.T, ns string) string {
 // its ControllerRevisions and children: kube-controller-manager's garbage
 // collector deletes them, in either propagation.
 func TestGarbageCollectorDeletesRevisionsOfADeletedParent(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
 	ctx := context.Background()
 	for _, cascade := range []string{"background", "foreground"} {
 		t.Run(cascade, func(t *testing.T) {
 			ctrl := "citizen-gc-" + cascade
-			ns := namespace(t, ctrl)
+			ns := suite.Namespace(t, ctrl)
 			rollingController(t, ctrl, hook.URL, "RollingInPlace")
 			parent := startRollout(t, ns, "p", ctrl, []string{"a", "b"})
 			if len(revisionsOf(t, ns, parent)) == 0 {
 				t.Fatal("the parent has no ControllerRevision")
 			}
-			if err := cc.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, ctrl, metav1.DeleteOptions{}); err != nil {
+			if err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, ctrl, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "CompositeController "+ctrl+" gone", func() (bool, error) {
-				_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
+			suite.Eventually(t, "CompositeController "+ctrl+" gone", func() (bool, error) {
+				_, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
 				return apierrors.IsNotFound(err), nil
 			})
-			if out, stderr, err := stack.Kubectl(ctx, "delete", "hellos.example.com", parent.GetName(), "-n", ns,
+			if out, stderr, err := suite.Kubectl(ctx, "delete", "hellos.example.com", parent.GetName(), "-n", ns,
 				"--cascade="+cascade, "--wait", "--timeout=60s"); err != nil {
 				t.Fatalf("kubectl delete --cascade=%s: %v\n%s%s", cascade, err, out, stderr)
 			}
-			eventually(t, "the garbage collector to delete the parent's ControllerRevisions and Widgets", func() (bool, error) {
+			suite.Eventually(t, "the garbage collector to delete the parent's ControllerRevisions and Widgets", func() (bool, error) {
 				revs := revisionsOf(t, ns, parent)
-				ws, err := dyn.Resource(widgets).Namespace(ns).List(ctx, metav1.ListOptions{})
+				ws, err := suite.Dynamic.Resource(widgets).Namespace(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, err
 				}
@@ -131,7 +137,7 @@ func TestGarbageCollectorDeletesRevisionsOfADeletedParent(t *testing.T) {
 				// In foreground the parent itself waits for its
 				// dependents, our revisions among them, and is gone
 				// once they are (kubectl --wait saw it go).
-				if _, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, parent.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				if _, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, parent.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					t.Fatalf("parent still there after a foreground delete: %v", err)
 				}
 			}

@@ -41,9 +41,11 @@ rules:
 // a reader ClusterRole, owned by the CRD, which the garbage collector
 // deletes with it; a CRD without the annotation gets none.
 func TestMetacontrollerCRDRolesExampleRuns(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	if err := stack.Apply(ctx, crdRolesRights); err != nil {
+	if err := suite.Apply(ctx, crdRolesRights); err != nil {
 		t.Fatal(err)
 	}
 	manifest := framework.MetacontrollerDecorator("crd-roles")
@@ -67,35 +69,35 @@ spec:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 `
 	}
-	if err := stack.Apply(ctx, crd("plains", false)); err != nil {
+	if err := suite.Apply(ctx, crd("plains", false)); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.Apply(ctx, crd("roleds", true)); err != nil {
+	if err := suite.Apply(ctx, crd("roleds", true)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "crd", "plains.roles.example.com", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "crd", "plains.roles.example.com", "--ignore-not-found")
 	})
-	roled, err := dyn.Resource(crds).Get(ctx, "roleds.roles.example.com", metav1.GetOptions{})
+	roled, err := suite.Dynamic.Resource(crds).Get(ctx, "roleds.roles.example.com", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ClusterRole roleds.roles.example.com-reader owned by its CRD", func() (bool, error) {
-		role, err := stack.Kube.RbacV1().ClusterRoles().Get(ctx, "roleds.roles.example.com-reader", metav1.GetOptions{})
+	suite.Eventually(t, "ClusterRole roleds.roles.example.com-reader owned by its CRD", func() (bool, error) {
+		role, err := suite.Kube.RbacV1().ClusterRoles().Get(ctx, "roleds.roles.example.com-reader", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return ownedBy(role, roled) && role.Annotations[decoratorAnnotation] == "crd-role-controller", nil
+		return framework.OwnedBy(role, roled) && role.Annotations[decoratorAnnotation] == "crd-role-controller", nil
 	})
 	// The annotated CRD's attachment came after the other CRD was seen.
-	if _, err := stack.Kube.RbacV1().ClusterRoles().Get(ctx, "plains.roles.example.com-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Kube.RbacV1().ClusterRoles().Get(ctx, "plains.roles.example.com-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a CRD without the annotation got a ClusterRole: %v", err)
 	}
-	if err := dyn.Resource(crds).Delete(ctx, "roleds.roles.example.com", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Dynamic.Resource(crds).Delete(ctx, "roleds.roles.example.com", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, "ClusterRole roleds.roles.example.com-reader", func() error {
-		_, err := stack.Kube.RbacV1().ClusterRoles().Get(ctx, "roleds.roles.example.com-reader", metav1.GetOptions{})
+		_, err := suite.Kube.RbacV1().ClusterRoles().Get(ctx, "roleds.roles.example.com-reader", metav1.GetOptions{})
 		return err
 	})
 }

@@ -18,14 +18,16 @@ import (
 // another namespace (where the server itself may write) gets nothing, and
 // a Forbidden Event names the ServiceAccount.
 func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl = "decorator-identity"
-	home, away := namespace(t, "decorator-identity-home"), namespace(t, "decorator-identity-away")
-	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "decorator"}}, metav1.CreateOptions{}); err != nil {
+	home, away := suite.Namespace(t, "decorator-identity-home"), suite.Namespace(t, "decorator-identity-away")
+	if _, err := suite.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "decorator"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stack.Grant(t, "decorator-identity", home, `rules:
+	suite.Grant(t, "decorator-identity", home, `rules:
 - apiGroups: ["example.com"]
   resources: ["hellos"]
   verbs: ["get", "list", "watch", "update", "patch"]
@@ -36,7 +38,7 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
   resources: ["configmaps", "secrets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 `, "{kind: ServiceAccount, name: decorator, namespace: "+home+"}")
-	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
+	suite.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -44,22 +46,22 @@ func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
 
 	createDecoratorManifest(t, ctrl, framework.DecoratorFixture{Name: ctrl, HookURL: hook.URL}.Manifest()+"  serviceAccount: {namespace: "+home+", name: decorator}\n")
 
-	hello := createParent(t, home, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	hello := suite.CreateHello(t, home, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
 	waitDecorated(t, func() (metav1.Object, error) {
-		return dyn.Resource(hellos).Namespace(home).Get(ctx, "h", metav1.GetOptions{})
+		return suite.Dynamic.Resource(framework.Hellos).Namespace(home).Get(ctx, "h", metav1.GetOptions{})
 	})
 	waitAttachment(t, home, "h-a", ctrl, hello)
 
-	createParent(t, away, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
-	stack.WaitForEvent(t, away, "h", "Forbidden", "ServiceAccount "+home+"/decorator may not list hellos.example.com in namespace "+away, time.Minute)
-	got, err := dyn.Resource(hellos).Namespace(away).Get(ctx, "h", metav1.GetOptions{})
+	suite.CreateHello(t, away, "h", ctrl, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	suite.WaitForEvent(t, away, "h", "Forbidden", "ServiceAccount "+home+"/decorator may not list hellos.example.com in namespace "+away, time.Minute)
+	got, err := suite.Dynamic.Resource(framework.Hellos).Namespace(away).Get(ctx, "h", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if labels := got.GetLabels(); labels["decorated"] != "" {
 		t.Errorf("a Hello where the decorator's ServiceAccount may not write was decorated: %v", labels)
 	}
-	if list, err := stack.Kube.CoreV1().Secrets(away).List(ctx, metav1.ListOptions{}); err == nil {
+	if list, err := suite.Kube.CoreV1().Secrets(away).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, s := range list.Items {
 			if s.Annotations[decoratorAnnotation] == ctrl {
 				t.Errorf("an attachment %s was written where the decorator's ServiceAccount may not", s.Name)

@@ -19,11 +19,11 @@ import (
 func orphanedByKubectl(t *testing.T, attachment string, get func() (metav1.Object, error), what ...string) metav1.Object {
 	t.Helper()
 	args := append([]string{"delete", "--cascade=orphan", "--wait=true"}, what...)
-	if out, errOut, err := stack.Kubectl(context.Background(), args...); err != nil {
+	if out, errOut, err := suite.Kubectl(context.Background(), args...); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
 	var orphan metav1.Object
-	eventually(t, attachment+" orphaned by the garbage collector", func() (bool, error) {
+	suite.Eventually(t, attachment+" orphaned by the garbage collector", func() (bool, error) {
 		var err error
 		if orphan, err = get(); err != nil {
 			return false, err
@@ -34,7 +34,7 @@ func orphanedByKubectl(t *testing.T, attachment string, get func() (metav1.Objec
 }
 
 // assertLeftAlone fails unless the orphan still exists, with its UID and
-// without a controller, and no Event on the objects the decorator synced
+// without a framework.HelloController, and no Event on the objects the decorator synced
 // since says it was adopted or deleted.
 func assertLeftAlone(t *testing.T, orphan metav1.Object, get func() (metav1.Object, error), eventsOn ...string) {
 	t.Helper()
@@ -66,40 +66,42 @@ func assertLeftAlone(t *testing.T, orphan metav1.Object, get func() (metav1.Obje
 // --cascade=orphan, crd-roles' example, has its ClusterRole deleted by
 // kube-apiserver's CRD cleanup and the garbage collector, not orphaned.)
 func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 
 	t.Run("namespaced objects", func(t *testing.T) {
 		const name = "decorate-orphans"
-		ns := namespace(t, name)
+		ns := suite.Namespace(t, name)
 		createDecoratorManifest(t, name, framework.DecoratorFixture{Name: name, HookURL: hook.URL, NoFinalize: true}.Manifest())
 		for _, cm := range []string{"a", "b"} {
-			if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Name: cm, Labels: map[string]string{"test": name}, Annotations: map[string]string{"attach": "x"}}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		a, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
+		a, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitAttachment(t, ns, "a-x", name, a)
 		getAX := func() (metav1.Object, error) {
-			return stack.Kube.CoreV1().Secrets(ns).Get(ctx, "a-x", metav1.GetOptions{})
+			return suite.Kube.CoreV1().Secrets(ns).Get(ctx, "a-x", metav1.GetOptions{})
 		}
 		orphan := orphanedByKubectl(t, "Secret a-x", getAX, "configmap", "a", "-n", ns)
 
 		// b's next sync, seen done by the Event of the attachment it
 		// creates: on it, today's main adopted a-x and deleted it.
-		cur, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "b", metav1.GetOptions{})
+		cur, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "b", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cur.Annotations["attach"] = "x,y"
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		stack.WaitForEvent(t, ns, "b", "ChildCreated", "Secret "+ns+"/b-y", time.Minute)
+		suite.WaitForEvent(t, ns, "b", "ChildCreated", "Secret "+ns+"/b-y", time.Minute)
 		assertLeftAlone(t, orphan, getAX, ns, "b")
 	})
 

@@ -32,14 +32,14 @@ func createDecorator(t *testing.T, name, hookURL string) {
 // and waits until its loop runs.
 func createDecoratorManifest(t *testing.T, name, manifest string) {
 	t.Helper()
-	if err := stack.Apply(context.Background(), manifest); err != nil {
+	if err := suite.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().DecoratorControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	eventually(t, "DecoratorController "+name+" Ready", func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().DecoratorControllers().Get(context.Background(), name, metav1.GetOptions{})
+	suite.Eventually(t, "DecoratorController "+name+" Ready", func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -52,7 +52,7 @@ func createDecoratorManifest(t *testing.T, name, manifest string) {
 func waitDecorated(t *testing.T, get func() (metav1.Object, error)) metav1.Object {
 	t.Helper()
 	var obj metav1.Object
-	eventually(t, "the hook's label and annotation", func() (bool, error) {
+	suite.Eventually(t, "the hook's label and annotation", func() (bool, error) {
 		var err error
 		if obj, err = get(); err != nil {
 			return false, err
@@ -67,13 +67,13 @@ func waitDecorated(t *testing.T, get func() (metav1.Object, error)) metav1.Objec
 func waitAttachment(t *testing.T, ns, name, ctrl string, owner metav1.Object) *corev1.Secret {
 	t.Helper()
 	var secret *corev1.Secret
-	eventually(t, "attachment "+name, func() (bool, error) {
+	suite.Eventually(t, "attachment "+name, func() (bool, error) {
 		var err error
-		secret, err = stack.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		secret, err = suite.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return ownedBy(secret, owner) && secret.Annotations[decoratorAnnotation] == ctrl && string(secret.Data["object"]) == owner.GetName(), nil
+		return framework.OwnedBy(secret, owner) && secret.Annotations[decoratorAnnotation] == ctrl && string(secret.Data["object"]) == owner.GetName(), nil
 	})
 	return secret
 }
@@ -84,7 +84,7 @@ func annotate(annotations map[string]string) func(*unstructured.Unstructured) {
 
 func waitGone(t *testing.T, what string, get func() error) {
 	t.Helper()
-	eventually(t, what+" gone", func() (bool, error) {
+	suite.Eventually(t, what+" gone", func() (bool, error) {
 		err := get()
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -100,23 +100,25 @@ func waitGone(t *testing.T, what string, get func() error) {
 // finalize hook on deletion; objects outside its selectors are never sent
 // to the hook.
 func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	const name = "decorate"
-	ns := namespace(t, "decorate")
+	ns := suite.Namespace(t, "decorate")
 	createDecorator(t, name, hook.URL)
 	ctx := context.Background()
 
 	// Created first, outside the selectors: a Hello of another test and a
 	// ConfigMap without the annotation the selector asks for.
-	outside := createParent(t, ns, "outside", "another-test", map[string]interface{}{})
-	unannotated, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+	outside := suite.CreateHello(t, ns, "outside", "another-test", map[string]interface{}{})
+	unannotated, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "unannotated", Labels: map[string]string{"test": name}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	hello := createParent(t, ns, "h", name, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
-	cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+	hello := suite.CreateHello(t, ns, "h", name, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "c", Labels: map[string]string{"test": name, "stale": "yes"},
 		Annotations: map[string]string{"attach": "b", "drop-label": "stale"}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -125,11 +127,11 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 
 	t.Run("a CRD's object gets the label, annotation, status and attachment", func(t *testing.T) {
 		waitDecorated(t, func() (metav1.Object, error) {
-			return dyn.Resource(hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
+			return suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
 		})
 		waitAttachment(t, ns, "h-a", name, hello)
-		eventually(t, "the hook's status on the Hello", func() (bool, error) {
-			got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
+		suite.Eventually(t, "the hook's status on the Hello", func() (bool, error) {
+			got, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -141,7 +143,7 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 	})
 	t.Run("a ConfigMap gets the label and annotation, loses the label answered null, and gets its attachment", func(t *testing.T) {
 		got := waitDecorated(t, func() (metav1.Object, error) {
-			return stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
+			return suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
 		})
 		if _, has := got.GetLabels()["stale"]; has {
 			// Set and removed in one patch, so seen together.
@@ -161,7 +163,7 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 				t.Errorf("the hook was called %d times for %s, outside the selectors", n, o.GetName())
 			}
 		}
-		got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "outside", metav1.GetOptions{})
+		got, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "outside", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,32 +172,32 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 		}
 	})
 	t.Run("an attachment no longer returned is deleted", func(t *testing.T) {
-		cur, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
+		cur, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cur.Annotations["attach"] = ""
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitGone(t, "Secret c-b", func() error {
-			_, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "c-b", metav1.GetOptions{})
+			_, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "c-b", metav1.GetOptions{})
 			return err
 		})
 	})
 	t.Run("deleting a decorated object runs the finalize hook", func(t *testing.T) {
-		got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
+		got, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := "metacontroller.io/decoratorcontroller-" + name; len(got.GetFinalizers()) != 1 || got.GetFinalizers()[0] != want {
 			t.Fatalf("finalizers %v, want %s", got.GetFinalizers(), want)
 		}
-		if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "h", metav1.DeleteOptions{}); err != nil {
+		if err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Delete(ctx, "h", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitGone(t, "Hello h", func() error {
-			_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
+			_, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "h", metav1.GetOptions{})
 			return err
 		})
 		calls, err := hook.Calls()
@@ -206,16 +208,20 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 			t.Errorf("the Hello went without a call of the finalize hook: %v", calls)
 		}
 		waitGone(t, "Secret h-a", func() error {
-			_, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, "h-a", metav1.GetOptions{})
+			_, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "h-a", metav1.GetOptions{})
 			return err
 		})
 	})
 	t.Run("Events and metrics say what the loop did", func(t *testing.T) {
-		stack.WaitForEvent(t, ns, "c", "ChildCreated", "Create Secret "+ns+"/c-b", time.Minute)
-		stack.WaitForEvent(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b", time.Minute)
+		suite.WaitForEvent(t, ns, "c", "ChildCreated", "Create Secret "+ns+"/c-b", time.Minute)
+		suite.WaitForEvent(t, ns, "c", "ChildDeleted", "Delete Secret "+ns+"/c-b", time.Minute)
 		// A cluster-scoped object's Events are in the default namespace.
-		stack.WaitForEvent(t, metav1.NamespaceDefault, name, "Started", "Started controller: "+name, time.Minute)
-		m := compositeMetrics(t)
+		dc, err := suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitControllerEvent(t, dc.UID, "Started", "Started controller: "+name)
+		m := suite.CompositeGet(t, "/metrics")
 		if !strings.Contains(m, `composite_controller_syncs_total{controller="decoratorcontroller/`+name+`",result="success"}`) {
 			t.Errorf("/metrics has no successful syncs of the decorator")
 		}
@@ -225,8 +231,8 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 		}
 	})
 	t.Run("the DecoratorController's status counts what it decorates", func(t *testing.T) {
-		eventually(t, "status.objects 1 (the ConfigMap)", func() (bool, error) {
-			got, err := cc.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
+		suite.Eventually(t, "status.objects 1 (the ConfigMap)", func() (bool, error) {
+			got, err := suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -234,27 +240,29 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 		})
 	})
 	// The ConfigMap carries the finalizer: delete it while the loop runs.
-	if err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, "ConfigMap c", func() error {
-		_, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
+		_, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{})
 		return err
 	})
 }
 
 // An object whose attachments Metacontroller wrote (its annotation, the
-// object as controller, its field manager) keeps them: they are adopted in
+// object as framework.HelloController, its field manager) keeps them: they are adopted in
 // place, not recreated, and brought to what the hook answers.
 func TestDecoratorAdoptsMetacontrollersAttachments(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	const name = "decorate-migrate"
-	ns := namespace(t, "decorate-migrate")
+	ns := suite.Namespace(t, "decorate-migrate")
 	ctx := context.Background()
-	hello := createParent(t, ns, "m", name, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
+	hello := suite.CreateHello(t, ns, "m", name, map[string]interface{}{}, annotate(map[string]string{"attach": "a"}))
 	// As Metacontroller left it: applied by its field manager, with an
 	// older value than the hook answers now.
-	written, err := stack.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+	written, err := suite.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Name: "m-a", Annotations: map[string]string{decoratorAnnotation: name},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Hello", Name: "m", UID: hello.GetUID(),
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
@@ -269,8 +277,8 @@ func TestDecoratorAdoptsMetacontrollersAttachments(t *testing.T) {
 		t.Errorf("the attachment was recreated: UID %s, was %s", adopted.UID, written.UID)
 	}
 	// The hook saw it as the object's attachment.
-	eventually(t, "the hook's status counting the adopted attachment", func() (bool, error) {
-		got, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "m", metav1.GetOptions{})
+	suite.Eventually(t, "the hook's status counting the adopted attachment", func() (bool, error) {
+		got, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "m", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -31,14 +31,15 @@ var catsets = schema.GroupVersionResource{Group: "ctl.enisoc.com", Version: "v1"
 // the sync hook at the Service clientConfig names with the controller as
 // stored and the children keyed Pod.v1 and PersistentVolumeClaim.v1.
 func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
-	setUpStack(t)
+	// Sequential: restarts the server (restartResolving).
+	suite.SetUpHellos(t)
 	ctx := context.Background()
-	if err := stack.Apply(ctx, framework.CRD{Group: "ctl.enisoc.com", Plural: "catsets", Kind: "CatSet"}.Manifest()+
+	if err := suite.Apply(ctx, framework.CRD{Group: "ctl.enisoc.com", Plural: "catsets", Kind: "CatSet"}.Manifest()+
 		serverRights("catsets", "ctl.enisoc.com", []string{"catsets", "catsets/status"}, parentVerbs...)+
 		serverRights("catset-children", "", []string{"pods", "persistentvolumeclaims"}, "get", "list", "watch", "create", "update", "patch", "delete")); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/catsets.ctl.enisoc.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/catsets.ctl.enisoc.com", "--timeout=60s"); err != nil {
 		t.Fatalf("CRD catsets not established: %v: %s", err, stderr)
 	}
 
@@ -48,12 +49,12 @@ func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 	hook := startCatsetHook(t)
 	restartResolving(t, map[string]string{"catset-controller.metacontroller": hook.addr})
 
-	_, stderr, err := stack.KubectlAs(ctx, stack.AdminKubeconfig, strings.NewReader(framework.EarliestShapeController), "apply", "-f", "-")
+	_, stderr, err := suite.KubectlAs(ctx, suite.AdminKubeconfig, strings.NewReader(framework.EarliestShapeController), "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply of the earliest shape: %v\n%s", err, stderr)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "catset-controller", metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "catset-controller", metav1.DeleteOptions{})
 	})
 	for _, w := range framework.EarliestShapeWarnings {
 		if !strings.Contains(stderr, "Warning: "+w.Field+": deprecated") || !strings.Contains(stderr, w.Text) {
@@ -61,20 +62,20 @@ func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 		}
 	}
 	wantSpec := yamlObject(t, framework.EarliestShapeStoredSpec)
-	shown, stderr, err := stack.Kubectl(ctx, "get", "cc", "catset-controller", "-o", "yaml")
+	shown, stderr, err := suite.Kubectl(ctx, "get", "cc", "catset-controller", "-o", "yaml")
 	if err != nil {
 		t.Fatalf("kubectl get: %v\n%s", err, stderr)
 	}
 	if got := yamlObject(t, shown)["spec"]; !reflect.DeepEqual(got, wantSpec) {
 		t.Errorf("kubectl get -o yaml shows spec\n%v\nwant today's shape\n%v", got, wantSpec)
 	}
-	waitRunning(t, "catset-controller")
-	stored, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "catset-controller", metav1.GetOptions{})
+	suite.WaitRunning(t, "catset-controller")
+	stored, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "catset-controller", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	ns := namespace(t, "earliest-shape")
+	ns := suite.Namespace(t, "earliest-shape")
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "ctl.enisoc.com/v1", "kind": "CatSet",
 		"metadata": map[string]interface{}{"name": "cats", "namespace": ns},
@@ -82,14 +83,14 @@ func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 		// generate selectors.
 		"spec": map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "cats"}}},
 	}}
-	if _, err := dyn.Resource(catsets).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Dynamic.Resource(catsets).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The hook asks for a PersistentVolumeClaim; a call that observes it
 	// is a call after the loop created it, made for this parent.
 	var req catsetHookRequest
-	eventually(t, "a sync hook call observing the claim cats-data", func() (bool, error) {
+	suite.Eventually(t, "a sync hook call observing the claim cats-data", func() (bool, error) {
 		for _, r := range hook.requests() {
 			if r.Parent.Metadata.Namespace == ns && r.Children["PersistentVolumeClaim.v1"]["cats-data"] != nil {
 				req = r
@@ -114,18 +115,18 @@ func TestEarliestShapeControllerRunsItsHookThroughItsService(t *testing.T) {
 // t, resolving hosts (name to address) as cluster DNS would.
 func restartResolving(t *testing.T, hosts map[string]string) {
 	t.Helper()
-	stack.SetCompositeHosts(hosts)
+	suite.SetCompositeHosts(hosts)
 	restarted := false
 	defer func() {
 		if !restarted {
-			stack.SetCompositeHosts(nil)
+			suite.SetCompositeHosts(nil)
 		}
 	}()
-	restartWith(t)
+	suite.RestartWith(t)
 	restarted = true
 	// Registered after restartWith's, so run before it: the server is
 	// started again with the machine's resolution.
-	t.Cleanup(func() { stack.SetCompositeHosts(nil) })
+	t.Cleanup(func() { suite.SetCompositeHosts(nil) })
 }
 
 // catsetHook is a sync hook, served with the project's hook SDK, that asks

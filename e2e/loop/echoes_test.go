@@ -7,9 +7,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -33,9 +37,10 @@ type echoHookCall struct {
 // written and nothing more calls it. Before issue 23, the hook could be
 // called in between with part of its children.
 func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	const ctrl, parents, children = "loop-echoes", 8, 5
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 
 	var mu sync.Mutex
 	calls := map[string][]echoHookCall{}
@@ -58,14 +63,14 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 		return resp, nil
 	})))
 	t.Cleanup(hook.Close)
-	controller{Name: ctrl, HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: hook.URL}.Create(t, suite)
 
 	reported := func(generation int64) {
 		t.Helper()
 		for i := 0; i < parents; i++ {
 			name := fmt.Sprintf("p%d", i)
-			eventually(t, fmt.Sprintf("parent %s reports its %d children at generation %d", name, children, generation), func() (bool, error) {
-				p := getParent(t, ns, name)
+			suite.Eventually(t, fmt.Sprintf("parent %s reports its %d children at generation %d", name, children, generation), func() (bool, error) {
+				p := suite.GetHello(t, ns, name)
 				got, _, _ := unstructured.NestedInt64(p.Object, "status", "observed")
 				gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
 				return got == children && gen == generation, nil
@@ -73,7 +78,7 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 		}
 	}
 	for i := 0; i < parents; i++ {
-		createParent(t, ns, fmt.Sprintf("p%d", i), ctrl, map[string]interface{}{"color": "blue"})
+		suite.CreateHello(t, ns, fmt.Sprintf("p%d", i), ctrl, map[string]interface{}{"color": "blue"})
 	}
 	reported(1)
 	// The fresh signal that the first round is over for every parent: a
@@ -81,11 +86,11 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 	// generation (the loop syncs one parent at a time).
 	for i := 0; i < parents; i++ {
 		name := fmt.Sprintf("p%d", i)
-		setParentSpec(t, ns, name, map[string]interface{}{"color": "green"})
+		suite.SetHelloSpec(t, ns, name, map[string]interface{}{"color": "green"})
 	}
 	for i := 0; i < parents; i++ {
 		name := fmt.Sprintf("p%d", i)
-		eventually(t, "a call about "+name+" at generation 2", func() (bool, error) {
+		suite.Eventually(t, "a call about "+name+" at generation 2", func() (bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			cs := calls[name]
@@ -116,7 +121,7 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 		}
 	}
 	// Nothing was lost on the way: every child is there, green.
-	cms, err := stack.Kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	cms, err := suite.Kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +143,10 @@ func TestTheLoopsOwnWritesDoNotCallTheHookAgain(t *testing.T) {
 // while a change by someone else (a child deleted) still calls it, and its
 // status is written by the call that created them.
 func TestAControllerThatIgnoresItsOwnChildWritesIsCalledOncePerChange(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	const ctrl, children = "loop-echoes-ignored", 3
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 
 	var mu sync.Mutex
 	var calls []echoHookCall
@@ -161,30 +167,32 @@ func TestAControllerThatIgnoresItsOwnChildWritesIsCalledOncePerChange(t *testing
 		return resp, nil
 	})))
 	t.Cleanup(hook.Close)
-	controller{Name: ctrl, HookURL: hook.URL, Extra: "  ownChildWrites: Ignore\n  ownStatusWrites: Ignore\n"}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.WithOwnChildWrites(v1alpha1.OwnChildWritesIgnore).WithOwnStatusWrites(v1alpha1.OwnStatusWritesIgnore)
+	}}.Create(t, suite)
 
-	createParent(t, ns, "p", ctrl, map[string]interface{}{"color": "blue"})
-	waitConfigMaps(t, ns, "p-0", "p-1", "p-2")
-	eventually(t, "the status of the call that created the children", func() (bool, error) {
-		gen, _, _ := unstructured.NestedInt64(getParent(t, ns, "p").Object, "status", "observedGeneration")
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{"color": "blue"})
+	suite.WaitConfigMaps(t, ns, "p-0", "p-1", "p-2")
+	suite.Eventually(t, "the status of the call that created the children", func() (bool, error) {
+		gen, _, _ := unstructured.NestedInt64(suite.GetHello(t, ns, "p").Object, "status", "observedGeneration")
 		return gen == 1, nil
 	})
 	// Someone else deletes a child: the hook is called, and it comes back.
 	ctx := context.Background()
-	old, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-1", metav1.GetOptions{})
+	old, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-1", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ConfigMap p-1 created again", func() (bool, error) {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-1", metav1.GetOptions{})
+	suite.Eventually(t, "ConfigMap p-1 created again", func() (bool, error) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-1", metav1.GetOptions{})
 		return err == nil && cm.UID != old.UID, nil
 	})
 	// The fresh signal that generation 1 is over: a call at generation 2.
-	setParentSpec(t, ns, "p", map[string]interface{}{"color": "green"})
-	eventually(t, "a call at generation 2", func() (bool, error) {
+	suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"color": "green"})
+	suite.Eventually(t, "a call at generation 2", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(calls) > 0 && calls[len(calls)-1].generation == 2, nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // etagStats is what the Python hook in etag mode saw of the sync hook's
@@ -48,16 +49,18 @@ func getETagStats(t *testing.T, hook *framework.PythonHook) (etagStats, error) {
 // stands for that answer: children and status stay as the hook wants them,
 // and a child edited by hand is restored from it.
 func TestETag(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	if err := hook.SetMode("etag"); err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, "loop-etag")
+	ns := suite.Namespace(t, "loop-etag")
 	ctx := context.Background()
-	// Hooks text is appended right after the sync webhook's timeout, so at
-	// this indentation it continues the sync webhook.
-	controller{Name: "loop-etag", HookURL: hook.URL, Method: "InPlace", Hooks: "        etag:\n          enabled: true\n"}.create(t)
-	parent := createParent(t, ns, "p", "loop-etag", spec("blue", "a", "b"))
+	framework.HelloController{Name: "loop-etag", HookURL: hook.URL, Method: "InPlace", Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.Sync.Webhook.WithEtag(acv1alpha1.WebhookEtagConfig().WithEnabled(true))
+	}}.Create(t, suite)
+	parent := suite.CreateHello(t, ns, "p", "loop-etag", framework.HelloSpec("blue", "a", "b"))
 	t.Cleanup(func() {
 		if t.Failed() {
 			stats, err := getETagStats(t, hook)
@@ -69,17 +72,17 @@ func TestETag(t *testing.T) {
 	// answers for color, and nothing more.
 	wantState := func(t *testing.T, color string) {
 		t.Helper()
-		eventually(t, "p-a and p-b "+color+" and the parent's status", func() (bool, error) {
-			cms := configMaps(t, ns)
-			if names(cms) != "p-a,p-b" {
+		suite.Eventually(t, "p-a and p-b "+color+" and the parent's status", func() (bool, error) {
+			cms := suite.ConfigMaps(t, ns)
+			if framework.Names(cms) != "p-a,p-b" {
 				return false, nil
 			}
 			for _, cm := range cms {
-				if cm.Data["color"] != color || !ownedBy(&cm, parent) {
+				if cm.Data["color"] != color || !framework.OwnedBy(&cm, parent) {
 					return false, nil
 				}
 			}
-			p := getParent(t, ns, "p")
+			p := suite.GetHello(t, ns, "p")
 			gotColor, _, _ := unstructured.NestedString(p.Object, "status", "color")
 			observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedChildren")
 			return gotColor == color && observed == 2, nil
@@ -96,7 +99,7 @@ func TestETag(t *testing.T) {
 			t.Fatal(err)
 		}
 		change(t)
-		eventually(t, "a sync answered 304 Not Modified", func() (bool, error) {
+		suite.Eventually(t, "a sync answered 304 Not Modified", func() (bool, error) {
 			now, err := getETagStats(t, hook)
 			return now.NotModified > before.NotModified, err
 		})
@@ -114,13 +117,13 @@ func TestETag(t *testing.T) {
 
 	editChild := func(t *testing.T) {
 		patch := []byte(`{"data":{"color":"vandalised"}}`)
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	wantState(t, "blue")
-	waitObserved(t, ns, "p", parent.GetGeneration())
+	suite.WaitObserved(t, ns, "p", parent.GetGeneration())
 	if stats, err := getETagStats(t, hook); err != nil {
 		t.Fatal(err)
 	} else if len(stats.IfNoneMatch) == 0 || stats.IfNoneMatch[0] != "" {
@@ -134,7 +137,7 @@ func TestETag(t *testing.T) {
 	t.Run("a label change is answered 304 and changes nothing", func(t *testing.T) {
 		fromCache(t, func(t *testing.T) {
 			patch := []byte(`{"metadata":{"labels":{"touched":"yes"}}}`)
-			if _, err := dyn.Resource(hellos).Namespace(ns).Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, "blue")
@@ -145,8 +148,8 @@ func TestETag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		generation := setParentSpec(t, ns, "p", spec("green", "a", "b"))
-		waitObserved(t, ns, "p", generation)
+		generation := suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green", "a", "b"))
+		suite.WaitObserved(t, ns, "p", generation)
 		wantState(t, "green")
 		after, err := getETagStats(t, hook)
 		if err != nil {

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -18,17 +21,21 @@ import (
 // finalizer is removed anyway (FinalizerRemoved): the parent goes, and the
 // garbage collector deletes the child once it may.
 func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	restartWith(t, "--finalize-grace=5s")
+	suite.RestartWith(t, "--finalize-grace=5s")
 	const ctrl = "finalize-grace"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	finalizer := "metacontroller.io/compositecontroller-" + ctrl
-	controller{Name: ctrl, HookURL: hook.URL, Hooks: "    finalize:\n      webhook:\n        url: " + hook.URL + "/finalize\n"}.create(t)
-	createParent(t, ns, "p", ctrl, spec("blue", "a"))
-	waitConfigMaps(t, ns, "p-a")
-	eventually(t, "the finalizer on the parent", func() (bool, error) {
-		for _, f := range getParent(t, ns, "p").GetFinalizers() {
+	framework.HelloController{Name: ctrl, HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithFinalize(framework.HookAt(hook.URL+"/finalize", 0))
+	}}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", ctrl, framework.HelloSpec("blue", "a"))
+	suite.WaitConfigMaps(t, ns, "p-a")
+	suite.Eventually(t, "the finalizer on the parent", func() (bool, error) {
+		for _, f := range suite.GetHello(t, ns, "p").GetFinalizers() {
 			if f == finalizer {
 				return true, nil
 			}
@@ -38,24 +45,24 @@ func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
 
 	const message = "configmaps are kept by the test"
 	release := refuse(t, ns, "", "configmaps", "DELETE", message)
-	eventually(t, "kube-apiserver to refuse ConfigMap deletes", func() (bool, error) {
-		err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-a", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	suite.Eventually(t, "kube-apiserver to refuse ConfigMap deletes", func() (bool, error) {
+		err := suite.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "p-a", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), message), nil
 	})
 
-	if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stack.WaitForEvent(t, ns, "p", "FinalizeIncomplete", finalizer+" is removed anyway at", time.Minute)
-	eventually(t, "the parent gone once the grace is over", func() (bool, error) {
-		_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+	suite.WaitForEvent(t, ns, "p", "FinalizeIncomplete", finalizer+" is removed anyway at", time.Minute)
+	suite.Eventually(t, "the parent gone once the grace is over", func() (bool, error) {
+		_, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	stack.WaitForEvent(t, ns, "p", "FinalizerRemoved", "the garbage collector deletes what the parent owns", time.Minute)
-	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-a", metav1.GetOptions{}); err != nil {
+	suite.WaitForEvent(t, ns, "p", "FinalizerRemoved", "the garbage collector deletes what the parent owns", time.Minute)
+	if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-a", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the child the policy keeps: %v", err)
 	}
 	release()
 	// The garbage collector deletes it through its ownerReference.
-	waitConfigMaps(t, ns)
+	suite.WaitConfigMaps(t, ns)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
@@ -19,24 +21,27 @@ import (
 // also returns a Secret, exactly that Secret to create; a parent only a
 // proposal selects, its ConfigMaps to create.
 func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-fleet")
-	c := controller{Name: "loop-fleet", HookURL: hook.URL}
-	c.create(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-fleet")
+	c := framework.HelloController{Name: "loop-fleet", HookURL: hook.URL}
+	c.Create(t, suite)
 	const parents = 4
 	for i := 0; i < parents; i++ {
-		createParent(t, ns, fmt.Sprintf("p%d", i), c.Name, map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}})
+		suite.CreateHello(t, ns, fmt.Sprintf("p%d", i), c.Name, map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}})
 	}
 	for i := 0; i < parents; i++ {
-		waitObserved(t, ns, fmt.Sprintf("p%d", i), 1)
+		suite.WaitObserved(t, ns, fmt.Sprintf("p%d", i), 1)
 	}
 
 	// The new deployment of the hook: the same answers plus a Secret.
-	proposedHook := setUp(t)
+	suite.SetUpHellos(t)
+	proposedHook := suite.Hook(t)
 	if err := proposedHook.SetMode("undeclared"); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), c.Name, metav1.GetOptions{})
+	stored, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), c.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +53,7 @@ func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 	// A parent the stored controller does not select, whose children the
 	// loop never made: a proposal that selects it creates them, which the
 	// cache is asked about by name.
-	createParent(t, ns, "w0", "loop-fleet-wave", map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}})
+	suite.CreateHello(t, ns, "w0", "loop-fleet-wave", map[string]interface{}{"color": "blue", "configMaps": []interface{}{"a", "b"}})
 	wave := stored.Spec.DeepCopy()
 	wave.ParentResource.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"test": "loop-fleet-wave"}}
 
@@ -65,7 +70,7 @@ func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 			return []string{"Create ConfigMap " + parent + "-a", "Create ConfigMap " + parent + "-b"}
 		}},
 	} {
-		answer, err := cc.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), c.Name, &v1alpha1.FleetPreview{
+		answer, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), c.Name, &v1alpha1.FleetPreview{
 			Spec: v1alpha1.FleetPreviewSpec{CompositeController: tc.spec},
 		}, metav1.CreateOptions{})
 		if err != nil {

@@ -58,7 +58,8 @@ const (
 // UID and resourceVersion. Afterwards the server is healthy, and a normal
 // sync converges a change, seen by the same watch: the watch is not blind.
 func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	ctx := context.Background()
 	n := fuzzedAnswers
 	if os.Getenv(envLong) == "1" {
@@ -80,18 +81,18 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 	t.Logf("%d answers, seed %d (replay with %s=%d)", n, seed, envFuzzSeed, seed)
 
 	hook := newAnswerHook(t)
-	ns := namespace(t, "loop-fuzz-answers")
-	c := controller{Name: "loop-fuzz-answers", HookURL: hook.srv.URL}
-	c.create(t)
-	s := spec("blue", "a", "b")
+	ns := suite.Namespace(t, "loop-fuzz-answers")
+	c := framework.HelloController{Name: "loop-fuzz-answers", HookURL: hook.srv.URL}
+	c.Create(t, suite)
+	s := framework.HelloSpec("blue", "a", "b")
 	s["service"] = true
-	parent := createParent(t, ns, "p", c.Name, s)
-	parent = waitObserved(t, ns, "p", parent.GetGeneration())
+	parent := suite.CreateHello(t, ns, "p", c.Name, s)
+	parent = suite.WaitObserved(t, ns, "p", parent.GetGeneration())
 
 	// Converged: a live sync with the valid answer changes nothing. It
 	// also proves the answer the mutations start from is what the
 	// children are.
-	if res, err := liveSync(ctx, c.Name, ns, "p"); err != nil {
+	if res, err := suite.LiveSync(ctx, c.Name, ns, "p"); err != nil {
 		t.Fatalf("a live sync of the converged parent: %v", err)
 	} else if changed := changes(res); len(changed) > 0 {
 		t.Fatalf("a live sync of the converged parent changed %v", changed)
@@ -117,7 +118,7 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 		// One at a time: some are 16 MiB.
 		m := g.next()
 		hook.set(&m)
-		res, err := liveSync(ctx, c.Name, ns, "p")
+		res, err := suite.LiveSync(ctx, c.Name, ns, "p")
 		got, problem := judge(&m, res, err)
 		if tally[m.class] == nil {
 			tally[m.class] = map[string]int{}
@@ -126,7 +127,7 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 		if problem != "" {
 			failures = append(failures, fmt.Sprintf("answer %d (%s: %s, %d bytes): %s", i, m.class, m.detail, len(m.body), problem))
 		}
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			t.Fatalf("after answer %d (%s: %s): the stack is down: %v", i, m.class, m.detail, down)
 		}
 	}
@@ -167,12 +168,12 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 	// Still serving, and still syncing: a normal answer for a changed
 	// parent converges, and the watch that saw nothing sees it.
 	healthz(t)
-	generation := setParentSpec(t, ns, "p", map[string]interface{}{"color": "green", "configMaps": []interface{}{"a", "b"}, "service": true})
-	got := waitObserved(t, ns, "p", generation)
+	generation := suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"color": "green", "configMaps": []interface{}{"a", "b"}, "service": true})
+	got := suite.WaitObserved(t, ns, "p", generation)
 	if color, _, _ := unstructured.NestedString(got.Object, "status", "color"); color != "green" {
 		t.Errorf("status %v after the fix, want color green", got.Object["status"])
 	}
-	eventually(t, "the watch seeing p-a and p-b turn green", func() (bool, error) {
+	suite.Eventually(t, "the watch seeing p-a and p-b turn green", func() (bool, error) {
 		modified := map[string]bool{}
 		for _, e := range w.events() {
 			if e.Type == watch.Modified {
@@ -181,21 +182,11 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 		}
 		return modified["ConfigMap p-a"] && modified["ConfigMap p-b"], nil
 	})
-	for name, cm := range configMaps(t, ns) {
+	for name, cm := range suite.ConfigMaps(t, ns) {
 		if cm.Data["color"] != "green" || !strings.HasPrefix(before["ConfigMap "+name], string(cm.UID)+" ") {
 			t.Errorf("ConfigMap %s after the fix: data %v, uid %s; want green, same uid (%s)", name, cm.Data, cm.UID, before["ConfigMap "+name])
 		}
 	}
-}
-
-// liveSync POSTs a SyncRequest without dryRun for parent ns/name through
-// kube-apiserver, as kubectl would.
-func liveSync(ctx context.Context, controller, ns, name string) (*v1alpha1.SyncRequest, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	return cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, controller,
-		&v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: name}}},
-		metav1.CreateOptions{})
 }
 
 // changes lists the plan items of a sync that change something.
@@ -371,7 +362,7 @@ func (h *answerHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // waitIdle waits until the hook has had no call for quiet.
 func (h *answerHook) waitIdle(t *testing.T, quiet time.Duration) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("the hook idle for %s", quiet), func() (bool, error) {
+	suite.Eventually(t, fmt.Sprintf("the hook idle for %s", quiet), func() (bool, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return time.Since(h.lastHit) >= quiet, nil
@@ -448,12 +439,12 @@ func snapshot(t *testing.T, ns string, parent *unstructured.Unstructured) map[st
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	p := getParent(t, ns, parent.GetName())
+	p := suite.GetHello(t, ns, parent.GetName())
 	out["Hello "+p.GetName()] = fmt.Sprintf("%s rv=%s", p.GetUID(), p.GetResourceVersion())
-	for name, cm := range configMaps(t, ns) {
+	for name, cm := range suite.ConfigMaps(t, ns) {
 		out["ConfigMap "+name] = fmt.Sprintf("%s rv=%s", cm.UID, cm.ResourceVersion)
 	}
-	svcs, err := stack.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	svcs, err := suite.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +456,7 @@ func snapshot(t *testing.T, ns string, parent *unstructured.Unstructured) map[st
 		{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "services"}, {Version: "v1", Resource: "secrets"},
 		{Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "namespaces"}, {Group: "apps", Version: "v1", Resource: "deployments"},
 	} {
-		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := suite.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,15 +490,15 @@ func watchFamily(t *testing.T, ns string, parent *unstructured.Unstructured, bef
 	fw := &familyWatch{}
 	// The lists' resourceVersions: the watches start where the snapshot
 	// was taken, so that no write in between escapes them.
-	cms, err := stack.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	cms, err := suite.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcs, err := stack.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	svcs, err := suite.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parents, err := dyn.Resource(hellos).Namespace(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + parent.GetName()})
+	parents, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + parent.GetName()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,11 +544,11 @@ func watchFamily(t *testing.T, ns string, parent *unstructured.Unstructured, bef
 			}
 		}()
 	}
-	w, err := stack.Kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cms.ResourceVersion})
+	w, err := suite.Kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cms.ResourceVersion})
 	start("ConfigMap", w, err)
-	w, err = stack.Kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: svcs.ResourceVersion})
+	w, err = suite.Kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: svcs.ResourceVersion})
 	start("Service", w, err)
-	w, err = dyn.Resource(hellos).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: parents.GetResourceVersion(), FieldSelector: "metadata.name=" + parent.GetName()})
+	w, err = suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: parents.GetResourceVersion(), FieldSelector: "metadata.name=" + parent.GetName()})
 	start("Hello", w, err)
 	return fw
 }
@@ -580,11 +571,11 @@ func (fw *familyWatch) events() []familyEvent {
 // client-go's cached transports are shared with other tests.
 func healthz(t *testing.T) {
 	t.Helper()
-	cert, err := tls.LoadX509KeyPair(stack.Certs.FrontProxyClient.CertFile, stack.Certs.FrontProxyClient.KeyFile)
+	cert, err := tls.LoadX509KeyPair(suite.Certs.FrontProxyClient.CertFile, suite.Certs.FrontProxyClient.KeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
+	caPEM, err := os.ReadFile(suite.Certs.ServingCA.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +583,7 @@ func healthz(t *testing.T) {
 	pool.AppendCertsFromPEM(caPEM)
 	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	defer transport.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodGet, stack.CompositeURL()+"/healthz", nil)
+	req, _ := http.NewRequest(http.MethodGet, suite.CompositeURL()+"/healthz", nil)
 	req.Header.Set("X-Remote-User", "admin")
 	req.Header.Set("X-Remote-Group", "system:masters")
 	resp, err := (&http.Client{Transport: transport, Timeout: 30 * time.Second}).Do(req)

@@ -18,13 +18,14 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // condition returns the CompositeController's condition of type typ, nil
 // when it has none or can't be read (eventually polls on).
 func condition(t *testing.T, name, typ string) *metav1.Condition {
 	t.Helper()
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Logf("get CompositeController %s: %v", name, err)
 		return nil
@@ -40,14 +41,14 @@ func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) ma
 	t.Helper()
 	i := 0
 	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			return false, down
 		}
-		if parent := getParent(t, ns, name); done(parent) {
+		if parent := suite.GetHello(t, ns, name); done(parent) {
 			return true, nil
 		}
 		i++
-		setParentSpec(t, ns, name, spec(i))
+		suite.SetHelloSpec(t, ns, name, spec(i))
 		return false, nil
 	})
 	if err != nil {
@@ -65,15 +66,19 @@ func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) ma
 // RoleBinding lets the author list Secrets in the parent's namespace, the
 // hook gets them, with no restart.
 func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, author = "related-author", "related-author"
-	ns := namespace(t, "related-author")
-	if err := stack.Apply(ctx, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
+	ns := suite.Namespace(t, "related-author")
+	if err := suite.Apply(ctx, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
-	authorWritesController(t, ctrl, author, controller{Name: ctrl, HookURL: hook.URL,
-		Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n"})
+	authorWritesController(t, ctrl, author, framework.HelloController{Name: ctrl, HookURL: hook.URL,
+		Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+			s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 0))
+		}})
 	relatedSecret(t, ns, "token", ctrl)
 
 	spec := func(i int) map[string]interface{} {
@@ -81,13 +86,13 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 			"related": map[string]interface{}{"apiVersion": "v1", "resource": "secrets",
 				"labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"related-to": ctrl}}}}
 	}
-	createParent(t, ns, "p", ctrl, spec(0))
+	suite.CreateHello(t, ns, "p", ctrl, spec(0))
 	refusal := fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns)
-	stack.WaitForEvent(t, ns, "p", "RelatedForbidden", refusal, time.Minute)
+	suite.WaitForEvent(t, ns, "p", "RelatedForbidden", refusal, time.Minute)
 	if n := calls(t, hook, "/sync "+ns+"/p"); n != 0 {
 		t.Errorf("the sync hook was called %d times for a parent whose related Secrets its author may not list", n)
 	}
-	eventually(t, "the controller's Authorized condition naming the author", func() (bool, error) {
+	suite.Eventually(t, "the controller's Authorized condition naming the author", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, author) && strings.Contains(c.Message, "list secrets"), nil
 	})
@@ -101,7 +106,7 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 		t.Errorf("an administrator's preview called the author's hook with Secrets its author may not list")
 	}
 
-	stack.Grant(t, "related-author-reads-secrets", ns, `rules:
+	suite.Grant(t, "related-author-reads-secrets", ns, `rules:
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list"]
@@ -115,27 +120,27 @@ func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 // authorWritesController grants author, a user, every right the loop of a
 // controller of hellos uses, and applies c as them: they are its recorded
 // author.
-func authorWritesController(t *testing.T, ctrl, author string, c controller) {
+func authorWritesController(t *testing.T, ctrl, author string, c framework.HelloController) {
 	t.Helper()
 	ctx := context.Background()
-	stack.Grant(t, "e2e-"+author, "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
+	suite.Grant(t, "e2e-"+author, "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
-	kubeconfig, err := stack.UserKubeconfig(author)
+	kubeconfig, err := suite.UserKubeconfig(author)
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "cc.yaml")
-	if err := os.WriteFile(file, []byte(c.manifest()), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(c.Manifest()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
-	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+	t.Cleanup(func() { _, _, _ = suite.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
+	if stderr, err := suite.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
 		t.Fatalf("the author was refused a controller they may run: %v\n%s", err, stderr)
 	}
-	waitRunning(t, ctrl)
-	if got, _ := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{}); got.Status.Author == nil || got.Status.Author.Username != author {
+	suite.WaitRunning(t, ctrl)
+	if got, _ := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{}); got.Status.Author == nil || got.Status.Author.Username != author {
 		t.Fatalf("status.author = %+v, want the user who wrote the spec, %s", got.Status.Author, author)
 	}
 }
@@ -144,7 +149,7 @@ func authorWritesController(t *testing.T, ctrl, author string, c controller) {
 // administrator, or previews it (dryRun).
 func syncAsAdmin(ctx context.Context, ctrl, ns, name string, dryRun bool) (*v1alpha1.SyncRequest, error) {
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":%q}}}`, ns, name)
-	req := cc.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync")
+	req := suite.Client.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync")
 	if dryRun {
 		req = req.Param("dryRun", "All")
 	}
@@ -161,40 +166,44 @@ func syncAsAdmin(ctx context.Context, ctrl, ns, name string, dryRun bool) (*v1al
 // converge with no restart. Once the ServiceAccount is deleted, the loop
 // does nothing more for the controller and says so, and nothing is deleted.
 func TestAControllerActsAsItsServiceAccount(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl = "identity"
-	home, away := namespace(t, "identity-home"), namespace(t, "identity-away")
-	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}, metav1.CreateOptions{}); err != nil {
+	home, away := suite.Namespace(t, "identity-home"), suite.Namespace(t, "identity-away")
+	if _, err := suite.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	saSubject := "{kind: ServiceAccount, name: writer, namespace: " + home + "}"
-	stack.Grant(t, "identity-writer", home, framework.HelloLoopRules, saSubject)
+	suite.Grant(t, "identity-writer", home, framework.HelloLoopRules, saSubject)
 	// What an operator grants the server per namespace whose
 	// ServiceAccounts controllers may act as (the chart's
 	// identity.serviceAccountNamespaces).
-	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
+	suite.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
 `, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
 
-	controller{Name: ctrl, HookURL: hook.URL,
-		Extra: "  serviceAccount: {namespace: " + home + ", name: writer}\n"}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: hook.URL,
+		Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+			s.WithServiceAccount(acv1alpha1.ServiceAccountReference().WithNamespace(home).WithName("writer"))
+		}}.Create(t, suite)
 
 	spec := func(i int) map[string]interface{} {
 		return map[string]interface{}{"configMaps": []interface{}{"a"}, "color": fmt.Sprint("c", i)}
 	}
-	createParent(t, home, "p", ctrl, spec(0))
-	waitObserved(t, home, "p", 1)
+	suite.CreateHello(t, home, "p", ctrl, spec(0))
+	suite.WaitObserved(t, home, "p", 1)
 
-	createParent(t, away, "p", ctrl, spec(0))
+	suite.CreateHello(t, away, "p", ctrl, spec(0))
 	sa := "ServiceAccount " + home + "/writer"
-	stack.WaitForEvent(t, away, "p", "Forbidden", sa+" may not list hellos.example.com in namespace "+away, time.Minute)
-	if got := configMaps(t, away); len(got) != 0 {
-		t.Errorf("the loop wrote ConfigMaps where its ServiceAccount may not: %s", names(got))
+	suite.WaitForEvent(t, away, "p", "Forbidden", sa+" may not list hellos.example.com in namespace "+away, time.Minute)
+	if got := suite.ConfigMaps(t, away); len(got) != 0 {
+		t.Errorf("the loop wrote ConfigMaps where its ServiceAccount may not: %s", framework.Names(got))
 	}
-	eventually(t, "the controller's Authorized condition naming the ServiceAccount", func() (bool, error) {
+	suite.Eventually(t, "the controller's Authorized condition naming the ServiceAccount", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, sa), nil
 	})
@@ -203,7 +212,7 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 	// ServiceAccount too, and is refused.
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, away)
 	answer := &v1alpha1.SyncRequest{}
-	err := cc.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync").
+	err := suite.Client.MetacontrollerV1alpha1().RESTClient().Post().Resource("compositecontrollers").Name(ctrl).SubResource("sync").
 		Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Into(answer)
 	// Refused as a whole (the ServiceAccount may not list what the hook
 	// would get), or item by item in the plan by kube-apiserver: either
@@ -215,22 +224,22 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 	if !strings.Contains(said, sa) && !strings.Contains(said, "system:serviceaccount:"+home+":writer") {
 		t.Errorf("an administrator's live sync did not act as the controller's ServiceAccount: %s", said)
 	}
-	if got := configMaps(t, away); len(got) != 0 {
-		t.Errorf("a live sync wrote ConfigMaps where the controller's ServiceAccount may not: %s", names(got))
+	if got := suite.ConfigMaps(t, away); len(got) != 0 {
+		t.Errorf("a live sync wrote ConfigMaps where the controller's ServiceAccount may not: %s", framework.Names(got))
 	}
 
-	stack.Grant(t, "identity-writer", away, framework.HelloLoopRules, saSubject)
+	suite.Grant(t, "identity-writer", away, framework.HelloLoopRules, saSubject)
 	untilWithSpecBumps(t, "the parent where the ServiceAccount was just granted rights to converge", away, "p", spec, func(p *unstructured.Unstructured) bool {
 		observed, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
-		return observed == p.GetGeneration() && childrenAsAsked(p) == nil
+		return observed == p.GetGeneration() && suite.ChildrenAsAsked(p) == nil
 	})
 
 	// The ServiceAccount goes: its RoleBindings stay, and impersonating
 	// it would still work, but the loop does nothing more as it.
-	if err := stack.Kube.CoreV1().ServiceAccounts(home).Delete(ctx, "writer", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().ServiceAccounts(home).Delete(ctx, "writer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := configMaps(t, home)
+	before := suite.ConfigMaps(t, home)
 	gone := sa + ", the controller's identity (spec.serviceAccount), does not exist"
 	// The loop remembers for a few seconds that the ServiceAccount exists.
 	untilWithSpecBumps(t, "a Forbidden Event saying the identity is gone", home, "p", spec, func(*unstructured.Unstructured) bool {
@@ -239,13 +248,13 @@ func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 	// From now on nothing is written as it: a change of the parent is
 	// refused again (a fresh Event), and its ConfigMap keeps its data.
 	seen := forbiddenCount(t, home, "p", gone)
-	setParentSpec(t, home, "p", map[string]interface{}{"configMaps": []interface{}{"a"}, "color": "after-the-identity"})
-	eventually(t, "the change after the identity went to be refused", func() (bool, error) {
+	suite.SetHelloSpec(t, home, "p", map[string]interface{}{"configMaps": []interface{}{"a"}, "color": "after-the-identity"})
+	suite.Eventually(t, "the change after the identity went to be refused", func() (bool, error) {
 		return forbiddenCount(t, home, "p", gone) > seen, nil
 	})
-	after := configMaps(t, home)
-	if names(after) != names(before) {
-		t.Errorf("ConfigMaps changed once the identity was gone: %s, then %s", names(before), names(after))
+	after := suite.ConfigMaps(t, home)
+	if framework.Names(after) != framework.Names(before) {
+		t.Errorf("ConfigMaps changed once the identity was gone: %s, then %s", framework.Names(before), framework.Names(after))
 	}
 	for _, cm := range after {
 		if cm.Data["color"] == "after-the-identity" {
@@ -265,7 +274,7 @@ func forbiddenCount(t *testing.T, ns, name, substring string) int32 {
 // substring was recorded on the object ns/name.
 func eventCount(t *testing.T, ns, name, reason, substring string) int32 {
 	t.Helper()
-	list, err := stack.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+	list, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,26 +293,30 @@ func eventCount(t *testing.T, ns, name, reason, substring string) int32 {
 // with Ready=False IdentityRequired, and one that names a ServiceAccount
 // its author may impersonate is accepted.
 func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith), which then refuses every controller without an identity.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	before := controller{Name: "lockdown-before", HookURL: hook.URL}
-	before.create(t)
+	before := framework.HelloController{Name: "lockdown-before", HookURL: hook.URL}
+	before.Create(t, suite)
 
-	restartWith(t, "--require-controller-service-account")
+	suite.RestartWith(t, "--require-controller-service-account")
 
-	err := stack.Apply(ctx, controller{Name: "lockdown-refused", HookURL: hook.URL}.manifest())
+	err := suite.Apply(ctx, framework.HelloController{Name: "lockdown-refused", HookURL: hook.URL}.Manifest())
 	if err == nil || !strings.Contains(err.Error(), "spec.serviceAccount: Required value") {
 		t.Errorf("a controller without identity was not refused: %v", err)
 	}
-	eventually(t, "the controller stored before to stop with IdentityRequired", func() (bool, error) {
+	suite.Eventually(t, "the controller stored before to stop with IdentityRequired", func() (bool, error) {
 		c := condition(t, before.Name, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "IdentityRequired", nil
 	})
-	withIdentity := controller{Name: "lockdown-identity", HookURL: hook.URL, Extra: "  serviceAccount: {namespace: default, name: default}\n"}
+	withIdentity := framework.HelloController{Name: "lockdown-identity", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.WithServiceAccount(acv1alpha1.ServiceAccountReference().WithNamespace("default").WithName("default"))
+	}}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), withIdentity.Name, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), withIdentity.Name, metav1.DeleteOptions{})
 	})
-	if err := stack.Apply(ctx, withIdentity.manifest()); err != nil {
+	if err := suite.Apply(ctx, withIdentity.Manifest()); err != nil {
 		t.Errorf("a controller with an identity was refused: %v", err)
 	}
 }
@@ -315,21 +328,23 @@ func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
 // checked against anyone's rights. Once an administrator writes it again —
 // an annotation is enough — they are its author and it runs again.
 func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl = "author-unknown"
-	controller{Name: ctrl, HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: hook.URL}.Create(t, suite)
 	forgetAuthor(t, ctrl)
-	eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
+	suite.Eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "AuthorUnknown", nil
 	})
 
-	if _, stderr, err := stack.Kubectl(ctx, "annotate", "cc", ctrl, "reviewed=yes"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "annotate", "cc", ctrl, "reviewed=yes"); err != nil {
 		t.Fatalf("annotate: %v\n%s", err, stderr)
 	}
-	eventually(t, "the controller written again by an administrator to run", func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
+	suite.Eventually(t, "the controller written again by an administrator to run", func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -344,51 +359,52 @@ func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(
 // the controller is Ready False, Forbidden, naming the author and the
 // Secret.
 func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, author = "credentials-author", "credentials-author"
-	ns := namespace(t, "credentials-author")
-	stack.Grant(t, "e2e-credentials-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
+	ns := suite.Namespace(t, "credentials-author")
+	suite.Grant(t, "e2e-credentials-author", "", framework.HelloLoopRules+`- apiGroups: ["metacontroller.k8s.io"]
   resources: ["compositecontrollers"]
   verbs: ["get", "list", "create", "update", "patch"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
-	stack.Grant(t, "reads-hook-token", ns, `rules:
+	suite.Grant(t, "reads-hook-token", ns, `rules:
 - apiGroups: [""]
   resources: ["secrets"]
   resourceNames: ["hook-token"]
   verbs: ["get"]
 `, "{apiGroup: rbac.authorization.k8s.io, kind: User, name: "+author+"}")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook-token", Namespace: ns}, StringData: map[string]string{"token": "s3cret"}}
-	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := stack.UserKubeconfig(author)
+	kubeconfig, err := suite.UserKubeconfig(author)
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := strings.Replace(controller{Name: ctrl, HookURL: hook.URL}.manifest(), "        timeout: 3s\n",
-		"        timeout: 3s\n        authorization:\n          secretRef: {namespace: "+ns+", name: hook-token, key: token}\n", 1)
-	if !strings.Contains(manifest, "hook-token") {
-		t.Fatalf("no place for the credentials in:\n%s", manifest)
-	}
+	manifest := framework.HelloController{Name: ctrl, HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.Sync.Webhook.WithAuthorization(acv1alpha1.AuthorizationConfig().
+			WithSecretRef(acv1alpha1.KeyReference().WithNamespace(ns).WithName("hook-token").WithKey("token")))
+	}}.Manifest()
 	file := filepath.Join(t.TempDir(), "cc.yaml")
 	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = stack.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
-	if stderr, err := stack.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
+	t.Cleanup(func() { _, _, _ = suite.Kubectl(ctx, "delete", "cc", ctrl, "--ignore-not-found") })
+	if stderr, err := suite.ApplyAsOnceAllowed(ctx, kubeconfig, file); err != nil {
 		t.Fatalf("the author was refused a controller whose credentials they may read: %s", stderr)
 	}
-	waitRunning(t, ctrl)
+	suite.WaitRunning(t, ctrl)
 
-	if _, stderr, err := stack.Kubectl(ctx, "delete", "rolebinding", "reads-hook-token", "-n", ns); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "delete", "rolebinding", "reads-hook-token", "-n", ns); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	// The delegating authorizer may remember the grant for seconds: the
 	// restart that starts the loop again comes after that.
 	time.Sleep(11 * time.Second)
-	restartWith(t)
-	eventually(t, "the controller whose author may no longer read its credentials to stop", func() (bool, error) {
+	suite.RestartWith(t)
+	suite.Eventually(t, "the controller whose author may no longer read its credentials to stop", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" &&
 			strings.Contains(c.Message, fmt.Sprintf("the controller's author %q may not get secrets %s/hook-token", author, ns)), nil

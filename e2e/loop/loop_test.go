@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,50 +17,45 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
-func spec(color string, configMaps ...string) map[string]interface{} {
-	items := make([]interface{}, len(configMaps))
-	for i, c := range configMaps {
-		items[i] = c
-	}
-	return map[string]interface{}{"color": color, "configMaps": items}
-}
-
 func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-basic")
-	controller{Name: "loop-basic", HookURL: hook.URL}.create(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-basic")
+	framework.HelloController{Name: "loop-basic", HookURL: hook.URL}.Create(t, suite)
 
-	s := spec("blue", "a", "b")
+	s := framework.HelloSpec("blue", "a", "b")
 	s["service"] = true
-	parent := createParent(t, ns, "p", "loop-basic", s)
+	parent := suite.CreateHello(t, ns, "p", "loop-basic", s)
 
-	cms := waitConfigMaps(t, ns, "p-a", "p-b")
+	cms := suite.WaitConfigMaps(t, ns, "p-a", "p-b")
 	for _, cm := range cms {
-		if !ownedBy(&cm, parent) {
+		if !framework.OwnedBy(&cm, parent) {
 			t.Errorf("ConfigMap %s is not controlled by its parent: %v", cm.Name, cm.OwnerReferences)
 		}
 		if cm.Data["color"] != "blue" {
 			t.Errorf("ConfigMap %s data %v, want color blue", cm.Name, cm.Data)
 		}
 	}
-	eventually(t, "Service p", func() (bool, error) {
-		svc, err := stack.Kube.CoreV1().Services(ns).Get(context.Background(), "p", metav1.GetOptions{})
+	suite.Eventually(t, "Service p", func() (bool, error) {
+		svc, err := suite.Kube.CoreV1().Services(ns).Get(context.Background(), "p", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		return ownedBy(svc, parent), nil
+		return framework.OwnedBy(svc, parent), nil
 	})
-	got := waitObserved(t, ns, "p", parent.GetGeneration())
+	got := suite.WaitObserved(t, ns, "p", parent.GetGeneration())
 	if c, _, _ := unstructured.NestedString(got.Object, "status", "color"); c != "blue" {
 		t.Errorf("parent status %v, want the hook's color blue", got.Object["status"])
 	}
 	waitEvent(t, ns, "p", "ChildCreated")
 
 	// The CompositeController says how it runs.
-	eventually(t, "CompositeController status counts the parent", func() (bool, error) {
-		c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), "loop-basic", metav1.GetOptions{})
+	suite.Eventually(t, "CompositeController status counts the parent", func() (bool, error) {
+		c, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), "loop-basic", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -68,7 +65,9 @@ func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
 }
 
 func TestUpdateStrategies(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	for _, tc := range []struct {
 		method string
 		check  func(t *testing.T, before, after corev1.ConfigMap)
@@ -91,19 +90,19 @@ func TestUpdateStrategies(t *testing.T) {
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			name := "loop-" + strings.ToLower(tc.method)
-			ns := namespace(t, name)
-			controller{Name: name, HookURL: hook.URL, Method: tc.method}.create(t)
-			createParent(t, ns, "p", name, spec("blue", "a"))
-			before := waitConfigMaps(t, ns, "p-a")["p-a"]
+			ns := suite.Namespace(t, name)
+			framework.HelloController{Name: name, HookURL: hook.URL, Method: tc.method}.Create(t, suite)
+			suite.CreateHello(t, ns, "p", name, framework.HelloSpec("blue", "a"))
+			before := suite.WaitConfigMaps(t, ns, "p-a")["p-a"]
 
-			generation := setParentSpec(t, ns, "p", spec("green", "a"))
-			waitObserved(t, ns, "p", generation)
+			generation := suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green", "a"))
+			suite.WaitObserved(t, ns, "p", generation)
 			var after corev1.ConfigMap
 			if tc.method == "OnDelete" {
-				after = configMaps(t, ns)["p-a"]
+				after = suite.ConfigMaps(t, ns)["p-a"]
 			} else {
-				eventually(t, "p-a green", func() (bool, error) {
-					after = configMaps(t, ns)["p-a"]
+				suite.Eventually(t, "p-a green", func() (bool, error) {
+					after = suite.ConfigMaps(t, ns)["p-a"]
 					return after.Data["color"] == "green", nil
 				})
 			}
@@ -113,101 +112,109 @@ func TestUpdateStrategies(t *testing.T) {
 }
 
 func TestChildrenFollowTheHook(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-follow")
-	controller{Name: "loop-follow", HookURL: hook.URL, Method: "InPlace"}.create(t)
-	parent := createParent(t, ns, "p", "loop-follow", spec("blue", "a", "b"))
-	cms := waitConfigMaps(t, ns, "p-a", "p-b")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-follow")
+	framework.HelloController{Name: "loop-follow", HookURL: hook.URL, Method: "InPlace"}.Create(t, suite)
+	parent := suite.CreateHello(t, ns, "p", "loop-follow", framework.HelloSpec("blue", "a", "b"))
+	cms := suite.WaitConfigMaps(t, ns, "p-a", "p-b")
 
 	t.Run("a child the hook stops returning is deleted", func(t *testing.T) {
-		setParentSpec(t, ns, "p", spec("blue", "a"))
-		waitConfigMaps(t, ns, "p-a")
+		suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("blue", "a"))
+		suite.WaitConfigMaps(t, ns, "p-a")
 		waitEvent(t, ns, "p", "ChildDeleted")
 	})
 	t.Run("a child deleted by hand is recreated", func(t *testing.T) {
-		if err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "p-a", metav1.DeleteOptions{}); err != nil {
+		if err := suite.Kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "p-a", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "p-a recreated", func() (bool, error) {
-			cm, ok := configMaps(t, ns)["p-a"]
-			return ok && cm.UID != cms["p-a"].UID && ownedBy(&cm, parent), nil
+		suite.Eventually(t, "p-a recreated", func() (bool, error) {
+			cm, ok := suite.ConfigMaps(t, ns)["p-a"]
+			return ok && cm.UID != cms["p-a"].UID && framework.OwnedBy(&cm, parent), nil
 		})
 	})
 	t.Run("a child edited by hand is restored", func(t *testing.T) {
 		patch := []byte(`{"data":{"color":"vandalised"}}`)
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "p-a restored", func() (bool, error) {
-			return configMaps(t, ns)["p-a"].Data["color"] == "blue", nil
+		suite.Eventually(t, "p-a restored", func() (bool, error) {
+			return suite.ConfigMaps(t, ns)["p-a"].Data["color"] == "blue", nil
 		})
 	})
 }
 
 func TestAdoptionAndRelease(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-adopt")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-adopt")
 	ctx := context.Background()
-	controller{Name: "loop-adopt", HookURL: hook.URL, Method: "InPlace", ParentSelector: true}.create(t)
+	framework.HelloController{Name: "loop-adopt", HookURL: hook.URL, Method: "InPlace", ParentSelector: true}.Create(t, suite)
 
 	// Before the parent exists: an orphan its selector (app=p) matches, and
 	// a matching object controlled by another owner.
 	orphan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"app": "p"}}, Data: map[string]string{"color": "old"}}
-	orphan, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, orphan, metav1.CreateOptions{})
+	orphan, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, orphan, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone-else", Namespace: ns}}, metav1.CreateOptions{})
+	owner, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone-else", Namespace: ns}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-b", Namespace: ns, Labels: map[string]string{"app": "p"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptrTo(true)}}},
 		Data: map[string]string{"color": "theirs"}}
-	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	s := spec("blue", "a", "b")
+	s := framework.HelloSpec("blue", "a", "b")
 	s["selector"] = map[string]interface{}{"matchLabels": map[string]interface{}{"app": "p"}}
-	parent := createParent(t, ns, "p", "loop-adopt", s)
+	parent := suite.CreateHello(t, ns, "p", "loop-adopt", s)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("events of p: %q", events(t, ns, "p"))
 		}
 	})
-	eventually(t, "p-a adopted", func() (bool, error) {
-		cm := configMaps(t, ns)["p-a"]
-		return ownedBy(&cm, parent) && cm.UID == orphan.UID && cm.Data["color"] == "blue", nil
+	suite.Eventually(t, "p-a adopted", func() (bool, error) {
+		cm := suite.ConfigMaps(t, ns)["p-a"]
+		return framework.OwnedBy(&cm, parent) && cm.UID == orphan.UID && cm.Data["color"] == "blue", nil
 	})
 	waitEvent(t, ns, "p", "ChildAdopted")
 	waitEvent(t, ns, "p", "ErrResourceExists")
-	if cm := configMaps(t, ns)["p-b"]; cm.Data["color"] != "theirs" || ownedBy(&cm, parent) {
+	if cm := suite.ConfigMaps(t, ns)["p-b"]; cm.Data["color"] != "theirs" || framework.OwnedBy(&cm, parent) {
 		t.Errorf("a child controlled by another owner was touched: %v %v", cm.Data, cm.OwnerReferences)
 	}
 
 	// A child whose labels stop matching is released, not deleted (and,
 	// as the hook still wants it, taken back as it is).
 	patch := []byte(`{"metadata":{"labels":{"app":null}}}`)
-	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, "p-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, ns, "p", "ChildReleased")
-	eventually(t, "p-a taken back with the same uid", func() (bool, error) {
-		cm, ok := configMaps(t, ns)["p-a"]
-		return ok && cm.UID == orphan.UID && ownedBy(&cm, parent) && cm.Labels["app"] == "p", nil
+	suite.Eventually(t, "p-a taken back with the same uid", func() (bool, error) {
+		cm, ok := suite.ConfigMaps(t, ns)["p-a"]
+		return ok && cm.UID == orphan.UID && framework.OwnedBy(&cm, parent) && cm.Labels["app"] == "p", nil
 	})
 }
 
 func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-finalize")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-finalize")
 	ctx := context.Background()
-	controller{Name: "loop-finalize", HookURL: hook.URL, Hooks: "    finalize:\n      webhook:\n        url: " + hook.URL + "/finalize\n"}.create(t)
-	createParent(t, ns, "p", "loop-finalize", spec("blue", "a"))
-	waitConfigMaps(t, ns, "p-a")
-	eventually(t, "the finalizer on the parent", func() (bool, error) {
-		for _, f := range getParent(t, ns, "p").GetFinalizers() {
+	framework.HelloController{Name: "loop-finalize", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithFinalize(framework.HookAt(hook.URL+"/finalize", 0))
+	}}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", "loop-finalize", framework.HelloSpec("blue", "a"))
+	suite.WaitConfigMaps(t, ns, "p-a")
+	suite.Eventually(t, "the finalizer on the parent", func() (bool, error) {
+		for _, f := range suite.GetHello(t, ns, "p").GetFinalizers() {
 			if f == "metacontroller.io/compositecontroller-loop-finalize" {
 				return true, nil
 			}
@@ -215,11 +222,11 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 		return false, nil
 	})
 
-	if err := dyn.Resource(hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the parent gone", func() (bool, error) {
-		_, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+	suite.Eventually(t, "the parent gone", func() (bool, error) {
+		_, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	calls, err := hook.Calls()
@@ -230,7 +237,7 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 		t.Errorf("finalize hook called %d times; it answers finalized only on its second call", calls["/finalize"])
 	}
 	// The garbage collector removes the children through their ownerReferences.
-	waitConfigMaps(t, ns)
+	suite.WaitConfigMaps(t, ns)
 }
 
 // TestHookFailuresChangeNothingAndRecover breaks the hook in each way in
@@ -239,10 +246,12 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 // minutes), so a parent that already failed many times would get no Event
 // for a later failure, and "some SyncError" would be true anyway.
 func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-failures")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-failures")
 	ctx := context.Background()
-	controller{Name: "loop-failures", HookURL: hook.URL, Method: "InPlace"}.create(t)
+	framework.HelloController{Name: "loop-failures", HookURL: hook.URL, Method: "InPlace"}.Create(t, suite)
 
 	for _, tc := range []struct{ mode, message string }{
 		{"timeout", "timed out after 3s"},
@@ -254,11 +263,11 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 		mode := tc.mode
 		t.Run(mode, func(t *testing.T) {
 			p := "p-" + mode
-			parent := createParent(t, ns, p, "loop-failures", spec("blue", "a", "b"))
-			waitObserved(t, ns, p, parent.GetGeneration())
+			parent := suite.CreateHello(t, ns, p, "loop-failures", framework.HelloSpec("blue", "a", "b"))
+			suite.WaitObserved(t, ns, p, parent.GetGeneration())
 			own := func() map[string]corev1.ConfigMap {
 				out := map[string]corev1.ConfigMap{}
-				for name, cm := range configMaps(t, ns) {
+				for name, cm := range suite.ConfigMaps(t, ns) {
 					if strings.HasPrefix(name, p+"-") {
 						out[name] = cm
 					}
@@ -266,8 +275,8 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 				return out
 			}
 			before := own()
-			if names(before) != p+"-a,"+p+"-b" {
-				t.Fatalf("children before breaking the hook: %s", names(before))
+			if framework.Names(before) != p+"-a,"+p+"-b" {
+				t.Fatalf("children before breaking the hook: %s", framework.Names(before))
 			}
 
 			if err := hook.SetMode(mode); err != nil {
@@ -277,32 +286,32 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 			key := "/sync " + ns + "/" + p
 			callsBefore := calls(t, hook, key)
 			// A change the broken hook would have to act on: drop b.
-			generation := setParentSpec(t, ns, p, spec("red", "a"))
-			eventually(t, "a call of the hook in mode "+mode+" for "+p, func() (bool, error) {
+			generation := suite.SetHelloSpec(t, ns, p, framework.HelloSpec("red", "a"))
+			suite.Eventually(t, "a call of the hook in mode "+mode+" for "+p, func() (bool, error) {
 				now, err := hook.Calls()
 				return err == nil && now[key] > callsBefore, err
 			})
 			// This case's own failure, reported on the parent and the
 			// controller.
-			stack.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
-			eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
-				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-failures", metav1.GetOptions{})
+			suite.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
+			suite.Eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
+				c, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-failures", metav1.GetOptions{})
 				return err == nil && strings.Contains(c.Status.LastSyncError, tc.message), err
 			})
 			// Nothing was deleted or changed, here or in kube-system.
 			after := own()
-			if names(after) != names(before) {
-				t.Errorf("with the hook %s, ConfigMaps went from %s to %s", mode, names(before), names(after))
+			if framework.Names(after) != framework.Names(before) {
+				t.Errorf("with the hook %s, ConfigMaps went from %s to %s", mode, framework.Names(before), framework.Names(after))
 			}
 			for name, cm := range after {
 				if cm.Data["color"] != "blue" || cm.UID != before[name].UID {
 					t.Errorf("with the hook %s, %s changed: %v", mode, name, cm.Data)
 				}
 			}
-			if _, err := stack.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, p+"-elsewhere", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := suite.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, p+"-elsewhere", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("a child in another namespace was created: %v", err)
 			}
-			if _, err := stack.Kube.CoreV1().Secrets(ns).Get(ctx, p+"-sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, p+"-sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("a child of an undeclared type was created: %v", err)
 			}
 
@@ -310,66 +319,80 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 			if err := hook.SetMode("ok"); err != nil {
 				t.Fatal(err)
 			}
-			waitObserved(t, ns, p, generation)
-			eventually(t, p+"-a red and "+p+"-b gone", func() (bool, error) {
+			suite.WaitObserved(t, ns, p, generation)
+			suite.Eventually(t, p+"-a red and "+p+"-b gone", func() (bool, error) {
 				cms := own()
-				return names(cms) == p+"-a" && cms[p+"-a"].Data["color"] == "red", nil
+				return framework.Names(cms) == p+"-a" && cms[p+"-a"].Data["color"] == "red", nil
 			})
 		})
 	}
 }
 
 func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-definition")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-definition")
 	ctx := context.Background()
 	// Only ConfigMaps at first.
-	ctrl := controller{Name: "loop-definition", HookURL: hook.URL}
-	only := strings.Replace(ctrl.manifest(), "  - apiVersion: v1\n    resource: services\n    updateStrategy:\n      method: InPlace\n", "", 1)
-	if err := stack.Apply(ctx, only); err != nil {
+	ctrl := framework.HelloController{Name: "loop-definition", HookURL: hook.URL}
+	onlyConfigMaps := ctrl
+	onlyConfigMaps.Spec = func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.ChildResources = s.ChildResources[:1] // the ConfigMaps, without the Services after them
+	}
+	only := onlyConfigMaps.Manifest()
+	if err := suite.Apply(ctx, only); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl.Name, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl.Name, metav1.DeleteOptions{})
 	})
-	s := spec("blue", "a")
+	s := framework.HelloSpec("blue", "a")
 	s["service"] = true
-	createParent(t, ns, "p", ctrl.Name, s)
+	suite.CreateHello(t, ns, "p", ctrl.Name, s)
 	// The hook returns a Service the controller does not declare: an
 	// invalid answer, nothing applied.
 	waitEvent(t, ns, "p", "not one of the controller's childResources")
-	if _, err := stack.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := suite.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a Service was created before it was declared: %v", err)
 	}
 
 	// Edited to declare Services: the loop picks it up.
-	ctrl.create(t)
-	eventually(t, "Service p", func() (bool, error) {
-		_, err := stack.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{})
+	ctrl.Create(t, suite)
+	suite.Eventually(t, "Service p", func() (bool, error) {
+		_, err := suite.Kube.CoreV1().Services(ns).Get(ctx, "p", metav1.GetOptions{})
 		return err == nil, nil
 	})
-	waitConfigMaps(t, ns, "p-a")
+	suite.WaitConfigMaps(t, ns, "p-a")
 
 	// Deleted: its loop stops; a new parent gets nothing.
-	if err := cc.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, ctrl.Name, metav1.DeleteOptions{}); err != nil {
+	uid := ccUID(t, ctrl.Name)
+	stopped := eventsOf(t, metav1.NamespaceDefault, uid, "Stopped", "Stopped controller: "+ctrl.Name)
+	if err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(ctx, ctrl.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the CompositeController gone", func() (bool, error) {
-		_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl.Name, metav1.GetOptions{})
+	suite.Eventually(t, "the CompositeController gone", func() (bool, error) {
+		_, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, ctrl.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
+	})
+	// Gone from the API is not yet stopped: the server stops the loop when
+	// its informer sees the delete, and says so with a Stopped Event (one
+	// more than the edit above left), recorded once the loop has stopped.
+	suite.Eventually(t, "a fresh Stopped Event of the deleted controller", func() (bool, error) {
+		return eventsOf(t, metav1.NamespaceDefault, uid, "Stopped", "Stopped controller: "+ctrl.Name) > stopped, nil
 	})
 	before, err := hook.Calls()
 	if err != nil {
 		t.Fatal(err)
 	}
-	createParent(t, ns, "q", ctrl.Name, spec("blue", "z"))
+	suite.CreateHello(t, ns, "q", ctrl.Name, framework.HelloSpec("blue", "z"))
 	// The absence of an effect needs a fresh signal that the loop is alive
 	// and past q: another controller's parent, created after q, synced
 	// through the same hellos informer and the same hook.
-	other := controller{Name: "loop-definition-2", HookURL: hook.URL}
-	other.create(t)
-	r := createParent(t, ns, "r", other.Name, spec("blue", "y"))
-	waitObserved(t, ns, "r", r.GetGeneration())
+	other := framework.HelloController{Name: "loop-definition-2", HookURL: hook.URL}
+	other.Create(t, suite)
+	r := suite.CreateHello(t, ns, "r", other.Name, framework.HelloSpec("blue", "y"))
+	suite.WaitObserved(t, ns, "r", r.GetGeneration())
 	after, err := hook.Calls()
 	if err != nil {
 		t.Fatal(err)
@@ -383,10 +406,10 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 			t.Errorf("the deleted controller still called its hook for %s (%d -> %d calls)", parent, before[key], after[key])
 		}
 	}
-	if _, ok := configMaps(t, ns)["q-z"]; ok {
+	if _, ok := suite.ConfigMaps(t, ns)["q-z"]; ok {
 		t.Errorf("a deleted controller still created children")
 	}
-	if got := getParent(t, ns, "q").Object["status"]; got != nil {
+	if got := suite.GetHello(t, ns, "q").Object["status"]; got != nil {
 		t.Errorf("a deleted controller wrote q's status: %v", got)
 	}
 }
@@ -394,16 +417,20 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-related")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-related")
 	ctx := context.Background()
-	controller{Name: "loop-related", HookURL: hook.URL, Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n"}.create(t)
-	s := spec("blue", "a")
+	framework.HelloController{Name: "loop-related", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 0))
+	}}.Create(t, suite)
+	s := framework.HelloSpec("blue", "a")
 	s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "secrets", "labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"related-to": "p"}}}
-	createParent(t, ns, "p", "loop-related", s)
-	waitConfigMaps(t, ns, "p-a")
+	suite.CreateHello(t, ns, "p", "loop-related", s)
+	suite.WaitConfigMaps(t, ns, "p-a")
 	related := func() int64 {
-		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "p").Object, "status", "relatedObjects")
+		n, _, _ := unstructured.NestedInt64(suite.GetHello(t, ns, "p").Object, "status", "relatedObjects")
 		return n
 	}
 	if n := related(); n != 0 {
@@ -411,28 +438,30 @@ func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
 	}
 	// A new related object resyncs the parent: the hook sees it.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns, Labels: map[string]string{"related-to": "p"}}}
-	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the hook to see the related Secret", func() (bool, error) { return related() == 1, nil })
+	suite.Eventually(t, "the hook to see the related Secret", func() (bool, error) { return related() == 1, nil })
 }
 
 // TestThrottlingHookIsCalledAgainAfterRetryAfter: a hook answering 429
 // changes nothing and is called again after its Retry-After, not with a
 // failure's backoff.
 func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-throttle")
-	controller{Name: "loop-throttle", HookURL: hook.URL}.create(t)
-	parent := createParent(t, ns, "p", "loop-throttle", spec("blue", "a"))
-	waitObserved(t, ns, "p", parent.GetGeneration())
-	before := waitConfigMaps(t, ns, "p-a")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-throttle")
+	framework.HelloController{Name: "loop-throttle", HookURL: hook.URL}.Create(t, suite)
+	parent := suite.CreateHello(t, ns, "p", "loop-throttle", framework.HelloSpec("blue", "a"))
+	suite.WaitObserved(t, ns, "p", parent.GetGeneration())
+	before := suite.WaitConfigMaps(t, ns, "p-a")
 
 	// The last sync's own status write and children resync the parent once
 	// more; let that settle, so that every call below is the spec change's
 	// or a retry's.
 	key := "/sync " + ns + "/p"
-	eventually(t, "no call of the hook for a second", func() (bool, error) {
+	suite.Eventually(t, "no call of the hook for a second", func() (bool, error) {
 		times, err := hook.Times()
 		if err != nil {
 			return false, err
@@ -449,12 +478,12 @@ func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := len(times[key])
-	generation := setParentSpec(t, ns, "p", spec("green"))
+	generation := suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green"))
 	waitEvent(t, ns, "p", "HookThrottled")
 	// Called again and again, each time after the Retry-After second: a
 	// failure's backoff would call again within milliseconds.
 	var throttled []float64
-	eventually(t, "four calls of the throttling hook", func() (bool, error) {
+	suite.Eventually(t, "four calls of the throttling hook", func() (bool, error) {
 		now, err := hook.Times()
 		if err != nil {
 			return false, err
@@ -471,12 +500,12 @@ func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
 			t.Errorf("throttled call %d came %.3fs after the one before; Retry-After asked for 1s (calls at %s)", i+1, gap, strings.Join(offsets, " "))
 		}
 	}
-	if after := configMaps(t, ns); names(after) != names(before) {
-		t.Errorf("while throttled, ConfigMaps went from %s to %s", names(before), names(after))
+	if after := suite.ConfigMaps(t, ns); framework.Names(after) != framework.Names(before) {
+		t.Errorf("while throttled, ConfigMaps went from %s to %s", framework.Names(before), framework.Names(after))
 	}
 	if err := hook.SetMode("ok"); err != nil {
 		t.Fatal(err)
 	}
-	waitObserved(t, ns, "p", generation)
-	waitConfigMaps(t, ns)
+	suite.WaitObserved(t, ns, "p", generation)
+	suite.WaitConfigMaps(t, ns)
 }

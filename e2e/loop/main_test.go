@@ -3,6 +3,8 @@
 // real kube-apiserver, kube-controller-manager (for garbage collection) and
 // composite-apiserver registered as an aggregated API. One stack is shared
 // by the package's tests; each test uses namespaces and names of its own.
+// Tests that run more than one composite-apiserver (replicas, leader
+// election, shards) are in e2e/replicas, whose stack runs beside this one.
 package loop
 
 import (
@@ -12,10 +14,6 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.Options{CompositeArgs: []string{"--workers=5", "-v=2"}})
 
-func TestMain(m *testing.M) {
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: []string{"--workers=5", "-v=2"}}, &stack))
-}
-
-func dumpLogsOnFailure(t *testing.T) { stack.DumpLogsOnFailure(t) }
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }

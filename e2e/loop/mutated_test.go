@@ -110,7 +110,7 @@ func (h *mutatedHook) waitFreshCalls(t *testing.T, parent string, n int) {
 	h.mu.Lock()
 	want := h.calls[parent] + n
 	h.mu.Unlock()
-	stack.Eventually(t, fmt.Sprintf("%d more hook calls about %s that observed its children", n, parent), mutatedTimeout, func() (bool, error) {
+	suite.Within(t, fmt.Sprintf("%d more hook calls about %s that observed its children", n, parent), mutatedTimeout, func() (bool, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.calls[parent] >= want, nil
@@ -125,7 +125,7 @@ type mutatedChild struct {
 // mutatedChildrenOf are the children of the parent's name, by suffix.
 func mutatedChildrenOf(t *testing.T, gvr schema.GroupVersionResource, ns, parent string) map[string]mutatedChild {
 	t.Helper()
-	list, err := dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func mutatedChildrenOf(t *testing.T, gvr schema.GroupVersionResource, ns, parent
 func waitMutatedChildren(t *testing.T, gvr schema.GroupVersionResource, ns, parent, version string) map[string]mutatedChild {
 	t.Helper()
 	var got map[string]mutatedChild
-	stack.Eventually(t, fmt.Sprintf("the children of %s at %s", parent, version), mutatedTimeout, func() (bool, error) {
+	suite.Within(t, fmt.Sprintf("the children of %s at %s", parent, version), mutatedTimeout, func() (bool, error) {
 		got = mutatedChildrenOf(t, gvr, ns, parent)
 		if len(got) != len(mutatedChildren) {
 			return false, fmt.Errorf("children %v", got)
@@ -173,7 +173,7 @@ const onDeleteReason = "differs by the local merge, which does not see the clust
 // previewPlan is the plan of a /sync dry run of parent.
 func previewPlan(t *testing.T, ns, ctrl, parent string) ([]v1alpha1.SyncPlanItem, error) {
 	t.Helper()
-	preview, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
+	preview, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
 		Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: parent}},
 	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
@@ -230,7 +230,7 @@ func assertStable(t *testing.T, hook *mutatedHook, gvr schema.GroupVersionResour
 	for _, p := range unconverged(plan, method) {
 		t.Errorf("/sync dry run of %s: %s; want every child unchanged", parent, p)
 	}
-	fleet, err := cc.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), ctrl, &v1alpha1.FleetPreview{}, metav1.CreateOptions{})
+	fleet, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Preview(context.Background(), ctrl, &v1alpha1.FleetPreview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func assertStable(t *testing.T, hook *mutatedHook, gvr schema.GroupVersionResour
 func installPodRights(t *testing.T) {
 	t.Helper()
 	podRightsOnce.Do(func() {
-		podRightsError = stack.Apply(context.Background(), serverRights("mutated-pods", "", []string{"pods"}, "get", "list", "watch", "create", "update", "patch", "delete"))
+		podRightsError = suite.Apply(context.Background(), serverRights("mutated-pods", "", []string{"pods"}, "get", "list", "watch", "create", "update", "patch", "delete"))
 	})
 	if podRightsError != nil {
 		t.Fatal(podRightsError)
@@ -265,7 +265,7 @@ func installPodRights(t *testing.T) {
 func defaultServiceAccount(t *testing.T, ns string) {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := stack.Kube.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := suite.Kube.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
@@ -313,15 +313,15 @@ spec:
 // moment after they are stored.
 func installMutatingPolicy(t *testing.T, name, ns string) {
 	t.Helper()
-	if err := stack.Apply(context.Background(), mutatingPolicy(name, ns)); err != nil {
+	if err := suite.Apply(context.Background(), mutatingPolicy(name, ns)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "--ignore-not-found", "mutatingadmissionpolicybinding/"+name, "mutatingadmissionpolicy/"+name)
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "--ignore-not-found", "mutatingadmissionpolicybinding/"+name, "mutatingadmissionpolicy/"+name)
 	})
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"team": "probe"}}}
-	eventually(t, "the MutatingAdmissionPolicy "+name+" in effect", func() (bool, error) {
-		got, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	suite.Eventually(t, "the MutatingAdmissionPolicy "+name+" in effect", func() (bool, error) {
+		got, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, err
 		}
@@ -349,7 +349,8 @@ func installMutatingPolicy(t *testing.T, name, ns string) {
 // deleted and recreated the Pods on every sync, and every strategy's plan
 // said "differs".
 func TestChildrenThatAdmissionMutatesAreStable(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	installPodRights(t)
 	methods := []v1alpha1.ChildUpdateMethod{
 		v1alpha1.ChildUpdateOnDelete, v1alpha1.ChildUpdateRecreate, v1alpha1.ChildUpdateInPlace,
@@ -368,7 +369,7 @@ func TestChildrenThatAdmissionMutatesAreStable(t *testing.T) {
 // mutatedStrategy is one case of TestChildrenThatAdmissionMutatesAreStable.
 func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMethod) {
 	ctrl := "mutated-" + strings.ToLower(kind) + "-" + strings.ToLower(string(method))
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	gvr := pods
 	if kind == "ConfigMap" {
 		gvr = configMapsGVR
@@ -380,27 +381,27 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 	server := httptest.NewServer(hookapi.SyncHandler(hookapi.SyncHookFunc(hook.sync)))
 	t.Cleanup(server.Close)
 	manifest := framework.ControllerFixture{Name: ctrl, HookURL: server.URL, Child: gvr, Method: string(method), Timeout: "10s"}.Manifest()
-	if err := stack.Apply(context.Background(), manifest); err != nil {
+	if err := suite.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
 	})
-	waitRunning(t, ctrl)
+	suite.WaitRunning(t, ctrl)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Events of p:\n%s", strings.Join(events(t, ns, "p"), "\n"))
 		}
 	})
 
-	createParent(t, ns, "p", ctrl, map[string]interface{}{"version": "v1"})
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{"version": "v1"})
 	before := waitMutatedChildren(t, gvr, ns, "p", "v1")
 	assertMutated(t, kind, ns, "p-0")
 	assertStable(t, hook, gvr, ns, ctrl, "p", method, before, true)
 
 	// A change the hook makes is still a change: it rolls out as the
 	// strategy says, and the new children are as stable.
-	setParentSpec(t, ns, "p", map[string]interface{}{"version": "v2"})
+	suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"version": "v2"})
 	if method == v1alpha1.ChildUpdateOnDelete {
 		hook.waitFreshCalls(t, "p", 2)
 		if got := mutatedChildrenOf(t, gvr, ns, "p"); fmt.Sprint(got) != fmt.Sprint(before) {
@@ -408,7 +409,7 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 		}
 		assertOnDeletePreview(t, ns, ctrl, "p", "v2")
 		for _, n := range mutatedChildren {
-			if err := dyn.Resource(gvr).Namespace(ns).Delete(context.Background(), "p-"+n, metav1.DeleteOptions{}); err != nil {
+			if err := suite.Dynamic.Resource(gvr).Namespace(ns).Delete(context.Background(), "p-"+n, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -448,7 +449,7 @@ func assertOnDeletePreview(t *testing.T, ns, ctrl, parent, version string) {
 func assertMutated(t *testing.T, kind, ns, name string) {
 	t.Helper()
 	if kind == "ConfigMap" {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,7 +458,7 @@ func assertMutated(t *testing.T, kind, ns, name string) {
 		}
 		return
 	}
-	pod, err := stack.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	pod, err := suite.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

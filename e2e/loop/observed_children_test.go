@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,9 +21,10 @@ import (
 // child someone else changes, twice, or deletes, reaches the hook as it
 // is now: its status reports, per child, the note annotation it observed.
 func TestTheHookSeesEachChildAsItIsNow(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	const ctrl = "loop-observed"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 
 	hook := httptest.NewServer(hookapi.SyncHandler(hookapi.SyncHookFunc(func(_ context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 		name := req.Parent.GetName()
@@ -40,13 +43,13 @@ func TestTheHookSeesEachChildAsItIsNow(t *testing.T) {
 		return resp, nil
 	})))
 	t.Cleanup(hook.Close)
-	controller{Name: ctrl, HookURL: hook.URL}.create(t)
-	createParent(t, ns, "p", ctrl, map[string]interface{}{})
+	framework.HelloController{Name: ctrl, HookURL: hook.URL}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
 
 	reports := func(want map[string]string) {
 		t.Helper()
-		eventually(t, fmt.Sprintf("the parent's status reports the children's notes %v", want), func() (bool, error) {
-			seen, _, _ := unstructured.NestedStringMap(getParent(t, ns, "p").Object, "status", "seen")
+		suite.Eventually(t, fmt.Sprintf("the parent's status reports the children's notes %v", want), func() (bool, error) {
+			seen, _, _ := unstructured.NestedStringMap(suite.GetHello(t, ns, "p").Object, "status", "seen")
 			if len(seen) != len(want) {
 				return false, fmt.Errorf("status.seen %v", seen)
 			}
@@ -61,7 +64,7 @@ func TestTheHookSeesEachChildAsItIsNow(t *testing.T) {
 	note := func(child, value string) {
 		t.Helper()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"note":%q}}}`, value)
-		if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), child, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), child, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +78,7 @@ func TestTheHookSeesEachChildAsItIsNow(t *testing.T) {
 	// Deleted, p-0 is created again by the loop, without a note.
 	note("p-0", "before its deletion")
 	reports(map[string]string{"p-0": "before its deletion", "p-1": "second", "p-2": "third"})
-	if err := stack.Kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "p-0", metav1.DeleteOptions{}); err != nil {
+	if err := suite.Kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "p-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reports(map[string]string{"p-0": "", "p-1": "second", "p-2": "third"})

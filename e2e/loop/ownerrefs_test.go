@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -15,10 +17,11 @@ import (
 // owner of its own (for garbage collection) gets it, with the parent's
 // controller reference appended, as Metacontroller does.
 func TestOwnerReferencesTheHookSetsAreKept(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	ctx := context.Background()
-	ns := namespace(t, "hook-ownerrefs")
-	anchor, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "anchor"}}, metav1.CreateOptions{})
+	ns := suite.Namespace(t, "hook-ownerrefs")
+	anchor, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "anchor"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +48,10 @@ func TestOwnerReferencesTheHookSetsAreKept(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	const ctrl = "hook-ownerrefs"
-	controller{Name: ctrl, HookURL: hook.URL}.create(t)
-	parent := createParent(t, ns, "p", ctrl, map[string]interface{}{})
-	eventually(t, "the child with both owners", func() (bool, error) {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-owned", metav1.GetOptions{})
+	framework.HelloController{Name: ctrl, HookURL: hook.URL}.Create(t, suite)
+	parent := suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	suite.Eventually(t, "the child with both owners", func() (bool, error) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "p-owned", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -57,8 +60,8 @@ func TestOwnerReferencesTheHookSetsAreKept(t *testing.T) {
 			return false, nil
 		}
 		if refs[0].UID != anchor.UID || (refs[0].Controller != nil && *refs[0].Controller) {
-			t.Fatalf("ownerReferences %+v: want the hook's (the anchor, not a controller) first", refs)
+			t.Fatalf("ownerReferences %+v: want the hook's (the anchor, not a framework.HelloController) first", refs)
 		}
-		return unless(ownedBy(cm, parent), nil)
+		return unless(framework.OwnedBy(cm, parent), nil)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // serverRights is a ClusterRole, named composite-apiserver-<name>, that
@@ -79,7 +81,7 @@ spec:
 
 func ccReady(t *testing.T, name string) *v1alpha1.CompositeController {
 	t.Helper()
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,19 +91,21 @@ func ccReady(t *testing.T, name string) *v1alpha1.CompositeController {
 // A controller applied in one go with the CRD of its parents starts as soon
 // as the CRD is served, with no restart: discovery is read again.
 func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-crd")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-crd")
 	// The controller first, as `kubectl apply -k` may well order it.
-	if err := stack.Apply(context.Background(), parityController("parity-crd", "widgets", hook.URL)); err != nil {
+	if err := suite.Apply(context.Background(), parityController("parity-crd", "widgets", hook.URL)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-crd", metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-crd", metav1.DeleteOptions{})
 	})
-	if err := stack.Apply(context.Background(), widgetCRD("widgets", "Widget", true)); err != nil {
+	if err := suite.Apply(context.Background(), widgetCRD("widgets", "Widget", true)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "controller parity-crd Ready once its CRD is served", func() (bool, error) {
+	suite.Eventually(t, "controller parity-crd Ready once its CRD is served", func() (bool, error) {
 		c := ccReady(t, "parity-crd")
 		return meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady), nil
 	})
@@ -109,66 +113,70 @@ func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "parity.example.com/v1", "kind": "Widget",
 		"metadata": map[string]interface{}{"name": "w", "namespace": ns},
-		"spec":     spec("blue", "a"),
+		"spec":     framework.HelloSpec("blue", "a"),
 	}}
-	if _, err := dyn.Resource(widgets).Namespace(ns).Create(context.Background(), parent, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Dynamic.Resource(widgets).Namespace(ns).Create(context.Background(), parent, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitConfigMaps(t, ns, "w-a")
-	waitEvent(t, "default", "parity-crd", "Started controller: parity-crd")
+	suite.WaitConfigMaps(t, ns, "w-a")
+	waitControllerEvent(t, ccUID(t, "parity-crd"), "Started", "Started controller: parity-crd")
 }
 
 // A parent resource without a status subresource is said on the
 // CompositeController's status and in an Event, as Metacontroller does,
 // instead of failing every sync.
 func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
-	hook := setUp(t)
-	if err := stack.Apply(context.Background(), widgetCRD("gadgets", "Gadget", false)); err != nil {
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	if err := suite.Apply(context.Background(), widgetCRD("gadgets", "Gadget", false)); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gadgets.parity.example.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gadgets.parity.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
-	if err := stack.Apply(context.Background(), parityController("parity-nostatus", "gadgets", hook.URL)); err != nil {
+	if err := suite.Apply(context.Background(), parityController("parity-nostatus", "gadgets", hook.URL)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-nostatus", metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-nostatus", metav1.DeleteOptions{})
 	})
-	eventually(t, "Ready=False NoStatusSubresource", func() (bool, error) {
+	suite.Eventually(t, "Ready=False NoStatusSubresource", func() (bool, error) {
 		c := meta.FindStatusCondition(ccReady(t, "parity-nostatus").Status.Conditions, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NoStatusSubresource" &&
 			strings.Contains(c.Message, "gadgets.parity.example.com") && strings.Contains(c.Message, "no status subresource"), nil
 	})
-	waitEvent(t, "default", "parity-nostatus", "has no status subresource")
+	waitControllerEvent(t, ccUID(t, "parity-nostatus"), "SyncError", "has no status subresource")
 }
 
 // A data key, a label and an annotation the hook stops returning are
 // removed from the child on the next sync, without recreating it.
 func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-prune")
-	controller{Name: "parity-prune", HookURL: hook.URL}.create(t)
-	s := spec("blue", "a")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-prune")
+	framework.HelloController{Name: "parity-prune", HookURL: hook.URL}.Create(t, suite)
+	s := framework.HelloSpec("blue", "a")
 	s["data"] = map[string]interface{}{"keep": "1", "drop": "2"}
 	s["labels"] = map[string]interface{}{"tier": "gold"}
-	createParent(t, ns, "p", "parity-prune", s)
-	eventually(t, "ConfigMap p-a with keys keep and drop and label tier", func() (bool, error) {
-		cm, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	suite.CreateHello(t, ns, "p", "parity-prune", s)
+	suite.Eventually(t, "ConfigMap p-a with keys keep and drop and label tier", func() (bool, error) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		return cm.Data["drop"] == "2" && cm.Labels["tier"] == "gold", nil
 	})
-	before, _ := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	before, _ := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 
 	s["data"] = map[string]interface{}{"keep": "1"}
 	delete(s, "labels")
-	setParentSpec(t, ns, "p", s)
+	suite.SetHelloSpec(t, ns, "p", s)
 	var after *corev1.ConfigMap
-	eventually(t, "data key drop and label tier removed from p-a", func() (bool, error) {
+	suite.Eventually(t, "data key drop and label tier removed from p-a", func() (bool, error) {
 		var err error
-		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+		after, err = suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -185,17 +193,19 @@ func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
 // last-applied annotation) are taken over in place: a field the hook no
 // longer returns goes, nothing is recreated, and the annotation is dropped.
 func TestMigrationFromMetacontroller(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-migrate")
-	// The parent exists before the controller, as after uninstalling
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-migrate")
+	// The parent exists before the framework.HelloController, as after uninstalling
 	// Metacontroller.
-	parent := createParent(t, ns, "p", "parity-migrate", spec("blue", "a"))
+	parent := suite.CreateHello(t, ns, "p", "parity-migrate", framework.HelloSpec("blue", "a"))
 	before := createAsMetacontroller(t, parent)
-	controller{Name: "parity-migrate", HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: "parity-migrate", HookURL: hook.URL}.Create(t, suite)
 	var after *corev1.ConfigMap
 	var err error
-	eventually(t, "p-a taken over: legacy key and last-applied annotation gone", func() (bool, error) {
-		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	suite.Eventually(t, "p-a taken over: legacy key and last-applied annotation gone", func() (bool, error) {
+		after, err = suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -217,7 +227,7 @@ func TestMigrationFromMetacontroller(t *testing.T) {
 }
 
 // createAsMetacontroller creates the parent's child ConfigMap <parent>-a as
-// Metacontroller would have written it for hook.py's answer to spec("blue",
+// Metacontroller would have written it for hook.py's answer to framework.HelloSpec("blue",
 // "a"), with a data key "legacy" its hook no longer returns.
 func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *corev1.ConfigMap {
 	t.Helper()
@@ -241,7 +251,7 @@ func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *co
 	}
 	// Metacontroller's default "dynamic apply" creates with its own name
 	// as the field manager.
-	created, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), written, metav1.CreateOptions{FieldManager: "metacontroller"})
+	created, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), written, metav1.CreateOptions{FieldManager: "metacontroller"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,11 +262,13 @@ func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *co
 // that `kubectl label` set on the child stays kubectl's, so a later
 // `kubectl label --overwrite` or apply conflict check still sees its owner.
 func TestMigrationKeepsOtherManagersFields(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-migrate-keep")
-	parent := createParent(t, ns, "p", "parity-migrate-keep", spec("blue", "a"))
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-migrate-keep")
+	parent := suite.CreateHello(t, ns, "p", "parity-migrate-keep", framework.HelloSpec("blue", "a"))
 	createAsMetacontroller(t, parent)
-	if _, stderr, err := stack.Kubectl(context.Background(), "label", "-n", ns, "configmap", "p-a", "team=payments"); err != nil {
+	if _, stderr, err := suite.Kubectl(context.Background(), "label", "-n", ns, "configmap", "p-a", "team=payments"); err != nil {
 		t.Fatalf("kubectl label: %v: %s", err, stderr)
 	}
 	labelledBy := func(cm *corev1.ConfigMap) []string {
@@ -268,7 +280,7 @@ func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 		}
 		return out
 	}
-	labelled, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	labelled, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,11 +288,11 @@ func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 		t.Fatalf("before the takeover the label team is owned by %q, want kubectl-label/Update", got)
 	}
 
-	controller{Name: "parity-migrate-keep", HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: "parity-migrate-keep", HookURL: hook.URL}.Create(t, suite)
 	ours := "metacontroller.k8s.io/parity-migrate-keep"
 	var after *corev1.ConfigMap
-	eventually(t, "p-a taken over: "+ours+" in its managedFields, Metacontroller's entry gone", func() (bool, error) {
-		after, err = stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	suite.Eventually(t, "p-a taken over: "+ours+" in its managedFields, Metacontroller's entry gone", func() (bool, error) {
+		after, err = suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -310,18 +322,20 @@ func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 // that do not match the parent's selector is left alone, as Metacontroller's
 // create would fail with AlreadyExists; the parent's Events say so.
 func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-notours")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-notours")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"owner": "someone-else"}},
 		Data: map[string]string{"color": "theirs"}}
-	if _, err := stack.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controller{Name: "parity-notours", HookURL: hook.URL}.create(t)
-	createParent(t, ns, "p", "parity-notours", spec("blue", "a", "b"))
-	waitConfigMaps(t, ns, "p-a", "p-b")
+	framework.HelloController{Name: "parity-notours", HookURL: hook.URL}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", "parity-notours", framework.HelloSpec("blue", "a", "b"))
+	suite.WaitConfigMaps(t, ns, "p-a", "p-b")
 	waitEvent(t, ns, "p", "ConfigMap.v1 "+ns+"/p-a exists without a controller and does not match the parent's selector; it is left alone")
-	got, err := stack.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
+	got, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "p-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,63 +348,70 @@ func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
 // finalize hook, and the finalize hook runs for a parent that stopped
 // matching the label selector, its status written meanwhile.
 func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-final")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-final")
 	finalizer := "metacontroller.io/compositecontroller-parity-final"
-	withFinalize := controller{Name: "parity-final", HookURL: hook.URL,
-		Hooks: fmt.Sprintf("    finalize:\n      webhook:\n        url: %s/finalize\n        timeout: 3s\n", hook.URL)}
-	withFinalize.create(t)
-	createParent(t, ns, "p", "parity-final", spec("blue", "a"))
-	eventually(t, "finalizer on p", func() (bool, error) {
-		return hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	withFinalize := framework.HelloController{Name: "parity-final", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithFinalize(framework.HookAt(hook.URL+"/finalize", 3*time.Second))
+	}}
+	withFinalize.Create(t, suite)
+	suite.CreateHello(t, ns, "p", "parity-final", framework.HelloSpec("blue", "a"))
+	suite.Eventually(t, "finalizer on p", func() (bool, error) {
+		return hasFinalizer(suite.GetHello(t, ns, "p"), finalizer), nil
 	})
 
 	// The controller loses its finalize hook: the finalizer goes.
-	if err := stack.Apply(context.Background(), controller{Name: "parity-final", HookURL: hook.URL}.manifest()); err != nil {
+	if err := suite.Apply(context.Background(), framework.HelloController{Name: "parity-final", HookURL: hook.URL}.Manifest()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "finalizer removed from p", func() (bool, error) {
-		return !hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	suite.Eventually(t, "finalizer removed from p", func() (bool, error) {
+		return !hasFinalizer(suite.GetHello(t, ns, "p"), finalizer), nil
 	})
 
 	// With the finalize hook again, a parent relabelled out of the
 	// controller's selector is finalized: its children go, then the
 	// finalizer.
-	if err := stack.Apply(context.Background(), withFinalize.manifest()); err != nil {
+	if err := suite.Apply(context.Background(), withFinalize.Manifest()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "finalizer back on p", func() (bool, error) {
-		return hasFinalizer(getParent(t, ns, "p"), finalizer), nil
+	suite.Eventually(t, "finalizer back on p", func() (bool, error) {
+		return hasFinalizer(suite.GetHello(t, ns, "p"), finalizer), nil
 	})
 	callsBefore := calls(t, hook, "/finalize "+ns+"/p")
-	eventually(t, "relabel p", func() (bool, error) {
-		p := getParent(t, ns, "p")
+	suite.Eventually(t, "relabel p", func() (bool, error) {
+		p := suite.GetHello(t, ns, "p")
 		p.SetLabels(map[string]string{"test": "someone-else"})
-		_, err := dyn.Resource(hellos).Namespace(ns).Update(context.Background(), p, metav1.UpdateOptions{})
+		_, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Update(context.Background(), p, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
-	eventually(t, "finalize hook called for p, its status written", func() (bool, error) {
-		p := getParent(t, ns, "p")
+	suite.Eventually(t, "finalize hook called for p, its status written", func() (bool, error) {
+		p := suite.GetHello(t, ns, "p")
 		f, _, _ := unstructured.NestedBool(p.Object, "status", "finalizing")
 		return calls(t, hook, "/finalize "+ns+"/p") > callsBefore && (f || !hasFinalizer(p, finalizer)), nil
 	})
-	eventually(t, "p finalized: finalizer removed, children deleted", func() (bool, error) {
-		return !hasFinalizer(getParent(t, ns, "p"), finalizer) && len(configMaps(t, ns)) == 0, nil
+	suite.Eventually(t, "p finalized: finalizer removed, children deleted", func() (bool, error) {
+		return !hasFinalizer(suite.GetHello(t, ns, "p"), finalizer) && len(suite.ConfigMaps(t, ns)) == 0, nil
 	})
 }
 
 // resyncPeriodSeconds resyncs a parent even when its hook asks for a later
 // resync: the smaller wins.
 func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-resync")
-	controller{Name: "parity-resync", HookURL: hook.URL, Extra: "  resyncPeriodSeconds: 1\n"}.create(t)
-	s := spec("blue", "a")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-resync")
+	framework.HelloController{Name: "parity-resync", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.WithResyncPeriodSeconds(1)
+	}}.Create(t, suite)
+	s := framework.HelloSpec("blue", "a")
 	s["resyncAfter"] = 3600
-	createParent(t, ns, "p", "parity-resync", s)
-	waitConfigMaps(t, ns, "p-a")
+	suite.CreateHello(t, ns, "p", "parity-resync", s)
+	suite.WaitConfigMaps(t, ns, "p-a")
 	first := calls(t, hook, "/sync "+ns+"/p")
-	eventually(t, "three more syncs of an unchanged parent", func() (bool, error) {
+	suite.Eventually(t, "three more syncs of an unchanged parent", func() (bool, error) {
 		return calls(t, hook, "/sync "+ns+"/p") >= first+3, nil
 	})
 }
@@ -399,40 +420,43 @@ func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
 // change to a related object re-syncs the parents whose rules select it and
 // no other.
 func TestRelatedObjects(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "parity-related")
-	if err := stack.Apply(context.Background(), serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch")); err != nil {
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "parity-related")
+	if err := suite.Apply(context.Background(), serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
-	controller{Name: "parity-related", HookURL: hook.URL,
-		Hooks: fmt.Sprintf("    customize:\n      webhook:\n        url: %s/customize\n        timeout: 3s\n", hook.URL)}.create(t)
+	framework.HelloController{Name: "parity-related", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 3*time.Second))
+	}}.Create(t, suite)
 
 	// A cluster-scoped related object, from a namespaced parent.
-	s := spec("blue")
+	s := framework.HelloSpec("blue")
 	s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "namespaces", "names": []interface{}{ns}}
-	createParent(t, ns, "cluster", "parity-related", s)
-	eventually(t, "parent cluster sees its namespace as a related object", func() (bool, error) {
-		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "cluster").Object, "status", "relatedObjects")
+	suite.CreateHello(t, ns, "cluster", "parity-related", s)
+	suite.Eventually(t, "parent cluster sees its namespace as a related object", func() (bool, error) {
+		n, _, _ := unstructured.NestedInt64(suite.GetHello(t, ns, "cluster").Object, "status", "relatedObjects")
 		return n == 1, nil
 	})
 
 	// Two parents selecting different Secrets.
 	for _, team := range []string{"a", "b"} {
-		s := spec("blue")
+		s := framework.HelloSpec("blue")
 		s["related"] = map[string]interface{}{"apiVersion": "v1", "resource": "secrets",
 			"labelSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"team": team}}}
-		createParent(t, ns, "team-"+team, "parity-related", s)
+		suite.CreateHello(t, ns, "team-"+team, "parity-related", s)
 	}
 	for _, team := range []string{"a", "b"} {
-		waitObserved(t, ns, "team-"+team, 1)
+		suite.WaitObserved(t, ns, "team-"+team, 1)
 	}
 	bBefore := calls(t, hook, "/sync "+ns+"/team-b")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "for-a", Namespace: ns, Labels: map[string]string{"team": "a"}}}
-	if _, err := stack.Kube.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "team-a re-synced with the new Secret", func() (bool, error) {
-		n, _, _ := unstructured.NestedInt64(getParent(t, ns, "team-a").Object, "status", "relatedObjects")
+	suite.Eventually(t, "team-a re-synced with the new Secret", func() (bool, error) {
+		n, _, _ := unstructured.NestedInt64(suite.GetHello(t, ns, "team-a").Object, "status", "relatedObjects")
 		return n == 1, nil
 	})
 	// team-a's resync is the fresh signal; team-b must not have been
@@ -445,27 +469,22 @@ func TestRelatedObjects(t *testing.T) {
 // Metacontroller's Events on the CompositeController: a definition that
 // changes is stopped and started again.
 func TestControllerLifecycleEvents(t *testing.T) {
-	hook := setUp(t)
-	c := controller{Name: "parity-events", HookURL: hook.URL}
-	c.create(t)
-	waitEvent(t, "default", "parity-events", "Started controller: parity-events")
-	c.Extra = "  resyncPeriodSeconds: 60\n"
-	if err := stack.Apply(context.Background(), c.manifest()); err != nil {
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	c := framework.HelloController{Name: "parity-events", HookURL: hook.URL}
+	c.Create(t, suite)
+	uid := ccUID(t, c.Name)
+	waitControllerEvent(t, uid, "Started", "Started controller: parity-events")
+	c.Spec = func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) { s.WithResyncPeriodSeconds(60) }
+	if err := suite.Apply(context.Background(), c.Manifest()); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, "default", "parity-events", "Stopped controller: parity-events")
-	eventually(t, "Started twice", func() (bool, error) {
+	waitControllerEvent(t, uid, "Stopped", "Stopped controller: parity-events")
+	suite.Eventually(t, "Started twice", func() (bool, error) {
 		// The second Event is the first one's count going up: the
 		// recorder aggregates identical Events.
-		list, err := stack.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=parity-events,reason=Started"})
-		if err != nil {
-			return false, err
-		}
-		n := int32(0)
-		for _, e := range list.Items {
-			n += max(e.Count, 1)
-		}
-		return n >= 2, nil
+		return eventsOf(t, metav1.NamespaceDefault, uid, "Started", "Started controller: parity-events") >= 2, nil
 	})
 }
 

@@ -13,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -106,27 +110,22 @@ func (h *stampHook) callsFor(ns, name string) int {
 // patchesController is a controller whose sync hook is hook.py and whose
 // patches are an inline one (the parent's spec.color as each ConfigMap's
 // label "color") and the stamp hook, unless the parent's color is "plain".
-func patchesController(name, hookURL, stampURL string) controller {
-	return controller{Name: name, HookURL: hookURL, Hooks: fmt.Sprintf(`    patches:
-    - name: color-label
-      definitions:
-      - selector: {apiVersion: v1, kind: ConfigMap}
-        jsonPatches:
-        - op: add
-          path: /metadata/labels/color
-          valueFrom: {variable: builtin.parent.spec.color}
-    - name: stamp
-      enabledIf: builtin.parent.spec.color != "plain"
-      webhook:
-        url: %s/patch
-        timeout: 2s
-`, stampURL)}
+func patchesController(name, hookURL, stampURL string) framework.HelloController {
+	colorLabel := acv1alpha1.PatchHook().WithName("color-label").WithDefinitions(acv1alpha1.PatchDefinition().
+		WithSelector(acv1alpha1.PatchSelector().WithAPIVersion("v1").WithKind("ConfigMap")).
+		WithJSONPatches(acv1alpha1.JSONPatch().WithOp(v1alpha1.JSONPatchOpAdd).WithPath("/metadata/labels/color").
+			WithValueFrom(acv1alpha1.JSONPatchValue().WithVariable("builtin.parent.spec.color"))))
+	stamp := acv1alpha1.PatchHook().WithName("stamp").WithEnabledIf(`builtin.parent.spec.color != "plain"`).
+		WithWebhook(acv1alpha1.Webhook().WithURL(stampURL + "/patch").WithTimeout(metav1.Duration{Duration: 2 * time.Second}))
+	return framework.HelloController{Name: name, HookURL: hookURL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.Hooks.WithPatches(colorLabel, stamp)
+	}}
 }
 
 // patchedConfigMaps are the parent's ConfigMaps, when all of them are as
 // hook.py and both patches make them for color.
 func patchedConfigMaps(t *testing.T, ns, parent, color string, stamped bool, items ...string) (map[string]corev1.ConfigMap, error) {
-	all := configMaps(t, ns)
+	all := suite.ConfigMaps(t, ns)
 	out := map[string]corev1.ConfigMap{}
 	for _, item := range items {
 		name := parent + "-" + item
@@ -146,7 +145,7 @@ func patchedConfigMaps(t *testing.T, ns, parent, color string, stamped bool, ite
 func waitPatched(t *testing.T, ns, parent, color string, stamped bool, items ...string) map[string]corev1.ConfigMap {
 	t.Helper()
 	var got map[string]corev1.ConfigMap
-	eventually(t, fmt.Sprintf("ConfigMaps of %s patched for %s", parent, color), func() (bool, error) {
+	suite.Eventually(t, fmt.Sprintf("ConfigMaps of %s patched for %s", parent, color), func() (bool, error) {
 		var err error
 		got, err = patchedConfigMaps(t, ns, parent, color, stamped, items...)
 		return err == nil, err
@@ -159,38 +158,40 @@ func waitPatched(t *testing.T, ns, parent, color string, stamped bool, items ...
 // children; a change of the parent runs the pipeline again; a disabled patch
 // does not run.
 func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	stamp := startStampHook(t)
-	ns := namespace(t, "loop-patches")
-	patchesController("loop-patches", hook.URL, stamp.srv.URL).create(t)
+	ns := suite.Namespace(t, "loop-patches")
+	patchesController("loop-patches", hook.URL, stamp.srv.URL).Create(t, suite)
 
-	parent := createParent(t, ns, "p", "loop-patches", spec("blue", "a", "b"))
+	parent := suite.CreateHello(t, ns, "p", "loop-patches", framework.HelloSpec("blue", "a", "b"))
 	for _, cm := range waitPatched(t, ns, "p", "blue", true, "a", "b") {
-		if !ownedBy(&cm, parent) {
+		if !framework.OwnedBy(&cm, parent) {
 			t.Errorf("ConfigMap %s is not controlled by its parent", cm.Name)
 		}
 	}
-	waitObserved(t, ns, "p", parent.GetGeneration())
+	suite.WaitObserved(t, ns, "p", parent.GetGeneration())
 
 	// A change of the parent: both patches run again, over what the sync
 	// hook now answers.
 	before := stamp.callsFor(ns, "p")
-	generation := setParentSpec(t, ns, "p", spec("green", "a", "b", "c"))
+	generation := suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green", "a", "b", "c"))
 	waitPatched(t, ns, "p", "green", true, "a", "b", "c")
-	waitObserved(t, ns, "p", generation)
+	suite.WaitObserved(t, ns, "p", generation)
 	if after := stamp.callsFor(ns, "p"); after <= before {
 		t.Errorf("the patch hook was not called again for p after its change (%d calls before, %d after)", before, after)
 	}
 
 	// enabledIf false: the stamp hook is not called, the inline patch is.
-	plain := createParent(t, ns, "plain", "loop-patches", spec("plain", "a"))
+	plain := suite.CreateHello(t, ns, "plain", "loop-patches", framework.HelloSpec("plain", "a"))
 	waitPatched(t, ns, "plain", "plain", false, "a")
-	waitObserved(t, ns, "plain", plain.GetGeneration())
+	suite.WaitObserved(t, ns, "plain", plain.GetGeneration())
 	if n := stamp.callsFor(ns, "plain"); n != 0 {
 		t.Errorf("the patch hook was called %d times for a parent its enabledIf excludes", n)
 	}
 
-	metrics := compositeMetrics(t)
+	metrics := suite.CompositeGet(t, "/metrics")
 	if want := `composite_hook_requests_total{code="200",controller="loop-patches",hook="patch:stamp"}`; !strings.Contains(metrics, want) {
 		t.Errorf("/metrics lacks %s", want)
 	}
@@ -202,11 +203,13 @@ func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
 // were, the parent's Event and the controller's lastSyncError say why, and
 // the sync recovers once the hook is fixed.
 func TestPatchesThatFailChangeNothing(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	stamp := startStampHook(t)
-	ns := namespace(t, "loop-patch-failures")
+	ns := suite.Namespace(t, "loop-patch-failures")
 	ctx := context.Background()
-	patchesController("loop-patch-failures", hook.URL, stamp.srv.URL).create(t)
+	patchesController("loop-patch-failures", hook.URL, stamp.srv.URL).Create(t, suite)
 
 	for _, tc := range []struct{ mode, message string }{
 		{"error500", "HTTP 500 Internal Server Error: patch hook failed: patch hook broken on purpose"},
@@ -215,26 +218,26 @@ func TestPatchesThatFailChangeNothing(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			p := "p-" + tc.mode
-			parent := createParent(t, ns, p, "loop-patch-failures", spec("blue", "a", "b"))
+			parent := suite.CreateHello(t, ns, p, "loop-patch-failures", framework.HelloSpec("blue", "a", "b"))
 			before := waitPatched(t, ns, p, "blue", true, "a", "b")
-			waitObserved(t, ns, p, parent.GetGeneration())
+			suite.WaitObserved(t, ns, p, parent.GetGeneration())
 
 			stamp.setMode(tc.mode)
 			callsBefore := stamp.callsFor(ns, p)
 			// A change the broken patch would have to act on.
-			generation := setParentSpec(t, ns, p, spec("red", "a", "b"))
+			generation := suite.SetHelloSpec(t, ns, p, framework.HelloSpec("red", "a", "b"))
 			if tc.mode != "timeout" {
 				// A timed-out call is not counted: the handler never
 				// reaches the generator.
-				eventually(t, "a call of the patch hook in mode "+tc.mode+" for "+p, func() (bool, error) {
+				suite.Eventually(t, "a call of the patch hook in mode "+tc.mode+" for "+p, func() (bool, error) {
 					return stamp.callsFor(ns, p) > callsBefore, nil
 				})
 			}
 			// This case's own failure, on the parent and the controller.
-			stack.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
-			stack.WaitForEvent(t, ns, p, "SyncError", `patch:stamp`, time.Minute)
-			eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
-				c, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-patch-failures", metav1.GetOptions{})
+			suite.WaitForEvent(t, ns, p, "SyncError", tc.message, time.Minute)
+			suite.WaitForEvent(t, ns, p, "SyncError", `patch:stamp`, time.Minute)
+			suite.Eventually(t, "lastSyncError on the CompositeController saying "+tc.message, func() (bool, error) {
+				c, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, "loop-patch-failures", metav1.GetOptions{})
 				return err == nil && strings.Contains(c.Status.LastSyncError, tc.message), err
 			})
 			// Nothing was applied: not the sync hook's new color, not the
@@ -249,7 +252,7 @@ func TestPatchesThatFailChangeNothing(t *testing.T) {
 						tc.mode, name, before[name].UID, cm.UID, before[name].ResourceVersion, cm.ResourceVersion)
 				}
 			}
-			for name := range configMaps(t, ns) {
+			for name := range suite.ConfigMaps(t, ns) {
 				if strings.HasSuffix(name, "-renamed") {
 					t.Errorf("a renamed child %s was created", name)
 				}
@@ -258,10 +261,10 @@ func TestPatchesThatFailChangeNothing(t *testing.T) {
 			// Fixed, it recovers by itself.
 			stamp.setMode("ok")
 			waitPatched(t, ns, p, "red", true, "a", "b")
-			waitObserved(t, ns, p, generation)
+			suite.WaitObserved(t, ns, p, generation)
 		})
 	}
-	metrics := compositeMetrics(t)
+	metrics := suite.CompositeGet(t, "/metrics")
 	for _, want := range []string{
 		`composite_hook_errors_total{controller="loop-patch-failures",hook="patch:stamp",reason="status"}`,
 		`composite_hook_errors_total{controller="loop-patch-failures",hook="patch:stamp",reason="timeout"}`,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 )
 
 // relatedSpec is a parent's spec whose customize hook asks for the Secrets
@@ -30,12 +31,12 @@ func relatedSpec(label string) map[string]interface{} {
 // none.
 func madeFromRelated(t *testing.T, ns, name string, secrets ...string) string {
 	t.Helper()
-	parent := getParent(t, ns, name)
-	have := configMaps(t, ns)
+	parent := suite.GetHello(t, ns, name)
+	have := suite.ConfigMaps(t, ns)
 	var missing []string
 	for _, s := range secrets {
 		cm, ok := have[name+"-rel-"+s]
-		if !ok || !ownedBy(&cm, parent) {
+		if !ok || !framework.OwnedBy(&cm, parent) {
 			missing = append(missing, name+"-rel-"+s)
 		}
 	}
@@ -50,14 +51,14 @@ func pokeUntil(t *testing.T, what, ns, name string, done func() bool) {
 	t.Helper()
 	i := 0
 	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			return false, down
 		}
 		if done() {
 			return true, nil
 		}
 		i++
-		_, stderr, err := stack.Kubectl(ctx, "annotate", "hellos.example.com", name, "-n", ns, "--overwrite", fmt.Sprintf("poke=%d", i))
+		_, stderr, err := suite.Kubectl(ctx, "annotate", "hellos.example.com", name, "-n", ns, "--overwrite", fmt.Sprintf("poke=%d", i))
 		if err != nil {
 			t.Logf("kubectl annotate: %v: %s", err, stderr)
 		}
@@ -79,11 +80,13 @@ func pokeUntil(t *testing.T, what, ns, name string, done func() bool) {
 // Once the RoleBinding is back, the parent converges with no restart: the
 // Secret added meanwhile gets its child.
 func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, author = "related-refused", "related-refused"
-	ns := namespace(t, "related-refused")
-	if err := stack.Apply(ctx, serverRights("related-refused-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
+	ns := suite.Namespace(t, "related-refused")
+	if err := suite.Apply(ctx, serverRights("related-refused-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
 	readsSecrets := `rules:
@@ -92,14 +95,16 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
   verbs: ["list"]
 `
 	authorSubject := "{apiGroup: rbac.authorization.k8s.io, kind: User, name: " + author + "}"
-	stack.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
+	suite.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
 	relatedSecret(t, ns, "s1", ctrl)
 	relatedSecret(t, ns, "s2", ctrl)
-	authorWritesController(t, ctrl, author, controller{Name: ctrl, HookURL: hook.URL,
-		Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n        timeout: 3s\n"})
+	authorWritesController(t, ctrl, author, framework.HelloController{Name: ctrl, HookURL: hook.URL,
+		Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+			s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 3*time.Second))
+		}})
 
-	createParent(t, ns, "p", ctrl, relatedSpec(ctrl))
-	eventually(t, "a ConfigMap made from each related Secret", func() (bool, error) {
+	suite.CreateHello(t, ns, "p", ctrl, relatedSpec(ctrl))
+	suite.Eventually(t, "a ConfigMap made from each related Secret", func() (bool, error) {
 		if missing := madeFromRelated(t, ns, "p", "s1", "s2"); missing != "" {
 			return false, fmt.Errorf("missing %s", missing)
 		}
@@ -108,7 +113,7 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 
 	refusal := fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns)
 	refusals := eventCount(t, ns, "p", "RelatedForbidden", refusal)
-	if _, stderr, err := stack.Kubectl(ctx, "delete", "rolebinding", "related-refused-reads-secrets", "-n", ns); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "delete", "rolebinding", "related-refused-reads-secrets", "-n", ns); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	pokeUntil(t, "a fresh RelatedForbidden Event naming the author", ns, "p", func() bool {
@@ -117,7 +122,7 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 	if missing := madeFromRelated(t, ns, "p", "s1", "s2"); missing != "" {
 		t.Errorf("children made from related objects went when the author lost the right to list them: %s missing; Events: %q", missing, events(t, ns, "p"))
 	}
-	eventually(t, "the controller's Authorized condition naming the author and the right", func() (bool, error) {
+	suite.Eventually(t, "the controller's Authorized condition naming the author and the right", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, refusal), nil
 	})
@@ -149,11 +154,11 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 	}
 
 	relatedSecret(t, ns, "s3", ctrl)
-	stack.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
+	suite.Grant(t, "related-refused-reads-secrets", ns, readsSecrets, authorSubject)
 	pokeUntil(t, "the parent to converge once its author may list Secrets again", ns, "p", func() bool {
 		return madeFromRelated(t, ns, "p", "s1", "s2", "s3") == ""
 	})
-	eventually(t, "the controller's Authorized condition True again", func() (bool, error) {
+	suite.Eventually(t, "the controller's Authorized condition True again", func() (bool, error) {
 		c := condition(t, ctrl, v1alpha1.ConditionAuthorized)
 		return c != nil && c.Status == metav1.ConditionTrue, nil
 	})
@@ -164,45 +169,49 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 // identity of every controller that names none; what one operator grants
 // it for one controller (list Secrets, for a secret replicator) must not
 // reach another author's hook. Bob may run a controller of hellos but not
-// read Secrets; his controller, which names no identity, asks for Secrets
+// read Secrets; his framework.HelloController, which names no identity, asks for Secrets
 // through its customize hook: his hook gets none, the sync stops before
 // it, and the Event names Bob.
 func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith) with a default identity for every controller.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const ctrl, author = "default-identity", "default-identity-bob"
-	home := namespace(t, "default-identity-home")
-	ns := namespace(t, "default-identity")
-	if _, err := stack.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-id"}}, metav1.CreateOptions{}); err != nil {
+	home := suite.Namespace(t, "default-identity-home")
+	ns := suite.Namespace(t, "default-identity")
+	if _, err := suite.Kube.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-id"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	identity := "{kind: ServiceAccount, name: default-id, namespace: " + home + "}"
 	// The default identity may run hellos and read every Secret.
-	stack.Grant(t, "e2e-default-id", "", framework.HelloLoopRules+`- apiGroups: [""]
+	suite.Grant(t, "e2e-default-id", "", framework.HelloLoopRules+`- apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list"]
 `, identity)
-	stack.Grant(t, "composite-apiserver-impersonate", home, `rules:
+	suite.Grant(t, "composite-apiserver-impersonate", home, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
 `, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
-	if err := stack.Apply(ctx, serverRights("default-identity-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
+	if err := suite.Apply(ctx, serverRights("default-identity-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
 		t.Fatal(err)
 	}
-	restartWith(t, "--default-controller-service-account="+home+"/default-id")
+	suite.RestartWith(t, "--default-controller-service-account="+home+"/default-id")
 
 	relatedSecret(t, ns, "s1", ctrl)
-	authorWritesController(t, ctrl, author, controller{Name: ctrl, HookURL: hook.URL,
-		Hooks: "    customize:\n      webhook:\n        url: " + hook.URL + "/customize\n        timeout: 3s\n"})
+	authorWritesController(t, ctrl, author, framework.HelloController{Name: ctrl, HookURL: hook.URL,
+		Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+			s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 3*time.Second))
+		}})
 	s := relatedSpec(ctrl)
 	s["configMaps"] = []interface{}{"a"}
-	createParent(t, ns, "p", ctrl, s)
-	stack.WaitForEvent(t, ns, "p", "RelatedForbidden", fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns), time.Minute)
+	suite.CreateHello(t, ns, "p", ctrl, s)
+	suite.WaitForEvent(t, ns, "p", "RelatedForbidden", fmt.Sprintf("the controller's author %q may not list secrets in namespace %s", author, ns), time.Minute)
 	if n := calls(t, hook, "/sync "+ns+"/p"); n != 0 {
 		t.Errorf("Bob's hook was called %d times with Secrets only the default identity may list", n)
 	}
-	if _, ok := configMaps(t, ns)["p-rel-s1"]; ok {
+	if _, ok := suite.ConfigMaps(t, ns)["p-rel-s1"]; ok {
 		t.Errorf("Bob's hook made a child of a Secret only the default identity may list")
 	}
 }

@@ -22,14 +22,16 @@ import (
 // missing, a Warning Event — and starts by itself once the rights are
 // granted, with no restart and no edit.
 func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "rights")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "rights")
 	// A CRD, and no rights for the server on it.
 	crd := framework.CRD{Group: "rights.example.com", Plural: "gizmos", Kind: "Gizmo"}.Manifest()
-	if err := stack.Apply(context.Background(), crd); err != nil {
+	if err := suite.Apply(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gizmos.rights.example.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gizmos.rights.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	manifest := filepath.Join(t.TempDir(), "cc.yaml")
@@ -42,9 +44,9 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "rights", metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "rights", metav1.DeleteOptions{})
 	})
-	_, stderr, err := stack.Kubectl(context.Background(), "apply", "-f", manifest)
+	_, stderr, err := suite.Kubectl(context.Background(), "apply", "-f", manifest)
 	if err != nil {
 		t.Fatalf("apply: %v: %s", err, stderr)
 	}
@@ -52,13 +54,13 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 		!strings.Contains(stderr, "kubectl composite rbac rights") {
 		t.Errorf("kubectl apply printed no warning naming the missing rights and the fix:\n%s", stderr)
 	}
-	eventually(t, "Ready=False Forbidden naming gizmos", func() (bool, error) {
+	suite.Eventually(t, "Ready=False Forbidden naming gizmos", func() (bool, error) {
 		c := meta.FindStatusCondition(ccReady(t, "rights").Status.Conditions, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Forbidden" &&
 			strings.Contains(c.Message, "list, watch") && strings.Contains(c.Message, "gizmos.rights.example.com"), nil
 	})
-	waitEvent(t, "default", "rights", "composite-apiserver may not")
-	described, stderr, err := stack.Kubectl(context.Background(), "describe", "compositecontroller", "rights")
+	waitControllerEvent(t, ccUID(t, "rights"), "Forbidden", "composite-apiserver may not")
+	described, stderr, err := suite.Kubectl(context.Background(), "describe", "compositecontroller", "rights")
 	if err != nil {
 		t.Fatalf("describe: %v: %s", err, stderr)
 	}
@@ -70,10 +72,10 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 
 	// Create a parent now: nothing happens to it until the rights come.
 	gizmos := schema.GroupVersionResource{Group: "rights.example.com", Version: "v1", Resource: "gizmos"}
-	if _, err := dyn.Resource(gizmos).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]interface{}{
+	if _, err := suite.Dynamic.Resource(gizmos).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "rights.example.com/v1", "kind": "Gizmo",
 		"metadata": map[string]interface{}{"name": "g", "namespace": ns},
-		"spec":     spec("blue", "a"),
+		"spec":     framework.HelloSpec("blue", "a"),
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +86,24 @@ func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grant := exec.Command("bash", "-c", "kubectl composite rbac rights | kubectl apply -f -")
-	grant.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+stack.AdminKubeconfig)
-	if out, err := grant.CombinedOutput(); err != nil {
+	kubectl := func(pipe string) *exec.Cmd {
+		cmd := exec.Command("bash", "-c", pipe)
+		cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+suite.AdminKubeconfig)
+		return cmd
+	}
+	// Taken back when the test ends (before its controller is deleted,
+	// which the plugin reads), so that another run of it (go test -count)
+	// starts again without the rights.
+	t.Cleanup(func() {
+		if out, err := kubectl("kubectl composite rbac rights | kubectl delete --ignore-not-found -f -").CombinedOutput(); err != nil {
+			t.Errorf("taking the rights back: %v\n%s", err, out)
+		}
+	})
+	if out, err := kubectl("kubectl composite rbac rights | kubectl apply -f -").CombinedOutput(); err != nil {
 		t.Fatalf("kubectl composite rbac rights | kubectl apply -f -: %v\n%s", err, out)
 	}
-	eventually(t, "controller rights Ready after the grant", func() (bool, error) {
+	suite.Eventually(t, "controller rights Ready after the grant", func() (bool, error) {
 		return meta.IsStatusConditionTrue(ccReady(t, "rights").Status.Conditions, v1alpha1.ConditionReady), nil
 	})
-	waitConfigMaps(t, ns, "g-a")
+	suite.WaitConfigMaps(t, ns, "g-a")
 }

@@ -19,11 +19,13 @@ import (
 // its Updated condition does not claim a step that did not happen; once
 // revisions may be stored again, the rollout goes on.
 func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
 	ctx := context.Background()
 	const ctrl = "rolling-norevision"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	rollingController(t, ctrl, hook.URL, "RollingInPlace")
 	names := []string{"a", "b"}
 	parent := startRollout(t, ns, "p", ctrl, names)
@@ -31,17 +33,17 @@ func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
 	const message = "revisions are frozen by the test"
 	unfreeze := refuse(t, ns, "metacontroller.k8s.io", "controllerrevisions", "CREATE", message)
 	// The server enforces the policy once its informers have it.
-	eventually(t, "the server to refuse a ControllerRevision", func() (bool, error) {
+	suite.Eventually(t, "the server to refuse a ControllerRevision", func() (bool, error) {
 		rev := &v1alpha1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, ParentPatch: runtime.RawExtension{Raw: []byte(`{}`)}}
-		_, err := cc.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := suite.Client.MetacontrollerV1alpha1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), message), nil
 	})
 
-	setParentSpec(t, ns, "p", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b"}})
+	suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b"}})
 	// Two failed syncs of the change (the Event counted twice): whatever
 	// the first wrote, it has written.
-	eventually(t, "two SyncErrors naming the refused revision", func() (bool, error) {
-		list, err := stack.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=p,reason=SyncError"})
+	suite.Eventually(t, "two SyncErrors naming the refused revision", func() (bool, error) {
+		list, err := suite.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=p,reason=SyncError"})
 		if err != nil {
 			return false, err
 		}

@@ -28,17 +28,22 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 var rollingChildren = framework.CRD{Group: "example.com", Plural: "widgets", Kind: "Widget"}.Manifest() +
 	serverRights("widgets", "example.com", []string{"widgets"}, "get", "list", "watch", "create", "update", "patch", "delete")
 
-var widgetsOnce sync.Once
+// widgetsErr is the install's error, kept for every test: parallel tests
+// that call installWidgets while the first one installs wait for it, and
+// must fail as it does.
+var (
+	widgetsOnce sync.Once
+	widgetsErr  error
+)
 
 func installWidgets(t *testing.T) {
 	t.Helper()
-	var err error
-	widgetsOnce.Do(func() { err = stack.Apply(context.Background(), rollingChildren) })
-	if err != nil {
-		t.Fatal(err)
+	widgetsOnce.Do(func() { widgetsErr = suite.Apply(context.Background(), rollingChildren) })
+	if widgetsErr != nil {
+		t.Fatal(widgetsErr)
 	}
-	eventually(t, "widgets served", func() (bool, error) {
-		_, err := dyn.Resource(widgets).List(context.Background(), metav1.ListOptions{Limit: 1})
+	suite.Eventually(t, "widgets served", func() (bool, error) {
+		_, err := suite.Dynamic.Resource(widgets).List(context.Background(), metav1.ListOptions{Limit: 1})
 		return err == nil, err
 	})
 }
@@ -48,13 +53,13 @@ func installWidgets(t *testing.T) {
 func rollingController(t *testing.T, name, hookURL, method string) {
 	t.Helper()
 	manifest := framework.ControllerFixture{Name: name, HookURL: hookURL, Child: widgets, Method: method, ReadyChecks: true, Timeout: "3s"}.Manifest()
-	if err := stack.Apply(context.Background(), manifest); err != nil {
+	if err := suite.Apply(context.Background(), manifest); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	waitRunning(t, name)
+	suite.WaitRunning(t, name)
 }
 
 // widget is what a test sees of one Widget.
@@ -70,7 +75,7 @@ type widget struct {
 // Widget of the parent's name prefix that the parent does not control.
 func widgetsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[string]widget {
 	t.Helper()
-	list, err := dyn.Resource(widgets).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Dynamic.Resource(widgets).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +84,7 @@ func widgetsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[s
 		if !strings.HasPrefix(w.GetName(), parent.GetName()+"-") {
 			continue
 		}
-		if !ownedBy(&w, parent) || len(w.GetOwnerReferences()) != 1 {
+		if !framework.OwnedBy(&w, parent) || len(w.GetOwnerReferences()) != 1 {
 			t.Fatalf("Widget %s has owners %v, want exactly the parent", w.GetName(), w.GetOwnerReferences())
 		}
 		color, _, _ := unstructured.NestedString(w.Object, "spec", "color")
@@ -96,8 +101,8 @@ func widgetsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[s
 // observed the current generation, and Ready is ready.
 func setWidgetStatus(t *testing.T, ns, name, ready string) {
 	t.Helper()
-	eventually(t, "status of Widget "+name, func() (bool, error) {
-		w, err := dyn.Resource(widgets).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	suite.Eventually(t, "status of Widget "+name, func() (bool, error) {
+		w, err := suite.Dynamic.Resource(widgets).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -105,7 +110,7 @@ func setWidgetStatus(t *testing.T, ns, name, ready string) {
 			"observedGeneration": w.GetGeneration(),
 			"conditions":         []interface{}{map[string]interface{}{"type": "Ready", "status": ready, "reason": "ByTest"}},
 		}
-		_, err = dyn.Resource(widgets).Namespace(ns).UpdateStatus(context.Background(), w, metav1.UpdateOptions{})
+		_, err = suite.Dynamic.Resource(widgets).Namespace(ns).UpdateStatus(context.Background(), w, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			return false, nil
 		}
@@ -116,7 +121,7 @@ func setWidgetStatus(t *testing.T, ns, name, ready string) {
 // updated is the parent's Updated condition: reason and message.
 func updated(t *testing.T, ns, name string) (reason, message string) {
 	t.Helper()
-	c := engine.StatusCondition(getParent(t, ns, name), engine.UpdatedCondition)
+	c := engine.StatusCondition(suite.GetHello(t, ns, name), engine.UpdatedCondition)
 	reason, _ = c["reason"].(string)
 	message, _ = c["message"].(string)
 	return reason, message
@@ -126,7 +131,7 @@ func updated(t *testing.T, ns, name string) (reason, message string) {
 // children each claims.
 func revisionsOf(t *testing.T, ns string, parent *unstructured.Unstructured) map[string][]string {
 	t.Helper()
-	list, err := cc.MetacontrollerV1alpha1().ControllerRevisions(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Client.MetacontrollerV1alpha1().ControllerRevisions(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,21 +158,21 @@ func startRollout(t *testing.T, ns, name, ctrl string, names []string) *unstruct
 	for i, n := range names {
 		items[i] = n
 	}
-	createParent(t, ns, name, ctrl, map[string]interface{}{"color": "blue", "widgets": items})
+	suite.CreateHello(t, ns, name, ctrl, map[string]interface{}{"color": "blue", "widgets": items})
 	t.Cleanup(func() {
 		if t.Failed() {
 			reason, msg := updated(t, ns, name)
 			t.Logf("parent %s: Updated %s %q; Events:\n%s", name, reason, msg, strings.Join(events(t, ns, name), "\n"))
 		}
 	})
-	parent := waitObserved(t, ns, name, 1)
-	eventually(t, "the Widgets of "+name, func() (bool, error) {
+	parent := suite.WaitObserved(t, ns, name, 1)
+	suite.Eventually(t, "the Widgets of "+name, func() (bool, error) {
 		return len(widgetsOf(t, ns, parent)) == len(names), nil
 	})
 	for _, n := range names {
 		setWidgetStatus(t, ns, name+"-"+n, "True")
 	}
-	eventually(t, name+" on its first revision", func() (bool, error) {
+	suite.Eventually(t, name+" on its first revision", func() (bool, error) {
 		reason, msg := updated(t, ns, name)
 		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
@@ -186,7 +191,7 @@ func driveRollout(t *testing.T, ns string, parent *unstructured.Unstructured, na
 	t.Helper()
 	var moved []string
 	done := map[string]bool{}
-	eventually(t, fmt.Sprintf("every Widget of %s %s", parent.GetName(), color), func() (bool, error) {
+	suite.Eventually(t, fmt.Sprintf("every Widget of %s %s", parent.GetName(), color), func() (bool, error) {
 		ws := widgetsOf(t, ns, parent)
 		var unhealthy []string
 		for _, n := range names {
@@ -215,9 +220,11 @@ func driveRollout(t *testing.T, ns string, parent *unstructured.Unstructured, na
 }
 
 func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
-	ns := namespace(t, "rolling-inplace")
+	ns := suite.Namespace(t, "rolling-inplace")
 	ctrl := "rolling-inplace"
 	rollingController(t, ctrl, hook.URL, "RollingInPlace")
 	names := []string{"a", "b", "c", "d", "e"}
@@ -225,18 +232,18 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	before := widgetsOf(t, ns, parent)
 	firstRevisions := revisionsOf(t, ns, parent)
 
-	setParentSpec(t, ns, "p", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b", "c", "d", "e"}})
+	suite.SetHelloSpec(t, ns, "p", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b", "c", "d", "e"}})
 
 	// a and b move, one at a time.
 	for i, n := range names[:2] {
-		stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision", time.Minute)
-		eventually(t, "Widget p-"+n+" red", func() (bool, error) {
+		suite.WaitForEvent(t, ns, "p", engine.ReasonRolloutProgressing, "Widget p-"+n+" moves to ControllerRevision", time.Minute)
+		suite.Eventually(t, "Widget p-"+n+" red", func() (bool, error) {
 			ws := widgetsOf(t, ns, parent)
 			return ws[n].Color == "red", nil
 		})
 		// It has moved and its controller has not observed it yet: the
 		// rollout waits for it, and nothing else moves.
-		stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2", time.Minute)
+		suite.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, "Widget p-"+n+": status.observedGeneration 1 has not reached generation 2", time.Minute)
 		ws := widgetsOf(t, ns, parent)
 		for j, m := range names {
 			want := "blue"
@@ -252,25 +259,25 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 
 	// c moves, and its controller says it is not Ready: the rollout halts
 	// there, says why, and the preview says the same.
-	eventually(t, "Widget p-c red", func() (bool, error) { return widgetsOf(t, ns, parent)["c"].Color == "red", nil })
+	suite.Eventually(t, "Widget p-c red", func() (bool, error) { return widgetsOf(t, ns, parent)["c"].Color == "red", nil })
 	setWidgetStatus(t, ns, "p-c", "False")
 	stall := `Widget p-c: condition "Ready" has status "False", want "True"`
-	stack.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, stall, time.Minute)
-	eventually(t, "the parent's Updated condition to say why it waits", func() (bool, error) {
+	suite.WaitForEvent(t, ns, "p", engine.ReasonRolloutWaiting, stall, time.Minute)
+	suite.Eventually(t, "the parent's Updated condition to say why it waits", func() (bool, error) {
 		reason, msg := updated(t, ns, "p")
 		return unless(reason == engine.ReasonRolloutWaiting && strings.Contains(msg, stall), fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 	if ws := widgetsOf(t, ns, parent); ws["d"].Color != "blue" || ws["e"].Color != "blue" {
 		t.Fatalf("the rollout went on past a child that is not Ready: %v", ws)
 	}
-	eventually(t, "the CompositeController to count the parent mid-rollout", func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
+	suite.Eventually(t, "the CompositeController to count the parent mid-rollout", func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return unless(got.Status.RollingParents == 1, fmt.Errorf("rollingParents %d", got.Status.RollingParents))
 	})
-	preview, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
+	preview, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
 		Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: "p"}},
 	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
@@ -295,13 +302,13 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	if moved := driveRollout(t, ns, parent, names, "red"); strings.Join(moved, "") != "de" {
 		t.Errorf("after c, Widgets moved in the order %v, want d, e", moved)
 	}
-	eventually(t, "the parent on its latest revision", func() (bool, error) {
+	suite.Eventually(t, "the parent on its latest revision", func() (bool, error) {
 		reason, msg := updated(t, ns, "p")
 		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
-	stack.WaitForEvent(t, ns, "p", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
+	suite.WaitForEvent(t, ns, "p", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
 	// The old revision goes once no child follows it.
-	eventually(t, "one ControllerRevision, the latest", func() (bool, error) {
+	suite.Eventually(t, "one ControllerRevision, the latest", func() (bool, error) {
 		revs := revisionsOf(t, ns, parent)
 		for name, children := range revs {
 			if _, old := firstRevisions[name]; old || len(revs) != 1 || len(children) != 5 {
@@ -315,8 +322,8 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 			t.Errorf("RollingInPlace recreated Widget %s", n)
 		}
 	}
-	eventually(t, "the CompositeController to count no parent mid-rollout", func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
+	suite.Eventually(t, "the CompositeController to count no parent mid-rollout", func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -325,9 +332,11 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 }
 
 func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
-	ns := namespace(t, "rolling-recreate")
+	ns := suite.Namespace(t, "rolling-recreate")
 	ctrl := "rolling-recreate"
 	rollingController(t, ctrl, hook.URL, "RollingRecreate")
 	names := []string{"a", "b", "c"}
@@ -337,21 +346,21 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 		uids[n] = w.UID
 	}
 
-	setParentSpec(t, ns, "q", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b", "c"}})
+	suite.SetHelloSpec(t, ns, "q", map[string]interface{}{"color": "red", "widgets": []interface{}{"a", "b", "c"}})
 	for i, n := range names {
 		// The next Widget is recreated: a new UID, the new color, no
 		// status yet, so the rollout waits for it.
-		eventually(t, "Widget q-"+n+" recreated red", func() (bool, error) {
+		suite.Eventually(t, "Widget q-"+n+" recreated red", func() (bool, error) {
 			w, ok := widgetsOf(t, ns, parent)[n]
 			return ok && w.UID != uids[n] && w.Color == "red", nil
 		})
 		if i == len(names)-1 {
 			// As in Metacontroller, the rollout is over once the last child
 			// has moved: every child is on the latest revision.
-			stack.WaitForEvent(t, ns, "q", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
+			suite.WaitForEvent(t, ns, "q", "RolloutComplete", "every child is on ControllerRevision", time.Minute)
 			break
 		}
-		stack.WaitForEvent(t, ns, "q", engine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`, time.Minute)
+		suite.WaitForEvent(t, ns, "q", engine.ReasonRolloutWaiting, "Widget q-"+n+`: condition "Ready" is missing`, time.Minute)
 		ws := widgetsOf(t, ns, parent)
 		for _, m := range names[i+1:] {
 			if ws[m].UID != uids[m] || ws[m].Color != "blue" {
@@ -360,16 +369,18 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 		}
 		setWidgetStatus(t, ns, "q-"+n, "True")
 	}
-	eventually(t, "the parent on its latest revision", func() (bool, error) {
+	suite.Eventually(t, "the parent on its latest revision", func() (bool, error) {
 		reason, msg := updated(t, ns, "q")
 		return unless(reason == engine.ReasonOnLatestRevision, fmt.Errorf("Updated: %s %s", reason, msg))
 	})
 }
 
 func TestRollingParentChangedTwiceMidRolloutEndsOnTheLatest(t *testing.T) {
-	hook := setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	installWidgets(t)
-	ns := namespace(t, "rolling-twice")
+	ns := suite.Namespace(t, "rolling-twice")
 	ctrl := "rolling-twice"
 	rollingController(t, ctrl, hook.URL, "RollingInPlace")
 	names := []string{"a", "b", "c", "d"}
@@ -379,19 +390,19 @@ func TestRollingParentChangedTwiceMidRolloutEndsOnTheLatest(t *testing.T) {
 		return map[string]interface{}{"color": color, "widgets": []interface{}{"a", "b", "c", "d"}}
 	}
 
-	setParentSpec(t, ns, "r", spec("red"))
-	eventually(t, "Widget r-a red", func() (bool, error) { return widgetsOf(t, ns, parent)["a"].Color == "red", nil })
+	suite.SetHelloSpec(t, ns, "r", spec("red"))
+	suite.Eventually(t, "Widget r-a red", func() (bool, error) { return widgetsOf(t, ns, parent)["a"].Color == "red", nil })
 	setWidgetStatus(t, ns, "r-a", "True")
-	eventually(t, "Widget r-b red", func() (bool, error) { return widgetsOf(t, ns, parent)["b"].Color == "red", nil })
+	suite.Eventually(t, "Widget r-b red", func() (bool, error) { return widgetsOf(t, ns, parent)["b"].Color == "red", nil })
 	// Three revisions now: blue (c, d), red (a, b) and green (none yet).
-	setParentSpec(t, ns, "r", spec("green"))
-	eventually(t, "three ControllerRevisions", func() (bool, error) {
+	suite.SetHelloSpec(t, ns, "r", spec("green"))
+	suite.Eventually(t, "three ControllerRevisions", func() (bool, error) {
 		revs := revisionsOf(t, ns, parent)
 		return unless(len(revs) == 3, fmt.Errorf("revisions %v", revs))
 	})
 	setWidgetStatus(t, ns, "r-b", "True")
 	driveRollout(t, ns, parent, names, "green")
-	eventually(t, "the parent on its latest revision, alone", func() (bool, error) {
+	suite.Eventually(t, "the parent on its latest revision, alone", func() (bool, error) {
 		reason, msg := updated(t, ns, "r")
 		revs := revisionsOf(t, ns, parent)
 		return unless(reason == engine.ReasonOnLatestRevision && len(revs) == 1, fmt.Errorf("Updated: %s %s; revisions %v", reason, msg, revs))

@@ -8,10 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	acv1alpha1 "github.com/composite-apiserver/composite-apiserver/pkg/generated/applyconfiguration/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/pkg/hookapi"
 )
 
@@ -44,7 +48,7 @@ func (l *callLog) get() []statusCall {
 // time, and a poke's sync reads everything again).
 func (l *callLog) waitCall(t *testing.T, poke string) {
 	t.Helper()
-	eventually(t, "a hook call that sees poke="+poke, func() (bool, error) {
+	suite.Eventually(t, "a hook call that sees poke="+poke, func() (bool, error) {
 		for _, c := range l.get() {
 			if c.poke == poke {
 				return true, nil
@@ -72,14 +76,14 @@ func phaseHook(t *testing.T, log *callLog) *httptest.Server {
 // not the loop's own, so it syncs the parent.
 func poke(t *testing.T, resource, ns, name, value string) {
 	t.Helper()
-	if _, stderr, err := stack.Kubectl(context.Background(), "annotate", "--overwrite", "-n", ns, resource, name, "poke="+value); err != nil {
+	if _, stderr, err := suite.Kubectl(context.Background(), "annotate", "--overwrite", "-n", ns, resource, name, "poke="+value); err != nil {
 		t.Fatalf("kubectl annotate %s %s: %v: %s", resource, name, err, stderr)
 	}
 }
 
 func parentPhase(t *testing.T, ns, name string) string {
 	t.Helper()
-	phase, _, _ := unstructured.NestedString(getParent(t, ns, name).Object, "status", "phase")
+	phase, _, _ := unstructured.NestedString(suite.GetHello(t, ns, name).Object, "status", "phase")
 	return phase
 }
 
@@ -91,14 +95,15 @@ func parentPhase(t *testing.T, ns, name string) string {
 // and a converged parent costs no call: a poke afterwards is the only call
 // after the one that saw C.
 func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	const ctrl = "status-echoes"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	log := &callLog{}
-	controller{Name: ctrl, HookURL: phaseHook(t, log).URL}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: phaseHook(t, log).URL}.Create(t, suite)
 
-	createParent(t, ns, "p", ctrl, map[string]interface{}{})
-	eventually(t, "status.phase C, moved by the echoes of the hook's own status writes", func() (bool, error) {
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	suite.Eventually(t, "status.phase C, moved by the echoes of the hook's own status writes", func() (bool, error) {
 		if phase := parentPhase(t, ns, "p"); phase != "C" {
 			return false, fmt.Errorf("status.phase %q; hook calls %v", phase, log.get())
 		}
@@ -118,17 +123,20 @@ func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
 // nothing. The same hook then moves one step per outside change: the
 // parent stays at A after its first call, and each poke moves it one step.
 func TestWithOwnStatusWritesIgnoredTheHookIsCalledOnlyOnChanges(t *testing.T) {
-	setUpStack(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	const ctrl = "status-echoes-ignored"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	log := &callLog{}
-	controller{Name: ctrl, HookURL: phaseHook(t, log).URL, Extra: "  ownStatusWrites: Ignore\n"}.create(t)
+	framework.HelloController{Name: ctrl, HookURL: phaseHook(t, log).URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+		s.WithOwnStatusWrites(v1alpha1.OwnStatusWritesIgnore)
+	}}.Create(t, suite)
 
-	createParent(t, ns, "p", ctrl, map[string]interface{}{})
-	eventually(t, "status.phase A", func() (bool, error) { return parentPhase(t, ns, "p") == "A", nil })
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	suite.Eventually(t, "status.phase A", func() (bool, error) { return parentPhase(t, ns, "p") == "A", nil })
 	poke(t, "hellos.example.com", ns, "p", "1")
 	log.waitCall(t, "1")
-	eventually(t, "status.phase B after the poke", func() (bool, error) { return parentPhase(t, ns, "p") == "B", nil })
+	suite.Eventually(t, "status.phase B after the poke", func() (bool, error) { return parentPhase(t, ns, "p") == "B", nil })
 	poke(t, "hellos.example.com", ns, "p", "2")
 	log.waitCall(t, "2")
 	want := []statusCall{{"", ""}, {"A", "1"}, {"B", "2"}}
@@ -174,24 +182,25 @@ spec:
 // after a poke holds several timeouts; the hook must be called by the poke
 // and the next poke only.
 func TestAConvergedParentWithAPrunedStatusCostsNoHookCall(t *testing.T) {
-	setUpStack(t)
-	restartWith(t, "--echo-timeout=2s")
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	suite.RestartWith(t, "--echo-timeout=2s")
 	ctx := context.Background()
-	if err := stack.Apply(ctx, prunedCRD+serverRights("echoes-prunes", "echoes.example.com", []string{"prunes", "prunes/status"}, parentVerbs...)); err != nil {
+	if err := suite.Apply(ctx, prunedCRD+serverRights("echoes-prunes", "echoes.example.com", []string{"prunes", "prunes/status"}, parentVerbs...)); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := stack.Kubectl(ctx, "wait", "--for=condition=Established", "crd/prunes.echoes.example.com", "--timeout=60s"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/prunes.echoes.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	const ctrl = "status-echoes-pruned"
-	ns := namespace(t, ctrl)
+	ns := suite.Namespace(t, ctrl)
 	log := &callLog{}
 	hook := httptest.NewServer(hookapi.SyncHandler(hookapi.SyncHookFunc(func(_ context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHookResponse, error) {
 		log.add(statusCall{poke: req.Parent.GetAnnotations()["poke"]})
 		return &hookapi.SyncHookResponse{Status: map[string]interface{}{"ready": true, "message": "pruned by the CRD"}}, nil
 	})))
 	t.Cleanup(hook.Close)
-	if err := stack.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
+	if err := suite.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
   name: %s
@@ -205,9 +214,9 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
+		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
 	})
-	waitRunning(t, ctrl)
+	suite.WaitRunning(t, ctrl)
 
 	prunes := schema.GroupVersionResource{Group: "echoes.example.com", Version: "v1", Resource: "prunes"}
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{
@@ -215,11 +224,11 @@ spec:
 		"metadata": map[string]interface{}{"name": "p", "namespace": ns},
 		"spec":     map[string]interface{}{},
 	}}
-	if _, err := dyn.Resource(prunes).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.Dynamic.Resource(prunes).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "status.ready, with what the CRD does not keep pruned", func() (bool, error) {
-		p, err := dyn.Resource(prunes).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
+	suite.Eventually(t, "status.ready, with what the CRD does not keep pruned", func() (bool, error) {
+		p, err := suite.Dynamic.Resource(prunes).Namespace(ns).Get(ctx, "p", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

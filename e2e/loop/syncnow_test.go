@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync: a live
@@ -14,24 +16,26 @@ import (
 // controller's label selector alone; /sync says so and changes nothing.
 // e2e/cluster proves what a live /sync does, with the loop off.
 func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-syncnow")
-	controller{Name: "loop-syncnow", HookURL: hook.URL}.create(t)
-	createParent(t, ns, "p", "someone-else", spec("blue", "a", "b"))
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-syncnow")
+	framework.HelloController{Name: "loop-syncnow", HookURL: hook.URL}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", "someone-else", framework.HelloSpec("blue", "a", "b"))
 
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
 	file := filepath.Join(t.TempDir(), "sync.json")
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, err := stack.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/loop-syncnow/sync", "-f", file)
+	_, stderr, err := suite.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/loop-syncnow/sync", "-f", file)
 	if err == nil || !strings.Contains(stderr, `does not sync Hello p: the parent does not match spec.parentResource.labelSelector`) {
 		t.Fatalf("sync: err %v, stderr %s; want it refused, naming the label selector", err, stderr)
 	}
-	if cms := configMaps(t, ns); len(cms) != 0 {
-		t.Errorf("a refused sync created %q", names(cms))
+	if cms := suite.ConfigMaps(t, ns); len(cms) != 0 {
+		t.Errorf("a refused sync created %q", framework.Names(cms))
 	}
-	if got := getParent(t, ns, "p"); got.Object["status"] != nil {
+	if got := suite.GetHello(t, ns, "p"); got.Object["status"] != nil {
 		t.Errorf("a refused sync wrote the parent's status: %v", got.Object["status"])
 	}
 }
@@ -39,13 +43,15 @@ func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
 // TestMetricsCountSyncsHookCallsAndQueues reads composite-apiserver's
 // /metrics as kube-apiserver's aggregator would reach it.
 func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-metrics")
-	controller{Name: "loop-metrics", HookURL: hook.URL}.create(t)
-	createParent(t, ns, "p", "loop-metrics", spec("blue", "a"))
-	waitConfigMaps(t, ns, "p-a")
+	t.Parallel()
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-metrics")
+	framework.HelloController{Name: "loop-metrics", HookURL: hook.URL}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", "loop-metrics", framework.HelloSpec("blue", "a"))
+	suite.WaitConfigMaps(t, ns, "p-a")
 
-	data := compositeMetrics(t)
+	data := suite.CompositeGet(t, "/metrics")
 	for _, want := range []string{
 		`composite_controller_syncs_total{controller="loop-metrics",result="success"}`,
 		`composite_controller_sync_duration_seconds_count{controller="loop-metrics"}`,

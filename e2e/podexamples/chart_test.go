@@ -32,10 +32,10 @@ func TestTheChartsPodsScheduleAndADrainKeepsTheirBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = framework.HelmAgainst(stack.AdminKubeconfig, "uninstall", release, "-n", ns, "--wait", "--timeout=60s")
-		_, _, _ = stack.Kubectl(context.Background(), append([]string{"uncordon"}, strings.Fields(nodes)...)...)
+		_, _ = framework.HelmAgainst(suite.AdminKubeconfig, "uninstall", release, "-n", ns, "--wait", "--timeout=60s")
+		_, _, _ = suite.Kubectl(context.Background(), append([]string{"uncordon"}, strings.Fields(nodes)...)...)
 	})
-	if out, err := framework.HelmAgainst(stack.AdminKubeconfig, "install", release, chart, "--namespace", ns, "--create-namespace",
+	if out, err := framework.HelmAgainst(suite.AdminKubeconfig, "install", release, chart, "--namespace", ns, "--create-namespace",
 		"--set", "image.repository=registry.invalid/composite-apiserver", "--set", "image.tag=never-pulled",
 		"--set", "fullnameOverride=podchart-apiserver", // beside the stack's own install
 		"--set", "hardAntiAffinity=true", "--wait", "--timeout=5m"); err != nil {
@@ -87,7 +87,7 @@ func TestTheChartsPodsScheduleAndADrainKeepsTheirBudgets(t *testing.T) {
 	first, second := etcdPods[0], etcdPods[1]
 
 	// A drain of one member's node evicts it: one pod per budget.
-	if out, errOut, err := stack.Kubectl(ctx, "drain", nodeOf[first], "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m"); err != nil {
+	if out, errOut, err := suite.Kubectl(ctx, "drain", nodeOf[first], "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m"); err != nil {
 		t.Fatalf("kubectl drain %s: %v\n%s%s", nodeOf[first], err, out, errOut)
 	}
 	ex.until(t, []string{"pod", first}, "{.status.phase}", "Pending")
@@ -102,7 +102,7 @@ func TestTheChartsPodsScheduleAndADrainKeepsTheirBudgets(t *testing.T) {
 	})
 
 	// The second member's node: the budget refuses its eviction.
-	out, errOut, err := stack.Kubectl(ctx, "drain", nodeOf[second], "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=20s")
+	out, errOut, err := suite.Kubectl(ctx, "drain", nodeOf[second], "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=20s")
 	if err == nil {
 		t.Fatalf("kubectl drain %s succeeded with a member already down:\n%s", nodeOf[second], out)
 	}

@@ -62,21 +62,17 @@ func installExample(t *testing.T, name, base string) *example {
 	if err := os.WriteFile(filepath.Join(overlayDir, "kustomization.yaml"), overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.Apply(ctx, exampleRights); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, exampleRights)
 	for _, ns := range []string{"metacontroller", ex.ns} {
-		if err := stack.CreateNamespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
+		suite.MustCreateNamespace(t, ns)
 	}
 	// As test.sh: the example's objects name their namespaces.
-	if out, errOut, err := stack.Kubectl(ctx, "apply", "-k", overlayDir); err != nil {
+	if out, errOut, err := suite.Kubectl(ctx, "apply", "-k", overlayDir); err != nil {
 		t.Fatalf("kubectl apply -k %s: %v\n%s%s", overlayDir, err, out, errOut)
 	}
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "-k", overlayDir, "--wait=false", "--ignore-not-found")
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "-k", overlayDir, "--wait=false", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false", "--ignore-not-found")
 	})
 	return ex
 }
@@ -86,14 +82,7 @@ func installExample(t *testing.T, name, base string) *example {
 // examples' controllers: their parents, the parents' status, and the
 // children and decorated objects, where Metacontroller's own install
 // grants every verb on every resource.
-const exampleRights = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-metacontroller-examples
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["ctl.enisoc.com", "ctl.example.com"]
+var exampleRights = framework.AggregatedRights("composite-apiserver-metacontroller-examples", `- apiGroups: ["ctl.enisoc.com", "ctl.example.com"]
   resources: ["*"]
   verbs: ["get", "list", "watch", "update", "patch"]
 - apiGroups: [""]
@@ -110,7 +99,7 @@ rules:
 - apiGroups: ["apps"]
   resources: ["statefulsets/status"]
   verbs: ["update"]
-`
+`)
 
 // startHook starts the hook server of the hooks in dir, as the example's
 // Deployment runs it, on a free loopback port, and answers its URL.
@@ -272,7 +261,7 @@ func hookURLOps(o *unstructured.Unstructured, to *url.URL) ([]map[string]interfa
 // the test if it fails.
 func (ex *example) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, errOut, err := stack.Kubectl(context.Background(), append([]string{"-n", ex.ns}, args...)...)
+	out, errOut, err := suite.Kubectl(context.Background(), append([]string{"-n", ex.ns}, args...)...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
@@ -293,7 +282,7 @@ func (ex *example) jsonpath(what []string, path string) (string, error) {
 	if ex.ns != "" {
 		args = append([]string{"-n", ex.ns}, args...)
 	}
-	out, errOut, err := stack.Kubectl(context.Background(), append(args, "-o", "jsonpath="+path)...)
+	out, errOut, err := suite.Kubectl(context.Background(), append(args, "-o", "jsonpath="+path)...)
 	if err != nil {
 		return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(errOut))
 	}
@@ -369,7 +358,7 @@ func (ex *example) waitFor(t *testing.T, what string, cond func() (bool, error))
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, exampleTimeout, true, func(context.Context) (bool, error) {
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			return false, down
 		}
 		ok, err := cond()
@@ -377,6 +366,6 @@ func (ex *example) waitFor(t *testing.T, what string, cond func() (bool, error))
 		return ok, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)\nthe namespace's Events:\n%s", what, err, last, stack.NamespaceEvents(context.Background(), ex.ns))
+		t.Fatalf("waiting for %s: %v (last: %v)\nthe namespace's Events:\n%s", what, err, last, suite.NamespaceEvents(context.Background(), ex.ns))
 	}
 }

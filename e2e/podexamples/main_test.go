@@ -15,8 +15,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.WithPods(framework.Options{}))
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.TestMain(m, framework.WithPods(framework.Options{}), &stack))
+	os.Exit(suite.Main(m))
 }

@@ -16,20 +16,13 @@ import (
 // each owns three Deployments of spec.image (and spec.nodeSelector).
 var websCRD = framework.CRD{Group: "rollouts.example.com", Plural: "webs", Kind: "Web"}
 
-const websRights = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: composite-apiserver-webs
-  labels:
-    metacontroller.k8s.io/aggregate-to-composite-apiserver: "true"
-rules:
-- apiGroups: ["rollouts.example.com"]
+var websRights = framework.AggregatedRights("composite-apiserver-webs", `- apiGroups: ["rollouts.example.com"]
   resources: ["webs", "webs/status"]
   verbs: ["get", "list", "watch", "update", "patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`
+`)
 
 // websHook answers a Web with three Deployments, web-c, web-b and web-a in
 // that order (the order a rolling update moves them in), two replicas of
@@ -73,18 +66,13 @@ func websHook(_ context.Context, req *hookapi.SyncHookRequest) (*hookapi.SyncHoo
 // condition says which check waits) and leaves web-b and web-a on the old
 // image; reverting it finishes the rollout.
 func TestRollingInPlaceDeploymentsWaitForTheirRollouts(t *testing.T) {
-	ctx := context.Background()
 	for _, m := range []string{websCRD.Manifest(), websRights} {
-		if err := stack.Apply(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		suite.MustApply(t, m)
 	}
 	hook := httptest.NewServer(hookapi.SyncHandler(hookapi.SyncHookFunc(websHook)))
 	t.Cleanup(hook.Close)
 	ex := &example{ns: "webs"}
-	if err := stack.CreateNamespace(ctx, ex.ns); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustCreateNamespace(t, ex.ns)
 	controller := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -108,18 +96,14 @@ spec:
       webhook:
         url: %s/sync
 `, hook.URL)
-	if err := stack.Apply(ctx, controller); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, controller)
 	t.Cleanup(func() {
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "compositecontroller", "webs", "--ignore-not-found")
-		_, _, _ = stack.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "compositecontroller", "webs", "--ignore-not-found")
+		_, _, _ = suite.Kubectl(context.Background(), "delete", "namespace", ex.ns, "--wait=false")
 	})
 	ex.untilServed(t, "webs")
 	web := []string{"webs", "shop"}
-	if err := stack.Apply(ctx, "apiVersion: rollouts.example.com/v1\nkind: Web\nmetadata: {name: shop, namespace: webs}\nspec: {image: web:1}\n"); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, "apiVersion: rollouts.example.com/v1\nkind: Web\nmetadata: {name: shop, namespace: webs}\nspec: {image: web:1}\n")
 	for _, d := range []string{"shop-a", "shop-b", "shop-c"} {
 		ex.until(t, []string{"deployment", d}, "{.status.availableReplicas}", "2")
 	}

@@ -22,7 +22,7 @@ import (
 // a --timeout a little shorter, so that it says what it waited for.
 func kubectl(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
-	stdout, stderr, err := stack.Kubectl(ctx, args...)
+	stdout, stderr, err := suite.Kubectl(ctx, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
 	}
@@ -40,7 +40,7 @@ func getJSON(ctx context.Context, t *testing.T, out interface{}, args ...string)
 // apply applies manifest with kubectl.
 func apply(ctx context.Context, t *testing.T, manifest string) {
 	t.Helper()
-	if err := stack.Apply(ctx, manifest); err != nil {
+	if err := suite.Apply(ctx, manifest); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -50,7 +50,7 @@ func apply(ctx context.Context, t *testing.T, manifest string) {
 func namespace(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	kubectl(ctx, t, "create", "namespace", name)
-	if err := stack.WaitDefaultServiceAccount(ctx, name); err != nil {
+	if err := suite.WaitDefaultServiceAccount(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,7 +60,7 @@ func namespace(ctx context.Context, t *testing.T, name string) {
 // machine keeps well within.
 func start(t *testing.T, ns string) context.Context {
 	t.Parallel()
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	namespace(ctx, t, ns)
@@ -68,6 +68,28 @@ func start(t *testing.T, ns string) context.Context {
 }
 
 const pause = "registry.k8s.io/pause:3.10"
+
+// rollOut applies the workload kind (apps/v1: Deployment, DaemonSet) ns/name
+// of pause containers labelled app=name, with extraSpec (YAML lines
+// indented as fields of spec), waits for kubectl rollout status to say it
+// is done, and returns its pods.
+func rollOut(ctx context.Context, t *testing.T, kind, ns, name, extraSpec string) corev1.PodList {
+	t.Helper()
+	apply(ctx, t, fmt.Sprintf(`apiVersion: apps/v1
+kind: %[1]s
+metadata: {name: %[3]s, namespace: %[2]s}
+spec:
+%[5]s  selector: {matchLabels: {app: %[3]s}}
+  template:
+    metadata: {labels: {app: %[3]s}}
+    spec:
+      containers: [{name: %[3]s, image: %[4]s}]
+`, kind, ns, name, pause, extraSpec))
+	kubectl(ctx, t, "rollout", "status", "-n", ns, strings.ToLower(kind)+"/"+name, "--timeout=110s")
+	var pods corev1.PodList
+	getJSON(ctx, t, &pods, "pods", "-n", ns, "-l", "app="+name)
+	return pods
+}
 
 // readyPod applies a bare pod of one container and waits until it is Ready.
 func readyPod(ctx context.Context, t *testing.T, namespace, name string) {
@@ -83,25 +105,12 @@ spec:
 
 func TestDeploymentReachesReadyReplicas(t *testing.T) {
 	ctx := start(t, "deployment")
-	apply(ctx, t, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: deployment}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "rollout", "status", "-n", "deployment", "deployment/web", "--timeout=110s")
+	pods := rollOut(ctx, t, "Deployment", "deployment", "web", "  replicas: 3\n")
 	var d appsv1.Deployment
 	getJSON(ctx, t, &d, "-n", "deployment", "deployment/web")
 	if d.Status.ReadyReplicas != 3 || d.Status.AvailableReplicas != 3 {
 		t.Fatalf("deployment/web: %d ready, %d available replicas, want 3", d.Status.ReadyReplicas, d.Status.AvailableReplicas)
 	}
-	var pods corev1.PodList
-	getJSON(ctx, t, &pods, "pods", "-n", "deployment", "-l", "app=web")
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning || !podReady(&p) {
 			t.Errorf("pod %s: node %q, phase %s, ready %v; want scheduled, Running and Ready", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p))
@@ -226,19 +235,7 @@ spec:
 
 func TestDaemonSetRunsAPodPerNode(t *testing.T) {
 	ctx := start(t, "daemonset")
-	apply(ctx, t, `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: daemonset}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      containers: [{name: agent, image: `+pause+`}]
-`)
-	kubectl(ctx, t, "rollout", "status", "-n", "daemonset", "daemonset/agent", "--timeout=110s")
-	var pods corev1.PodList
-	getJSON(ctx, t, &pods, "pods", "-n", "daemonset", "-l", "app=agent")
+	pods := rollOut(ctx, t, "DaemonSet", "daemonset", "agent", "")
 	var nodes []string
 	for _, p := range pods.Items {
 		if !podReady(&p) {
@@ -248,7 +245,7 @@ spec:
 	}
 	sort.Strings(nodes)
 	var want []string
-	for i := 0; i < stack.Nodes(); i++ {
+	for i := 0; i < suite.Nodes(); i++ {
 		want = append(want, framework.NodeName(i))
 	}
 	if len(want) == 0 || strings.Join(nodes, ",") != strings.Join(want, ",") {
@@ -275,21 +272,21 @@ func TestDeletedPodGoes(t *testing.T) {
 // reported NotReady.
 func TestNodesStayReady(t *testing.T) {
 	t.Parallel()
-	stack.DumpLogsOnFailure(t)
+	suite.DumpLogsOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const past = 75 * time.Second
-	if stack.Nodes() == 0 {
+	if suite.Nodes() == 0 {
 		t.Fatal("the stack has no nodes: it was started without framework.WithPods")
 	}
-	for i := 0; i < stack.Nodes(); i++ {
+	for i := 0; i < suite.Nodes(); i++ {
 		name := framework.NodeName(i)
 		var node corev1.Node
 		getJSON(ctx, t, &node, "node", name)
 		var last string
 		err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 			var lease coordinationv1.Lease
-			stdout, stderr, err := stack.Kubectl(ctx, "get", "lease", "-n", "kube-node-lease", name, "-o", "json")
+			stdout, stderr, err := suite.Kubectl(ctx, "get", "lease", "-n", "kube-node-lease", name, "-o", "json")
 			if err != nil {
 				last = stderr
 				return false, nil
@@ -310,8 +307,8 @@ func TestNodesStayReady(t *testing.T) {
 	}
 	var nodes corev1.NodeList
 	getJSON(ctx, t, &nodes, "nodes")
-	if len(nodes.Items) != stack.Nodes() {
-		t.Errorf("%d nodes, want %d", len(nodes.Items), stack.Nodes())
+	if len(nodes.Items) != suite.Nodes() {
+		t.Errorf("%d nodes, want %d", len(nodes.Items), suite.Nodes())
 	}
 	for _, n := range nodes.Items {
 		if !framework.NodeReady(&n) || len(n.Spec.Taints) > 0 {

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,11 +17,13 @@ import (
 // it creates the children of 100 parents, starts it again, and checks that
 // everything converges: every child exists once, owned by its parent.
 func TestKillDuringCreationConverges(t *testing.T) {
-	hook := setUp(t)
-	ns := namespace(t, "loop-crash")
+	// Sequential: kills and starts the server.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
+	ns := suite.Namespace(t, "loop-crash")
 	ctx := context.Background()
 	const parents = 100
-	controller{Name: "loop-crash", HookURL: hook.URL}.create(t)
+	framework.HelloController{Name: "loop-crash", HookURL: hook.URL}.Create(t, suite)
 
 	var wg sync.WaitGroup
 	jobs := make(chan int)
@@ -28,7 +32,7 @@ func TestKillDuringCreationConverges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				createParent(t, ns, fmt.Sprintf("p%03d", i), "loop-crash", spec("blue", "a", "b", "c"))
+				suite.CreateHello(t, ns, fmt.Sprintf("p%03d", i), "loop-crash", framework.HelloSpec("blue", "a", "b", "c"))
 			}
 		}()
 	}
@@ -37,22 +41,22 @@ func TestKillDuringCreationConverges(t *testing.T) {
 		jobs <- i
 		// Kill it mid-way: some parents synced, some half, some not yet.
 		if !killed && i == parents/2 {
-			eventually(t, "the first children", func() (bool, error) { return len(configMaps(t, ns)) >= 20, nil })
-			stack.KillComposite()
+			suite.Eventually(t, "the first children", func() (bool, error) { return len(suite.ConfigMaps(t, ns)) >= 20, nil })
+			suite.KillComposite()
 			killed = true
 		}
 	}
 	close(jobs)
 	wg.Wait()
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 
-	eventually(t, "all children", func() (bool, error) { return len(configMaps(t, ns)) == 3*parents, nil })
-	list, err := dyn.Resource(hellos).Namespace(ns).List(ctx, metav1.ListOptions{})
+	suite.Eventually(t, "all children", func() (bool, error) { return len(suite.ConfigMaps(t, ns)) == 3*parents, nil })
+	list, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,7 @@ func TestKillDuringCreationConverges(t *testing.T) {
 	for _, p := range list.Items {
 		byName[p.GetName()] = p
 	}
-	for name, cm := range configMaps(t, ns) {
+	for name, cm := range suite.ConfigMaps(t, ns) {
 		parentName := name[:strings.LastIndex(name, "-")]
 		parent, ok := byName[parentName]
 		if !ok {
@@ -73,11 +77,11 @@ func TestKillDuringCreationConverges(t *testing.T) {
 				controllers++
 			}
 		}
-		if controllers != 1 || !ownedBy(&cm, &parent) {
+		if controllers != 1 || !framework.OwnedBy(&cm, &parent) {
 			t.Errorf("ConfigMap %s: owners %v, want exactly its parent %s", name, cm.OwnerReferences, parentName)
 		}
 	}
 	for _, p := range list.Items {
-		waitObserved(t, ns, p.GetName(), p.GetGeneration())
+		suite.WaitObserved(t, ns, p.GetName(), p.GetGeneration())
 	}
 }

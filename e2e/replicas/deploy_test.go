@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"bytes"
@@ -36,7 +36,9 @@ import (
 // replica, the one the Lease names; with the chart's sharding, every call
 // about a parent comes from one replica.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: stops the server, starts replicas and changes the APIService's caBundle.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	t.Run("artifacts/deploy", func(t *testing.T) {
 		d, err := framework.ShippedDeployment()
 		if err != nil {
@@ -113,19 +115,19 @@ func useServingCA(t *testing.T, caPEM []byte) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
 	set := func(ca []byte) error {
-		api, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+		api, err := suite.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		api.Spec.CABundle = ca
-		_, err = stack.Aggregator.ApiregistrationV1().APIServices().Update(ctx, api, metav1.UpdateOptions{})
+		_, err = suite.Aggregator.ApiregistrationV1().APIServices().Update(ctx, api, metav1.UpdateOptions{})
 		return err
 	}
-	previous, err := stack.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
+	previous, err := suite.Aggregator.ApiregistrationV1().APIServices().Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	undo := stack.TrustServingCA(caPEM)
+	undo := suite.TrustServingCA(caPEM)
 	if err := set(caPEM); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	// The stack's own server becomes the first replica, so that the API
 	// (through the APIService) is served as shipped too; it runs as the
 	// package's tests want it again afterwards.
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 	restoreCA := func() {}
@@ -168,30 +170,30 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 		restoreCA = useServingCA(t, servingCA)
 	}
 	t.Cleanup(func() {
-		if err := stack.StopComposite(); err != nil {
+		if err := suite.StopComposite(); err != nil {
 			t.Error(err)
 		}
 		restoreCA()
-		if err := stack.StartComposite(ctx); err != nil {
+		if err := suite.StartComposite(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+		if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if err := stack.StartComposite(ctx, args...); err != nil {
+	if err := suite.StartComposite(ctx, args...); err != nil {
 		t.Fatal(err)
 	}
-	procs := []*framework.Process{stack.CompositeProcess()}
+	procs := []*framework.Process{suite.CompositeProcess()}
 	for i := 1; i < replicas; i++ {
-		p, err := stack.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
+		p, err := suite.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Stop(30 * time.Second)
 		procs = append(procs, p)
 	}
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	if o.Shards > 0 {
@@ -201,20 +203,20 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	}
 
 	calls := recordCallers(t, hook.URL, procs)
-	ns := namespace(t, "loop-shipped-"+suffix)
-	c := controller{Name: "loop-shipped-" + suffix, HookURL: calls.url}
-	c.create(t)
+	ns := suite.Namespace(t, "loop-shipped-"+suffix)
+	c := framework.HelloController{Name: "loop-shipped-" + suffix, HookURL: calls.url}
+	c.Create(t, suite)
 	const parents = 5
 	generations := make([]int64, parents)
 	for i := range generations {
-		generations[i] = createParent(t, ns, fmt.Sprintf("p%d", i), c.Name, spec("blue", "a")).GetGeneration()
+		generations[i] = suite.CreateHello(t, ns, fmt.Sprintf("p%d", i), c.Name, framework.HelloSpec("blue", "a")).GetGeneration()
 	}
 	// Two generations each: both replicas' loops, if both ran, would have
 	// had every parent to sync twice.
 	for i, generation := range generations {
 		name := fmt.Sprintf("p%d", i)
-		waitObserved(t, ns, name, generation)
-		waitObserved(t, ns, name, setParentSpec(t, ns, name, spec("green", "a")))
+		suite.WaitObserved(t, ns, name, generation)
+		suite.WaitObserved(t, ns, name, suite.SetHelloSpec(t, ns, name, framework.HelloSpec("green", "a")))
 	}
 
 	byReplica := calls.byReplica(ns)
@@ -373,7 +375,7 @@ func (c *callers) overlapping() int {
 // of procs holds it: a replica's identity is <host>_<pid>_<nanoseconds>.
 // The process is nil when none of procs does.
 func leaseHolder(ctx context.Context, namespace, name string, procs ...*framework.Process) (string, *framework.Process, error) {
-	l, err := stack.Kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	l, err := suite.Kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -22,13 +22,15 @@ import (
 // waits for the loop's sync of the parent to end, and the loop's next one
 // waits for it.
 func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: under parallel load two of its 20 live syncs waited past 60 s for their turn (the loop took the parent ~120 times).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	rec := recordSlowCallers(t, hook.URL, 300*time.Millisecond, []*framework.Process{stack.CompositeProcess()})
-	ctrl := controller{Name: "loop-livesync-turns", HookURL: rec.url}
-	ctrl.create(t)
-	ns := namespace(t, "loop-livesync-turns")
-	waitObserved(t, ns, "p0", createParent(t, ns, "p0", ctrl.Name, spec("blue", "a")).GetGeneration())
+	rec := recordSlowCallers(t, hook.URL, 300*time.Millisecond, []*framework.Process{suite.CompositeProcess()})
+	ctrl := framework.HelloController{Name: "loop-livesync-turns", HookURL: rec.url}
+	ctrl.Create(t, suite)
+	ns := suite.Namespace(t, "loop-livesync-turns")
+	suite.WaitObserved(t, ns, "p0", suite.CreateHello(t, ns, "p0", ctrl.Name, framework.HelloSpec("blue", "a")).GetGeneration())
 
 	stopChurn := churn(ns, 1)
 	defer stopChurn()
@@ -40,7 +42,7 @@ func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < syncsEach; i++ {
-				if _, err := liveSync(ctx, ctrl.Name, ns, "p0"); err != nil {
+				if _, err := suite.LiveSync(ctx, ctrl.Name, ns, "p0"); err != nil {
 					errs <- err
 				}
 			}
@@ -71,17 +73,19 @@ func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
 // the leader's loop; it is refused with 503, saying why and what to do,
 // and nothing is synced. A preview runs on any replica.
 func TestALiveSyncIsRefusedByAReplicaThatDoesNotLead(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: starts a replica and restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const lease = "e2e-livesync-leader"
 	args := []string{"--leader-elect", "--leader-elect-lease-name=" + lease,
 		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
-	leader, err := stack.StartReplica(ctx, "livesync-leader", args...)
+	leader, err := suite.StartReplica(ctx, "livesync-leader", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leader.Stop(30 * time.Second)
-	eventually(t, "the replica started first leading", func() (bool, error) {
+	suite.Eventually(t, "the replica started first leading", func() (bool, error) {
 		holder, p, err := leaseHolder(ctx, framework.CompositeNamespace, lease, leader)
 		if err == nil && p != leader {
 			err = fmt.Errorf("held by %q", holder)
@@ -90,22 +94,22 @@ func TestALiveSyncIsRefusedByAReplicaThatDoesNotLead(t *testing.T) {
 	})
 	// The stack's own server, which kube-apiserver sends /sync to, does
 	// not lead.
-	restartWith(t, args...)
-	rec := recordCallers(t, hook.URL, []*framework.Process{leader, stack.CompositeProcess()})
-	ctrl := controller{Name: "loop-livesync-follower", HookURL: rec.url}
-	ctrl.create(t)
-	ns := namespace(t, "loop-livesync-follower")
-	waitObserved(t, ns, "p", createParent(t, ns, "p", ctrl.Name, spec("blue", "a")).GetGeneration())
+	suite.RestartWith(t, args...)
+	rec := recordCallers(t, hook.URL, []*framework.Process{leader, suite.CompositeProcess()})
+	ctrl := framework.HelloController{Name: "loop-livesync-follower", HookURL: rec.url}
+	ctrl.Create(t, suite)
+	ns := suite.Namespace(t, "loop-livesync-follower")
+	suite.WaitObserved(t, ns, "p", suite.CreateHello(t, ns, "p", ctrl.Name, framework.HelloSpec("blue", "a")).GetGeneration())
 	before := rec.byReplica(ns)
 
-	_, err = liveSync(ctx, ctrl.Name, ns, "p")
+	_, err = suite.LiveSync(ctx, ctrl.Name, ns, "p")
 	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "is not the leader") || !strings.Contains(err.Error(), "send it again") {
 		t.Fatalf("live sync on a replica that does not lead: %v; want a 503 saying it is not the leader and what to do", err)
 	}
-	if after := rec.byReplica(ns); after[stack.CompositeProcess().Name] != before[stack.CompositeProcess().Name] {
+	if after := rec.byReplica(ns); after[suite.CompositeProcess().Name] != before[suite.CompositeProcess().Name] {
 		t.Errorf("the refused live sync called the hook: calls by replica %v, before %v", after, before)
 	}
-	preview, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, ctrl.Name,
+	preview, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, ctrl.Name,
 		&v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: "p"}}},
 		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {

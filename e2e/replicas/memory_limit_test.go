@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -24,7 +24,8 @@ import (
 // with the collector's target of the Deployment's --gc-percent (or the
 // default's, 200: go_gc_gogc_percent), and says both in its log.
 func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.T) {
-	setUpStack(t)
+	// Sequential: starts replicas, and t.Setenv may not be used in a parallel test.
+	suite.SetUpHellos(t)
 	for _, c := range []struct {
 		name       string
 		deployment func() (*appsv1.Deployment, error)
@@ -61,7 +62,7 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 			// the parents that other tests leave behind; the memory limit
 			// is set before the loop would start, whether or not it runs.
 			args := append(framework.DeploymentServerArgs(d), "--controller-loop=false")
-			p, err := stack.StartReplica(context.Background(), "memory-limit-"+c.name, args...)
+			p, err := suite.StartReplica(context.Background(), "memory-limit-"+c.name, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,9 +98,10 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 // GOGC in the container's environment gets that target, not --gc-percent,
 // and the log says which was ignored.
 func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
-	setUpStack(t)
+	// Sequential: starts a replica, and t.Setenv may not be used in a parallel test.
+	suite.SetUpHellos(t)
 	t.Setenv("GOGC", "150")
-	p, err := stack.StartReplica(context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")
+	p, err := suite.StartReplica(context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
 func replicaMetric(t *testing.T, p *framework.Process, metric string) float64 {
 	t.Helper()
 	var got float64
-	eventually(t, "the replica's "+metric, func() (bool, error) {
+	suite.Eventually(t, "the replica's "+metric, func() (bool, error) {
 		var err error
 		got, err = metricOf(p, metric, "")
 		return err == nil, err

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -43,33 +43,35 @@ func plainGet(t *testing.T, url string) (int, string) {
 // only, serves Metacontroller's metric names over plain HTTP, and answers
 // probes over plain HTTP.
 func TestMetacontrollersOperationalFlags(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith), which then runs only the controllers of one label.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	metrics, probes := freeAddress(t), freeAddress(t)
-	restartWith(t, "--target-label-selector=controller-group=mc-flags",
+	suite.RestartWith(t, "--target-label-selector=controller-group=mc-flags",
 		"--metrics-address="+metrics, "--health-probe-bind-address="+probes)
-	ns := namespace(t, "mc-flags")
-	selected := controller{Name: "mc-flags-selected", HookURL: hook.URL}
-	other := controller{Name: "mc-flags-other", HookURL: hook.URL}
-	labelled := strings.Replace(selected.manifest(), "  name: mc-flags-selected\n", "  name: mc-flags-selected\n  labels: {controller-group: mc-flags}\n", 1)
-	for _, m := range []string{labelled, other.manifest()} {
-		if err := stack.Apply(ctx, m); err != nil {
+	ns := suite.Namespace(t, "mc-flags")
+	selected := framework.HelloController{Name: "mc-flags-selected", HookURL: hook.URL}
+	other := framework.HelloController{Name: "mc-flags-other", HookURL: hook.URL}
+	labelled := strings.Replace(selected.Manifest(), "  name: mc-flags-selected\n", "  name: mc-flags-selected\n  labels: {controller-group: mc-flags}\n", 1)
+	for _, m := range []string{labelled, other.Manifest()} {
+		if err := suite.Apply(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
 		for _, name := range []string{selected.Name, other.Name} {
-			_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
 	})
-	waitRunning(t, selected.Name)
-	createParent(t, ns, "other", other.Name, spec("blue", "a"))
-	createParent(t, ns, "selected", selected.Name, spec("blue", "a"))
-	waitObserved(t, ns, "selected", 1)
+	suite.WaitRunning(t, selected.Name)
+	suite.CreateHello(t, ns, "other", other.Name, framework.HelloSpec("blue", "a"))
+	suite.CreateHello(t, ns, "selected", selected.Name, framework.HelloSpec("blue", "a"))
+	suite.WaitObserved(t, ns, "selected", 1)
 
 	// The loop never ran the other controller: no status, and no hook
 	// call for its parent, created before the selected one converged.
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, other.Name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, other.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,16 +115,17 @@ func grepLines(text, substring string) string {
 // and --leader-election-namespace (and the client and cache flags) leads
 // under the Lease those name.
 func TestMetacontrollersFlagNamesInTheBinary(t *testing.T) {
+	// Sequential: starts a replica whose loop runs beside the server's.
 	ctx := context.Background()
 	const lease = "e2e-metacontroller-flag-names"
-	r, err := stack.StartReplica(ctx, "replica-mc-flag-names",
+	r, err := suite.StartReplica(ctx, "replica-mc-flag-names",
 		"--leader-election", "--leader-election-id="+lease, "--leader-election-namespace="+framework.CompositeNamespace,
 		"--client-go-qps=50", "--client-go-burst=100", "--cache-flush-interval=10m")
 	if err != nil {
 		t.Fatalf("the binary refused Metacontroller's flags: %v", err)
 	}
 	defer r.Stop(30 * time.Second)
-	eventually(t, "the replica holding the Lease --leader-election-id names", func() (bool, error) {
+	suite.Eventually(t, "the replica holding the Lease --leader-election-id names", func() (bool, error) {
 		_, p, err := leaseHolder(ctx, framework.CompositeNamespace, lease, r)
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -22,7 +22,9 @@ import (
 // the leader, still running, steps down and releases it; then the members
 // sync every parent, and the old leader none.
 func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith) and starts replicas.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	modes, err := framework.ChartModes()
 	if err != nil {
@@ -45,9 +47,9 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	}
 	// The stack's own server, behind the APIService, is the old leader:
 	// the chart's arguments without its certificates (the stack's serve).
-	restartWith(t, framework.DeploymentServerArgs(leaderD)...)
-	leader := stack.CompositeProcess()
-	eventually(t, "the leader-elect replica holding the Lease", func() (bool, error) {
+	suite.RestartWith(t, framework.DeploymentServerArgs(leaderD)...)
+	leader := suite.CompositeProcess()
+	suite.Eventually(t, "the leader-elect replica holding the Lease", func() (bool, error) {
 		holder, p, err := leaseHolder(ctx, lease.Namespace, lease.Name, leader)
 		if err == nil && p != leader {
 			err = fmt.Errorf("held by %q", holder)
@@ -56,23 +58,23 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	})
 
 	rec := recordSlowCallers(t, hook.URL, 300*time.Millisecond, []*framework.Process{leader})
-	ctrl := controller{Name: "loop-modeswitch", HookURL: rec.url}
-	ctrl.create(t)
-	ns := namespace(t, "loop-modeswitch")
+	ctrl := framework.HelloController{Name: "loop-modeswitch", HookURL: rec.url}
+	ctrl.Create(t, suite)
+	ns := suite.Namespace(t, "loop-modeswitch")
 	const parents = 16
 	generations := make([]int64, parents)
 	for i := range generations {
-		generations[i] = createParent(t, ns, fmt.Sprintf("p%d", i), ctrl.Name, spec("blue", "a")).GetGeneration()
+		generations[i] = suite.CreateHello(t, ns, fmt.Sprintf("p%d", i), ctrl.Name, framework.HelloSpec("blue", "a")).GetGeneration()
 	}
 	for i, generation := range generations {
-		waitObserved(t, ns, fmt.Sprintf("p%d", i), generation)
+		suite.WaitObserved(t, ns, fmt.Sprintf("p%d", i), generation)
 	}
 
 	stopChurn := churn(ns, parents)
 	defer stopChurn()
 	var members []*framework.Process
 	for i := 0; i < 2; i++ {
-		m, err := stack.StartReplica(ctx, fmt.Sprintf("modeswitch-sharded-%d", i), framework.DeploymentServerArgs(shardedD)...)
+		m, err := suite.StartReplica(ctx, fmt.Sprintf("modeswitch-sharded-%d", i), framework.DeploymentServerArgs(shardedD)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	// Fresh calls by each member, the parents still changing: the old
 	// leader, had it gone on, would be syncing them too.
 	settled := rec.parents(ns)
-	stack.Eventually(t, "hook calls by each sharded replica since the shards settled", 3*time.Minute, func() (bool, error) {
+	suite.Within(t, "hook calls by each sharded replica since the shards settled", 3*time.Minute, func() (bool, error) {
 		now := rec.parents(ns)
 		for _, m := range members {
 			if callsBy(now, m.Name) == callsBy(settled, m.Name) {
@@ -110,7 +112,7 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	before := rec.parents(ns)
 	for i := 0; i < parents; i++ {
 		name := fmt.Sprintf("p%d", i)
-		waitObserved(t, ns, name, setParentSpec(t, ns, name, spec("green", "a", "b")))
+		suite.WaitObserved(t, ns, name, suite.SetHelloSpec(t, ns, name, framework.HelloSpec("green", "a", "b")))
 	}
 	after := rec.parents(ns)
 	for parent, by := range after {
@@ -152,7 +154,7 @@ func churn(ns string, parents int) (stop func()) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			patch := fmt.Sprintf(`{"spec":{"round":%d}}`, i)
-			_, _ = dyn.Resource(hellos).Namespace(ns).Patch(context.Background(), fmt.Sprintf("p%d", i%parents), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			_, _ = suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Patch(context.Background(), fmt.Sprintf("p%d", i%parents), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		}
 	}()
 	stopped := false

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"bufio"
@@ -19,17 +19,19 @@ import (
 // only and syncs nothing, as each one's own /metrics shows; killing the
 // leader hands the loop to the other.
 func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: starts replicas.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
 	const lease = "e2e-leader-election"
 	args := []string{"--leader-elect", "--leader-elect-lease-name=" + lease,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
-	a, err := stack.StartReplica(ctx, "replica-a", args...)
+	a, err := suite.StartReplica(ctx, "replica-a", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop(30 * time.Second)
-	b, err := stack.StartReplica(ctx, "replica-b", args...)
+	b, err := suite.StartReplica(ctx, "replica-b", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 	}
 	var holder string
 	var leader *framework.Process
-	eventually(t, "a replica holding the Lease", func() (bool, error) {
+	suite.Eventually(t, "a replica holding the Lease", func() (bool, error) {
 		var err error
 		holder, leader, err = holderOf()
 		return leader != nil, err
@@ -53,12 +55,12 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 
 	// A parent to sync: the stack's own composite-apiserver (not leader
 	// elected) syncs it, and so must the leader, and only the leader.
-	ns := namespace(t, "loop-replicas")
-	c := controller{Name: "loop-replicas", HookURL: hook.URL}
-	c.create(t)
-	parent := createParent(t, ns, "p", c.Name, spec("blue", "a"))
-	waitObserved(t, ns, "p", parent.GetGeneration())
-	eventually(t, leader.Name+" (the leader) syncing the parent", func() (bool, error) {
+	ns := suite.Namespace(t, "loop-replicas")
+	c := framework.HelloController{Name: "loop-replicas", HookURL: hook.URL}
+	c.Create(t, suite)
+	parent := suite.CreateHello(t, ns, "p", c.Name, framework.HelloSpec("blue", "a"))
+	suite.WaitObserved(t, ns, "p", parent.GetGeneration())
+	suite.Eventually(t, leader.Name+" (the leader) syncing the parent", func() (bool, error) {
 		n, err := syncsOf(leader, c.Name)
 		return n > 0, err
 	})
@@ -76,13 +78,13 @@ func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 	}
 
 	leader.Kill()
-	eventually(t, follower.Name+" taking the Lease over", func() (bool, error) {
+	suite.Eventually(t, follower.Name+" taking the Lease over", func() (bool, error) {
 		_, p, err := holderOf()
 		return p == follower, err
 	})
-	generation := setParentSpec(t, ns, "p", spec("green", "a"))
-	waitObserved(t, ns, "p", generation)
-	eventually(t, follower.Name+" (the new leader) syncing the parent", func() (bool, error) {
+	generation := suite.SetHelloSpec(t, ns, "p", framework.HelloSpec("green", "a"))
+	suite.WaitObserved(t, ns, "p", generation)
+	suite.Eventually(t, follower.Name+" (the new leader) syncing the parent", func() (bool, error) {
 		n, err := syncsOf(follower, c.Name)
 		return n > 0, err
 	})
@@ -106,8 +108,8 @@ func metricOf(p *framework.Process, metric, label string) (float64, error) {
 	// would rewrite its files, and client-go's cached transport of those
 	// files, seeing them change at its next TLS handshake, closes all of
 	// its connections, the one being opened included.
-	cert := stack.Certs.FrontProxyClient
-	client, err := stack.CompositeHTTPClient(&cert)
+	cert := suite.Certs.FrontProxyClient
+	client, err := suite.CompositeHTTPClient(&cert)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package loop
+package replicas
 
 import (
 	"context"
@@ -41,35 +41,37 @@ var shardArgs = []string{
 // others, which call the hook about every one of them again and converge
 // a new spec of theirs, with no ConfigMap lost or duplicated.
 func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
-	hook := setUp(t)
+	// Sequential: restarts the server (restartWith) and starts replicas.
+	suite.SetUpHellos(t)
+	hook := suite.Hook(t)
 	ctx := context.Background()
-	restartWith(t, shardArgs...)
-	b, err := stack.StartReplica(ctx, "replica-b", shardArgs...)
+	suite.RestartWith(t, shardArgs...)
+	b, err := suite.StartReplica(ctx, "replica-b", shardArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Stop(30 * time.Second)
-	c, err := stack.StartReplica(ctx, "replica-c", shardArgs...)
+	c, err := suite.StartReplica(ctx, "replica-c", shardArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop(30 * time.Second)
-	a := stack.CompositeProcess()
+	a := suite.CompositeProcess()
 	procs := []*framework.Process{a, b, c}
 	waitShardsSettled(t, shardGroup, shardCount, 3)
 	for _, p := range procs {
-		eventually(t, p.Name+"'s /metrics showing its share of the shards", func() (bool, error) {
+		suite.Eventually(t, p.Name+"'s /metrics showing its share of the shards", func() (bool, error) {
 			n, err := metricOf(p, "composite_controller_shards_owned", "")
 			return n == shardCount/3 || n == shardCount/3+1, err
 		})
 	}
 
 	rec := recordCallers(t, hook.URL, procs)
-	ctrl := controller{Name: "loop-shards", HookURL: rec.url}
-	ctrl.create(t)
-	ns := namespace(t, "loop-shards")
+	ctrl := framework.HelloController{Name: "loop-shards", HookURL: rec.url}
+	ctrl.Create(t, suite)
+	ns := suite.Namespace(t, "loop-shards")
 	for i := 0; i < shardParents; i++ {
-		createParent(t, ns, fmt.Sprintf("p-%d", i), ctrl.Name, spec("blue", "a"))
+		suite.CreateHello(t, ns, fmt.Sprintf("p-%d", i), ctrl.Name, framework.HelloSpec("blue", "a"))
 	}
 	waitShardedConverged(t, ns, nil)
 
@@ -104,7 +106,7 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	before := rec.parents(ns)
 	b.Kill()
 	killed := time.Now()
-	eventually(t, fmt.Sprintf("a hook call by a or c about each of b's %d parents", len(victims)), func() (bool, error) {
+	suite.Eventually(t, fmt.Sprintf("a hook call by a or c about each of b's %d parents", len(victims)), func() (bool, error) {
 		after := rec.parents(ns)
 		for _, parent := range victims {
 			if after[parent][a.Name]+after[parent][c.Name] == before[parent][a.Name]+before[parent][c.Name] {
@@ -120,7 +122,7 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	changed := map[string]bool{}
 	for _, parent := range victims {
 		name := parent[len(ns)+1:]
-		setParentSpec(t, ns, name, spec("green", "a", "b"))
+		suite.SetHelloSpec(t, ns, name, framework.HelloSpec("green", "a", "b"))
 		changed[name] = true
 	}
 	waitShardedConverged(t, ns, changed)
@@ -133,8 +135,8 @@ func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 // replicas live members each holding their share.
 func waitShardsSettled(t *testing.T, group string, shardCount, replicas int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d shards of %s held by %d replicas, evenly", shardCount, group, replicas), func() (bool, error) {
-		list, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).List(context.Background(), metav1.ListOptions{
+	suite.Eventually(t, fmt.Sprintf("%d shards of %s held by %d replicas, evenly", shardCount, group, replicas), func() (bool, error) {
+		list, err := suite.Kube.CoordinationV1().Leases(framework.CompositeNamespace).List(context.Background(), metav1.ListOptions{
 			LabelSelector: labels.SelectorFromSet(labels.Set{shard.GroupLabel: group, shard.RoleLabel: "shard"}).String(),
 		})
 		if err != nil {
@@ -165,8 +167,8 @@ func waitShardsSettled(t *testing.T, group string, shardCount, replicas int) {
 // and <name>-b for those in withB.
 func waitShardedConverged(t *testing.T, ns string, withB map[string]bool) {
 	t.Helper()
-	stack.Eventually(t, fmt.Sprintf("%d parents converged", shardParents), 5*time.Minute, func() (bool, error) {
-		list, err := dyn.Resource(hellos).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	suite.Within(t, fmt.Sprintf("%d parents converged", shardParents), 5*time.Minute, func() (bool, error) {
+		list, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -183,7 +185,7 @@ func waitShardedConverged(t *testing.T, ns string, withB map[string]bool) {
 				want[p.GetName()+"-b"] = string(p.GetUID())
 			}
 		}
-		cms := configMaps(t, ns)
+		cms := suite.ConfigMaps(t, ns)
 		for name, uid := range want {
 			cm, ok := cms[name]
 			if !ok {

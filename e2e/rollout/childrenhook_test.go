@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,14 +33,7 @@ const childrenPerParent = 3
 func startChildrenHook(t *testing.T) *childrenHook {
 	t.Helper()
 	h := &childrenHook{calls: map[string]map[string][]time.Time{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	h.url = "http://" + l.Addr().String()
+	h.url = serveHTTP(t, h)
 	return h
 }
 
@@ -112,7 +104,7 @@ func (h *childrenHook) calledSince(key string, since time.Time) bool {
 // has, by parent name.
 func childCounts(t *testing.T, ns string) map[string]int {
 	t.Helper()
-	list, err := stack.Kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,8 +27,6 @@ import (
 // does the third step begin and move the others.
 func TestRolloutPauseAndResumeBetweenStepsStillMovesTheNextStep(t *testing.T) {
 	t.Parallel()
-	setUp(t)
-	hook := startRevisionHook(t)
 	ctx := context.Background()
 	const name, ns = "rollout-pause-resume", "rollout-pause-resume"
 	const steps = `    - percent: 10
@@ -37,15 +37,13 @@ func TestRolloutPauseAndResumeBetweenStepsStillMovesTheNextStep(t *testing.T) {
     health:
       deadlineSeconds: 60
 `
-	parents := convergedFleet(t, hook, name, ns, steps, 24)
+	hook, parents := convergedFleet(t, name, ns, steps, 24)
 	watch := watchRollout(t, name)
 
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", steps)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutControllerWith(name, hook.url, "v2", steps))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 3 passed", changed)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil || got.Status.Rollout == nil {
 		t.Fatalf("no status.rollout once step 1 passed: %v", err)
 	}
@@ -54,8 +52,8 @@ func TestRolloutPauseAndResumeBetweenStepsStillMovesTheNextStep(t *testing.T) {
 	if r := kubectlComposite(t, "rollout", "pause", name); r.code != 0 {
 		t.Fatalf("kubectl composite rollout pause: exit %d", r.code)
 	}
-	eventually(t, "status.rollout paused", 30*time.Second, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	suite.Within(t, "status.rollout paused", 30*time.Second, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && got.Status.Rollout != nil && got.Status.Rollout.Phase == v1alpha1.RolloutPaused, err
 	})
 	if e := findEvent(t, name, "RolloutStepBegun", "step 2 of 3", changed); e != nil {
@@ -66,7 +64,7 @@ func TestRolloutPauseAndResumeBetweenStepsStillMovesTheNextStep(t *testing.T) {
 	}
 
 	var begun2, passed2 *corev1.Event
-	eventually(t, "step 2 of 3 beginning or passing", 2*time.Minute, func() (bool, error) {
+	suite.Within(t, "step 2 of 3 beginning or passing", 2*time.Minute, func() (bool, error) {
 		begun2 = findEvent(t, name, "RolloutStepBegun", "step 2 of 3", changed)
 		passed2 = findEvent(t, name, "RolloutStepPassed", "step 2 of 3", changed)
 		return begun2 != nil || passed2 != nil, nil
@@ -126,8 +124,6 @@ func TestRolloutPauseAndResumeBetweenStepsStillMovesTheNextStep(t *testing.T) {
 // and the rollout goes on through its three steps.
 func TestRolloutStepsCutMidRolloutAreRefused(t *testing.T) {
 	t.Parallel()
-	setUp(t)
-	hook := startRevisionHook(t)
 	ctx := context.Background()
 	const name, ns = "rollout-steps-cut", "rollout-steps-cut"
 	const steps = `    - percent: 10
@@ -137,15 +133,13 @@ func TestRolloutStepsCutMidRolloutAreRefused(t *testing.T) {
     health:
       deadlineSeconds: 60
 `
-	convergedFleet(t, hook, name, ns, steps, 12)
+	hook, _ := convergedFleet(t, name, ns, steps, 12)
 
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", steps)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutControllerWith(name, hook.url, "v2", steps))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 3 passed", changed)
-	exits := len(stack.UnexpectedExits())
-	_, stderr, err := stack.Kubectl(ctx, "patch", "cc", name, "--type=merge", "-p", `{"spec":{"rollout":{"steps":[{"percent":100}]}}}`)
+	exits := len(suite.UnexpectedExits())
+	_, stderr, err := suite.Kubectl(ctx, "patch", "cc", name, "--type=merge", "-p", `{"spec":{"rollout":{"steps":[{"percent":100}]}}}`)
 	switch {
 	case err == nil:
 		t.Errorf("kubectl patch cutting spec.rollout.steps to 1 while status.rollout.step is 1: accepted, want it refused")
@@ -154,7 +148,7 @@ func TestRolloutStepsCutMidRolloutAreRefused(t *testing.T) {
 	default:
 		t.Logf("kubectl patch cutting spec.rollout.steps to 1: refused: %s", stderr)
 	}
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("GET of the controller after the patch: %v", err)
 	}
@@ -164,10 +158,10 @@ func TestRolloutStepsCutMidRolloutAreRefused(t *testing.T) {
 
 	controllerEvent(t, name, "RolloutStepBegun", "step 2 of 3", changed)
 	controllerEvent(t, name, "RolloutComplete", "complete", changed)
-	if _, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{}); err != nil {
+	if _, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Errorf("GET of the controller once the rollout completed: %v", err)
 	}
-	for _, e := range stack.UnexpectedExits()[exits:] {
+	for _, e := range suite.UnexpectedExits()[exits:] {
 		t.Errorf("a stack process ended after the patch: %s", e)
 	}
 }
@@ -178,44 +172,36 @@ type fleetParent struct {
 	uid  types.UID
 }
 
-// convergedFleet creates namespace ns, the controller name at revision v1
-// with rollout's steps, and n parents of it; it returns them once each
-// one's ConfigMap names v1. The controller is deleted when t ends.
-func convergedFleet(t *testing.T, hook *revisionHook, name, ns, rollout string, n int) []fleetParent {
+// convergedFleet starts the controller name at revision v1 with rollout's
+// steps (startRollout) and n parents of it; it returns its hook and the
+// parents once each one's ConfigMap names v1.
+func convergedFleet(t *testing.T, name, ns, rollout string, n int) (*revisionHook, []fleetParent) {
 	t.Helper()
 	ctx := context.Background()
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v1", rollout)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	hook := startRollout(t, name, ns, rollout)
 	var names []string
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("p-%02d", i)
-		createParent(t, ns, p, map[string]string{"test": name})
+		suite.CreateHello(t, ns, p, name, map[string]interface{}{"greeting": "hello"})
 		names = append(names, p)
 	}
 	waitRevisions(t, ns, names, func(string) string { return "v1" }, 3*time.Minute)
 	var out []fleetParent
 	for _, p := range names {
-		u, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, p, metav1.GetOptions{})
+		u, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, p, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, fleetParent{name: p, uid: u.GetUID()})
 	}
-	return out
+	return hook, out
 }
 
 // findEvent is the first Event of reason on the CompositeController name
 // whose message contains substring, recorded since; nil when there is none.
 func findEvent(t *testing.T, name, reason, substring string, since time.Time) *corev1.Event {
 	t.Helper()
-	list, err := stack.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+	list, err := suite.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +268,7 @@ func watchRollout(t *testing.T, name string) *rolloutWatch {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+			got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 			if err == nil && got.Status.Rollout != nil {
 				w.add(*got.Status.Rollout)
 			}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 // decoratorController is a DecoratorController of the hellos labelled
@@ -52,19 +53,13 @@ spec:
 // the rollout is complete; kubectl composite rollout status and history
 // name it as dec/NAME.
 func TestDecoratorControllerRollsOutInSteps(t *testing.T) {
-	setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	hook := startRevisionHook(t)
 	ctx := context.Background()
 	const name, ns = "rollout-decorator", "rollout-decorator"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, decoratorController(name, hook.url, "v1")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().DecoratorControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.MustCreateNamespace(t, ns)
+	suite.ApplyDecorator(t, name, decoratorController(name, hook.url, "v1"))
 	var objects, wave2 []string
 	for i := 0; i < 10; i++ {
 		o := fmt.Sprintf("o-%d", i)
@@ -73,15 +68,13 @@ func TestDecoratorControllerRollsOutInSteps(t *testing.T) {
 			wave = "2"
 			wave2 = append(wave2, o)
 		}
-		createParent(t, ns, o, map[string]string{"test": name, "wave": wave})
+		suite.CreateHello(t, ns, o, "", map[string]interface{}{"greeting": "hello"}, framework.WithLabels(map[string]string{"test": name, "wave": wave}))
 		objects = append(objects, o)
 	}
 	waitRevisions(t, ns, objects, func(string) string { return "v1" }, 2*time.Minute)
 
 	changed := time.Now()
-	if err := stack.Apply(ctx, decoratorController(name, hook.url, "v2")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, decoratorController(name, hook.url, "v2"))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 2 passed", changed)
 	controllerEvent(t, name, "RolloutComplete", "Rollout of revision 2 complete", changed)
 	waitRevisions(t, ns, objects, func(string) string { return "v2" }, time.Minute)
@@ -98,7 +91,7 @@ func TestDecoratorControllerRollsOutInSteps(t *testing.T) {
 			t.Errorf("%s, of the second step, met revision 2's hook at %s, before the first step's objects all had (%s)", o, at.Format(time.StampMilli), firstStepDone.Format(time.StampMilli))
 		}
 	}
-	got, err := cc.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

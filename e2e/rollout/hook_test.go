@@ -3,7 +3,6 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,14 +37,7 @@ func startRevisionHook(t *testing.T) *revisionHook {
 	t.Helper()
 	h := &revisionHook{calls: map[string]map[string]int{}, first: map[string]map[string]time.Time{}, spans: map[string][]span{}}
 	h.broken.Store("")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	h.url = "http://" + l.Addr().String()
+	h.url = serveHTTP(t, h)
 	return h
 }
 

@@ -24,22 +24,21 @@ import (
 // them converges. Once the new ServiceAccount is granted its rights,
 // resume completes the rollout.
 func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
-	setUp(t)
+	t.Parallel()
+	suite.SetUpHellos(t)
 	hook := startRevisionHook(t)
 	ctx := context.Background()
 	const name, ns = "rollout-identity", "rollout-identity"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustCreateNamespace(t, ns)
 	for _, sa := range []string{"writer-v1", "writer-v2"} {
-		if _, err := stack.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stack.Grant(t, "writer-v1", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v1, namespace: "+ns+"}")
+	suite.Grant(t, "writer-v1", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v1, namespace: "+ns+"}")
 	// What an operator grants the server where controllers may act as
 	// ServiceAccounts (the chart's identity.serviceAccountNamespaces).
-	stack.Grant(t, "composite-apiserver-impersonate", ns, `rules:
+	suite.Grant(t, "composite-apiserver-impersonate", ns, `rules:
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
@@ -53,12 +52,7 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
   serviceAccount: {namespace: `+ns+`, name: `+sa+`}
 `)
 	}
-	if err := stack.Apply(ctx, controllerAs("v1", "writer-v1")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, name, controllerAs("v1", "writer-v1"))
 	var parents, wave1 []string
 	for i := 0; i < 8; i++ {
 		p := fmt.Sprintf("p-%d", i)
@@ -67,34 +61,32 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 			wave = "1"
 			wave1 = append(wave1, ns+"/"+p)
 		}
-		createParent(t, ns, p, map[string]string{"test": name, "wave": wave})
+		suite.CreateHello(t, ns, p, "", map[string]interface{}{"greeting": "hello"}, framework.WithLabels(map[string]string{"test": name, "wave": wave}))
 		parents = append(parents, p)
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 2*time.Minute)
 
 	changed := time.Now()
-	if err := stack.Apply(ctx, controllerAs("v2", "writer-v2")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, controllerAs("v2", "writer-v2"))
 	controllerEvent(t, name, "RolloutPaused", "paused at step 1 of 2", changed)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutPaused || !slices.Equal(st.FailingParents, wave1) {
 		t.Fatalf("status.rollout = %+v; want paused at the first step naming its parents %v", st, wave1)
 	}
-	stack.WaitForEvent(t, ns, wave1[0][len(ns)+1:], "Forbidden", "ServiceAccount "+ns+"/writer-v2", time.Minute)
+	suite.WaitForEvent(t, ns, wave1[0][len(ns)+1:], "Forbidden", "ServiceAccount "+ns+"/writer-v2", time.Minute)
 
 	// A parent not moved still runs revision 1, as writer-v1: a change
 	// of it is observed.
 	stay := parents[len(parents)-1]
-	bumped, err := dyn.Resource(hellos).Namespace(ns).Patch(ctx, stay, "application/merge-patch+json", []byte(`{"spec":{"greeting":"still v1"}}`), metav1.PatchOptions{})
+	bumped, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Patch(ctx, stay, "application/merge-patch+json", []byte(`{"spec":{"greeting":"still v1"}}`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, stay+"'s change observed by revision 1's loop", time.Minute, func() (bool, error) {
-		p, err := dyn.Resource(hellos).Namespace(ns).Get(ctx, stay, metav1.GetOptions{})
+	suite.Within(t, stay+"'s change observed by revision 1's loop", time.Minute, func() (bool, error) {
+		p, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(ctx, stay, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -105,7 +97,7 @@ func TestEachRevisionActsAsItsOwnServiceAccount(t *testing.T) {
 		t.Errorf("%s, not moved, met revision 2's hook %d times", stay, calls["v2"])
 	}
 
-	stack.Grant(t, "writer-v2", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v2, namespace: "+ns+"}")
+	suite.Grant(t, "writer-v2", ns, framework.HelloLoopRules, "{kind: ServiceAccount, name: writer-v2, namespace: "+ns+"}")
 	if r := kubectlComposite(t, "rollout", "resume", name); r.code != 0 {
 		t.Fatalf("kubectl composite rollout resume: exit %d", r.code)
 	}

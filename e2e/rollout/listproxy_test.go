@@ -47,11 +47,11 @@ type slowProxy struct {
 // which the server's kubeconfig trusts for kube-apiserver.
 func startSlowProxy(t *testing.T, group, resource string) *slowProxy {
 	t.Helper()
-	target, err := url.Parse(stack.KubeAPIServerURL)
+	target, err := url.Parse(suite.KubeAPIServerURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(stack.Certs.ServingCA.CertFile)
+	caPEM, err := os.ReadFile(suite.Certs.ServingCA.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func startSlowProxy(t *testing.T, group, resource string) *slowProxy {
 		FlushInterval: -1,
 		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true},
 	}
-	serving, err := stack.Certs.Issue(stack.Certs.ServingCA, "slow-proxy-"+t.Name(), nil,
+	serving, err := suite.Certs.Issue(suite.Certs.ServingCA, "slow-proxy-"+t.Name(), nil,
 		[]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func startSlowProxy(t *testing.T, group, resource string) *slowProxy {
 	go func() { _ = srv.ServeTLS(l, serving.CertFile, serving.KeyFile) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	cfg, err := clientcmd.LoadFromFile(stack.CompositeIdentity)
+	cfg, err := clientcmd.LoadFromFile(suite.CompositeIdentity)
 	if err != nil {
 		t.Fatal(err)
 	}

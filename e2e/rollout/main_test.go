@@ -12,8 +12,8 @@ import (
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
-var stack *framework.Stack
+var suite = framework.NewSuite(framework.Options{CompositeArgs: []string{"--workers=5", "-v=2"}})
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.TestMain(m, framework.Options{CompositeArgs: []string{"--workers=5", "-v=2"}}, &stack))
+	os.Exit(suite.Main(m))
 }

@@ -31,41 +31,38 @@ const panicAnnotation = "e2e.composite.metacontroller.k8s.io/panic"
 // changed parents meanwhile, and once the parent's annotation is gone the
 // first syncs it and its other parents again.
 func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
-	setUp(t)
+	// Sequential: runs and restarts the server with another binary (UseCompositeBinary).
+	suite.SetUpHellos(t)
 	ctx := context.Background()
 	const a, b = "rollout-panic-a", "rollout-panic-b"
 	// Deleted last, by the shipped server the test ends with.
 	t.Cleanup(func() {
 		for _, name := range []string{a, b} {
-			_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
 	})
 	injecting, err := framework.BuildInjectingCompositeAPIServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped := stack.UseCompositeBinary(injecting)
+	shipped := suite.UseCompositeBinary(injecting)
 	t.Cleanup(func() {
-		stack.UseCompositeBinary(shipped)
-		if err := restartComposite(); err != nil {
+		suite.UseCompositeBinary(shipped)
+		if err := suite.Restart(); err != nil {
 			t.Errorf("can't start the shipped server again: %v", err)
 		}
 	})
-	if err := restartComposite(); err != nil {
+	if err := suite.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	exits := len(stack.UnexpectedExits())
+	exits := len(suite.UnexpectedExits())
 
 	hook := startRevisionHook(t)
 	for _, name := range []string{a, b} {
-		if err := stack.CreateNamespace(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-		if err := stack.Apply(ctx, plainController(name, hook.url)); err != nil {
-			t.Fatal(err)
-		}
+		suite.MustCreateNamespace(t, name)
+		suite.MustApply(t, plainController(name, hook.url))
 		for _, p := range []string{"p-0", "p-1"} {
-			createParent(t, name, p, map[string]string{"test": name})
+			suite.CreateHello(t, name, p, name, map[string]interface{}{"greeting": "hello"})
 		}
 	}
 	v1 := func(string) string { return "v1" }
@@ -80,11 +77,11 @@ func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
 	since := time.Now()
 	annotate(t, a, "p-0", panicAnnotation+"=true")
 	controllerEvent(t, a, "Panicked", "", since)
-	eventually(t, a+"'s status Ready=False with reason Panicked", time.Minute, func() (bool, error) {
+	suite.Within(t, a+"'s status Ready=False with reason Panicked", time.Minute, func() (bool, error) {
 		c, err := readyOf(a)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Panicked", err
 	})
-	eventually(t, "composite_controller_panics_total counting "+a+"'s panic", time.Minute, func() (bool, error) {
+	suite.Within(t, "composite_controller_panics_total counting "+a+"'s panic", time.Minute, func() (bool, error) {
 		n, err := panicsOf(a)
 		return n > panics, err
 	})
@@ -92,12 +89,12 @@ func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
 	// The other controller syncs a new parent and a changed one while the
 	// first one's parent is still annotated.
 	changedCalls := sum(hook.callsOf(b + "/p-1"))
-	createParent(t, b, "p-2", map[string]string{"test": b})
-	if _, stderr, err := stack.Kubectl(ctx, "-n", b, "patch", "hellos.example.com", "p-1", "--type=merge", "-p", `{"spec":{"greeting":"changed"}}`); err != nil {
+	suite.CreateHello(t, b, "p-2", b, map[string]interface{}{"greeting": "hello"})
+	if _, stderr, err := suite.Kubectl(ctx, "-n", b, "patch", "hellos.example.com", "p-1", "--type=merge", "-p", `{"spec":{"greeting":"changed"}}`); err != nil {
 		t.Fatalf("kubectl patch: %v: %s", err, stderr)
 	}
 	waitRevisions(t, b, []string{"p-2"}, v1, time.Minute)
-	eventually(t, b+"'s changed parent synced while "+a+" panics", time.Minute, func() (bool, error) {
+	suite.Within(t, b+"'s changed parent synced while "+a+" panics", time.Minute, func() (bool, error) {
 		return sum(hook.callsOf(b+"/p-1")) > changedCalls && observedGeneration(t, b, "p-1") == 2, nil
 	})
 
@@ -105,9 +102,9 @@ func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
 	// and a new one.
 	calls := sum(hook.callsOf(a + "/p-0"))
 	annotate(t, a, "p-0", panicAnnotation+"-")
-	createParent(t, a, "p-2", map[string]string{"test": a})
+	suite.CreateHello(t, a, "p-2", a, map[string]interface{}{"greeting": "hello"})
 	waitRevisions(t, a, []string{"p-0", "p-2"}, v1, 2*time.Minute)
-	eventually(t, a+" converged again: p-0 synced, Ready=True", 2*time.Minute, func() (bool, error) {
+	suite.Within(t, a+" converged again: p-0 synced, Ready=True", 2*time.Minute, func() (bool, error) {
 		c, err := readyOf(a)
 		return sum(hook.callsOf(a+"/p-0")) > calls && c != nil && c.Status == metav1.ConditionTrue, err
 	})
@@ -115,7 +112,7 @@ func TestPanicInOneControllerLeavesTheServerAndTheOthersRunning(t *testing.T) {
 	if failures := serving(); len(failures) > 0 {
 		t.Errorf("the aggregated API failed %d requests while %s panicked; first: %s", len(failures), a, failures[0])
 	}
-	for _, e := range stack.UnexpectedExits()[exits:] {
+	for _, e := range suite.UnexpectedExits()[exits:] {
 		t.Errorf("a stack process ended while %s panicked: %s", a, e)
 	}
 }
@@ -127,7 +124,7 @@ func plainController(name, hookURL string) string { return plainControllerOf(nam
 // annotate runs kubectl annotate of annotation on the hello ns/name.
 func annotate(t *testing.T, ns, name, annotation string) {
 	t.Helper()
-	if _, stderr, err := stack.Kubectl(context.Background(), "-n", ns, "annotate", "hellos.example.com", name, annotation); err != nil {
+	if _, stderr, err := suite.Kubectl(context.Background(), "-n", ns, "annotate", "hellos.example.com", name, annotation); err != nil {
 		t.Fatalf("kubectl annotate %s: %v: %s", annotation, err, stderr)
 	}
 }
@@ -135,7 +132,7 @@ func annotate(t *testing.T, ns, name, annotation string) {
 // readyOf is the Ready condition of the CompositeController name; nil when
 // it has none.
 func readyOf(name string) (*metav1.Condition, error) {
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("can't get the controller %s: %w", name, err)
 	}
@@ -155,7 +152,7 @@ func proveServing(t *testing.T) func() []string {
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			_, err := cc.MetacontrollerV1alpha1().CompositeControllers().List(ctx, metav1.ListOptions{Limit: 1})
+			_, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil && ctx.Err() == nil {
 				mu.Lock()
 				failures = append(failures, time.Now().Format(time.StampMilli)+": "+err.Error())
@@ -185,13 +182,13 @@ func proveServing(t *testing.T) func() []string {
 // rewrite the files kube-apiserver reads); absent series count 0.
 func panicsOf(name string) (float64, error) {
 	const metric = "composite_controller_panics_total"
-	cert := stack.Certs.FrontProxyClient
-	client, err := stack.CompositeHTTPClient(&cert)
+	cert := suite.Certs.FrontProxyClient
+	client, err := suite.CompositeHTTPClient(&cert)
 	if err != nil {
 		return 0, err
 	}
 	defer client.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodGet, stack.CompositeURL()+"/metrics", nil)
+	req, _ := http.NewRequest(http.MethodGet, suite.CompositeURL()+"/metrics", nil)
 	req.Header.Set("X-Remote-User", "admin")
 	req.Header.Set("X-Remote-Group", "system:masters")
 	resp, err := client.Do(req)

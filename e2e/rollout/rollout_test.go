@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,12 +27,27 @@ const rolloutParents = 60
 // three steps: the parents labelled wave=1, those labelled wave=2, then
 // every parent.
 func rolloutController(name, hookURL, revision string) string {
-	return rolloutControllerWith(name, hookURL, revision, `    - selector: {matchLabels: {wave: "1"}}
+	return rolloutControllerWith(name, hookURL, revision, threeWaves)
+}
+
+// threeWaves are rolloutController's steps.
+const threeWaves = `    - selector: {matchLabels: {wave: "1"}}
     - selector: {matchLabels: {wave: "2"}}
     - percent: 100
     health:
       deadlineSeconds: 20
-`)
+`
+
+// startRollout starts a revision hook and, in namespace ns, the controller
+// name at its revision v1 with rollout's steps (rolloutControllerWith); the
+// controller is deleted when t ends.
+func startRollout(t *testing.T, name, ns, rollout string) *revisionHook {
+	t.Helper()
+	suite.SetUpHellos(t)
+	hook := startRevisionHook(t)
+	suite.MustCreateNamespace(t, ns)
+	suite.ApplyController(t, name, rolloutControllerWith(name, hook.url, "v1", rollout))
+	return hook
 }
 
 // rolloutControllerWith is rolloutController with rollout, the YAML under
@@ -43,30 +60,10 @@ func rolloutControllerWith(name, hookURL, revision, rollout string) string {
 
 // plainControllerOf is a CompositeController of the hellos labelled
 // test=<name> with ConfigMap children, whose sync hook is revision's of
-// the hook at hookURL, with no rollout.
+// the hook at hookURL, with no rollout. Its spec ends the YAML, so that
+// fields appended to it (rolloutControllerWith) go there.
 func plainControllerOf(name, hookURL, revision string) string {
-	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %[1]s
-spec:
-  generateSelector: true
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-    labelSelector:
-      matchLabels: {test: %[1]s}
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: InPlace
-  hooks:
-    sync:
-      webhook:
-        url: %[2]s/%[3]s/sync
-        timeout: 3s
-`, name, hookURL, revision)
+	return framework.ControllerFixture{Name: name, HookURL: hookURL + "/" + revision, Timeout: "3s"}.Manifest()
 }
 
 // TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes lands a change of
@@ -78,19 +75,10 @@ spec:
 // resume completes it; kubectl composite rollout undo brings every parent
 // back to the old hook's children.
 func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
-	setUp(t)
-	hook := startRevisionHook(t)
+	// Sequential: restarts the server (restart).
 	ctx := context.Background()
 	const name, ns = "rollout-steps", "rollout-steps"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v1")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	hook := startRollout(t, name, ns, threeWaves)
 	var parents, wave1, wave2, wave3, bad []string
 	for i := 0; i < rolloutParents; i++ {
 		p := fmt.Sprintf("p-%02d", i)
@@ -100,7 +88,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 			labels["bad"] = "true"
 			bad = append(bad, ns+"/"+p)
 		}
-		createParent(t, ns, p, labels)
+		suite.CreateHello(t, ns, p, "", map[string]interface{}{"greeting": "hello"}, framework.WithLabels(labels))
 		parents = append(parents, p)
 		switch wave {
 		case "1":
@@ -137,12 +125,10 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 		converged[p] = hook.callsOf(ns + "/" + p)
 	}
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v2")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutController(name, hook.url, "v2"))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 3 passed", changed)
 	controllerEvent(t, name, "RolloutPaused", "paused at step 2 of 3", changed)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +162,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 	if status.code != 1 || !strings.Contains(status.stdout, "paused at step 2 of 3") || !strings.Contains(status.stdout, bad[0]) {
 		t.Errorf("kubectl composite rollout status of a paused rollout: exit %d, %q; want exit 1 naming the step and the failing parents", status.code, status.stdout)
 	}
-	if out, stderr, err := stack.Kubectl(ctx, "get", "compositecontroller", name, "-o", "wide"); err != nil || !strings.Contains(out, "Paused 2/3") {
+	if out, stderr, err := suite.Kubectl(ctx, "get", "compositecontroller", name, "-o", "wide"); err != nil || !strings.Contains(out, "Paused 2/3") {
 		t.Errorf("kubectl get compositecontroller %s -o wide: %v %s\n%s; want its ROLLOUT column saying Paused 2/3", name, err, stderr, out)
 	}
 	history := kubectlComposite(t, "rollout", "history", name)
@@ -202,7 +188,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 		before[p] = hook.callsOf(ns + "/" + p)
 	}
 	restart(t)
-	eventually(t, "every parent synced again by the restarted server", 3*time.Minute, func() (bool, error) {
+	suite.Within(t, "every parent synced again by the restarted server", 3*time.Minute, func() (bool, error) {
 		for _, p := range parents {
 			if sum(hook.callsOf(ns+"/"+p)) == sum(before[p]) {
 				return false, fmt.Errorf("%s not synced since the restart", p)
@@ -217,7 +203,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 			t.Errorf("%s was synced by revision %s's hook after the restart: every parent has one revision", p, stale)
 		}
 	}
-	if got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{}); err != nil {
+	if got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	} else if st := got.Status.Rollout; st == nil || st.Phase != v1alpha1.RolloutPaused || st.Step != 1 {
 		t.Fatalf("after a restart, status.rollout = %+v, want still paused at step index 1", st)
@@ -241,7 +227,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 		t.Fatalf("kubectl composite rollout status after undo: exit %d, %q", r.code, r.stdout)
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v1" }, time.Minute)
-	got, err = cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +241,7 @@ func TestRolloutPausesAtTheStepOfBadParentsResumesAndUndoes(t *testing.T) {
 // the bad ones more often than the error budget allows: every parent,
 // those of the first step included, goes back to the old hook's children.
 func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
-	setUp(t)
-	hook := startRevisionHook(t)
+	t.Parallel()
 	ctx := context.Background()
 	const name, ns = "rollout-rollback", "rollout-rollback"
 	const rollout = `    - selector: {matchLabels: {wave: "1"}}
@@ -265,15 +250,7 @@ func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
       maxSyncFailures: 4
     onFailure: Rollback
 `
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v1", rollout)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	hook := startRollout(t, name, ns, rollout)
 	var parents, wave1 []string
 	for i := 0; i < 20; i++ {
 		p := fmt.Sprintf("p-%02d", i)
@@ -285,16 +262,14 @@ func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
 		case i%2 == 0:
 			labels["bad"] = "true"
 		}
-		createParent(t, ns, p, labels)
+		suite.CreateHello(t, ns, p, "", map[string]interface{}{"greeting": "hello"}, framework.WithLabels(labels))
 		parents = append(parents, p)
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 2*time.Minute)
 
 	hook.broken.Store("v2")
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", rollout)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutControllerWith(name, hook.url, "v2", rollout))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 2 passed", changed)
 	controllerEvent(t, name, "RolloutRolledBack", "rolled back to revision 1", changed)
 	for _, p := range wave1 {
@@ -303,7 +278,7 @@ func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
 		}
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v1" }, 2*time.Minute)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,43 +294,34 @@ func TestRolloutRollsBackWhenTheErrorBudgetIsSpent(t *testing.T) {
 // spec calls no hook, its status says Paused; once the annotation is gone,
 // the next sync runs and the hook's status replaces the condition.
 func TestPausedParentIsNotSynced(t *testing.T) {
-	setUp(t)
-	hook := startRevisionHook(t)
+	t.Parallel()
 	ctx := context.Background()
 	const name, ns = "rollout-paused-parent", "rollout-paused-parent"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutController(name, hook.url, "v1")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	createParent(t, ns, "quiet", map[string]string{"test": name})
-	createParent(t, ns, "busy", map[string]string{"test": name})
+	hook := startRollout(t, name, ns, threeWaves)
+	suite.CreateHello(t, ns, "quiet", name, map[string]interface{}{"greeting": "hello"})
+	suite.CreateHello(t, ns, "busy", name, map[string]interface{}{"greeting": "hello"})
 	waitRevisions(t, ns, []string{"quiet", "busy"}, func(string) string { return "v1" }, 2*time.Minute)
 
-	if _, stderr, err := stack.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"=true"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"=true"); err != nil {
 		t.Fatalf("kubectl annotate: %v: %s", err, stderr)
 	}
-	eventually(t, "a Paused condition on the paused parent's status", time.Minute, func() (bool, error) {
+	suite.Within(t, "a Paused condition on the paused parent's status", time.Minute, func() (bool, error) {
 		return conditionOf(t, ns, "quiet", v1alpha1.ConditionPaused) == "True", nil
 	})
-	eventually(t, "the controller's status counting one paused parent", time.Minute, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	suite.Within(t, "the controller's status counting one paused parent", time.Minute, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && got.Status.PausedParents == 1, err
 	})
 	calls := sum(hook.callsOf(ns + "/quiet"))
 	for _, p := range []string{"quiet", "busy"} {
 		patch := `{"spec":{"greeting":"changed"}}`
-		if _, err := dyn.Resource(hellos).Namespace(ns).Patch(ctx, p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Patch(ctx, p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A fresh signal that the loop went past the paused parent's change:
 	// the other parent's change was synced after it.
-	eventually(t, "the unpaused parent's change synced", time.Minute, func() (bool, error) {
+	suite.Within(t, "the unpaused parent's change synced", time.Minute, func() (bool, error) {
 		return observedGeneration(t, ns, "busy") == 2, nil
 	})
 	if n := sum(hook.callsOf(ns + "/quiet")); n != calls {
@@ -366,21 +332,21 @@ func TestPausedParentIsNotSynced(t *testing.T) {
 	}
 	// A live /sync does not run over the pause either; a preview runs.
 	ref := v1alpha1.SyncRequest{Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: "quiet"}}}
-	_, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{})
+	_, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), v1alpha1.ParentPausedAnnotation) {
 		t.Errorf("a live /sync of the paused parent answered %v, want a 409 naming %s", err, v1alpha1.ParentPausedAnnotation)
 	}
-	if _, err := cc.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+	if _, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(ctx, name, &ref, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("a preview of the paused parent: %v", err)
 	}
 	if n := sum(hook.callsOf(ns + "/quiet")); n != calls+1 {
 		t.Errorf("the paused parent's hook was called %d times by a refused live /sync and a preview, want once (the preview)", n-calls)
 	}
 	calls++
-	if _, stderr, err := stack.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"-"); err != nil {
+	if _, stderr, err := suite.Kubectl(ctx, "-n", ns, "annotate", "hellos.example.com", "quiet", v1alpha1.ParentPausedAnnotation+"-"); err != nil {
 		t.Fatalf("kubectl annotate: %v: %s", err, stderr)
 	}
-	eventually(t, "the parent synced once unpaused, its Paused condition gone", time.Minute, func() (bool, error) {
+	suite.Within(t, "the parent synced once unpaused, its Paused condition gone", time.Minute, func() (bool, error) {
 		return sum(hook.callsOf(ns+"/quiet")) > calls && observedGeneration(t, ns, "quiet") == 2 && conditionOf(t, ns, "quiet", v1alpha1.ConditionPaused) == "", nil
 	})
 }
@@ -395,7 +361,7 @@ func sum(m map[string]int) int {
 
 func observedGeneration(t *testing.T, ns, name string) int64 {
 	t.Helper()
-	u, err := dyn.Resource(hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +371,7 @@ func observedGeneration(t *testing.T, ns, name string) int64 {
 
 func conditionOf(t *testing.T, ns, name, typ string) string {
 	t.Helper()
-	u, err := dyn.Resource(hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,15 +62,16 @@ var failoverArgs = []string{
 // still at its first step, no step passed, and no parent beyond the
 // first step's two has lost its children.
 func TestRolloutHoldsAFailingStepThroughARestartWithASlowList(t *testing.T) {
-	setUp(t)
-	proxy := startSlowProxy(t, hellos.Group, hellos.Resource)
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	proxy := startSlowProxy(t, framework.Hellos.Group, framework.Hellos.Resource)
 	f := startFleet(t, "rollout-restart-failing", "")
 	changed := f.change(t)
 	moved := f.waitFirstStepFailing(t)
 
 	proxy.lists.Store(int64(slowList))
 	restarted := time.Now()
-	restartWith(t, "--kubeconfig="+proxy.kubeconfig)
+	suite.RestartWith(t, "--kubeconfig="+proxy.kubeconfig)
 	f.holdsAtFirstStep(t, moved, changed, func() bool { return f.seenAgain(proxy.listPassedSince(restarted)) })
 }
 
@@ -80,12 +81,13 @@ func TestRolloutHoldsAFailingStepThroughARestartWithASlowList(t *testing.T) {
 // gate, and the replica that takes over lists the parents slowly. The
 // rollout holds at its first step there too.
 func TestRolloutHoldsAFailingStepThroughALeaderFailoverWithASlowList(t *testing.T) {
-	setUp(t)
+	// Sequential: restarts and kills the server and starts a replica.
+	suite.SetUpHellos(t)
 	ctx := context.Background()
-	proxy := startSlowProxy(t, hellos.Group, hellos.Resource)
+	proxy := startSlowProxy(t, framework.Hellos.Group, framework.Hellos.Resource)
 	args := append(slices.Clone(failoverArgs), "--kubeconfig="+proxy.kubeconfig)
-	restartWith(t, args...)
-	second, err := stack.StartReplica(ctx, "rollout-failover-second", args...)
+	suite.RestartWith(t, args...)
+	second, err := suite.StartReplica(ctx, "rollout-failover-second", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestRolloutHoldsAFailingStepThroughALeaderFailoverWithASlowList(t *testing.
 	moved := f.waitFirstStepFailing(t)
 
 	var leader string
-	eventually(t, "a holder of the Lease "+failoverLease, time.Minute, func() (bool, error) {
+	suite.Within(t, "a holder of the Lease "+failoverLease, time.Minute, func() (bool, error) {
 		leader = leaseHolder(t)
 		return leader != "", nil
 	})
@@ -105,16 +107,16 @@ func TestRolloutHoldsAFailingStepThroughALeaderFailoverWithASlowList(t *testing.
 	case second.Pid():
 		t.Logf("killing the second replica, the leader (%s), while the first step fails", leader)
 		second.Kill()
-	case stack.CompositeProcess().Pid():
+	case suite.CompositeProcess().Pid():
 		// The APIService's replica comes back, as a crashed pod does,
 		// so that the API serves again; it may lead or stand by.
 		t.Logf("killing the stack's replica, the leader (%s), while the first step fails", leader)
-		stack.KillComposite()
-		if err := stack.StartComposite(ctx, args...); err != nil {
+		suite.KillComposite()
+		if err := suite.StartComposite(ctx, args...); err != nil {
 			t.Fatal(err)
 		}
 	default:
-		t.Fatalf("the Lease's holder %q is neither replica (pids %d, %d)", leader, second.Pid(), stack.CompositeProcess().Pid())
+		t.Fatalf("the Lease's holder %q is neither replica (pids %d, %d)", leader, second.Pid(), suite.CompositeProcess().Pid())
 	}
 	f.holdsAtFirstStep(t, moved, changed, func() bool {
 		if h := leaseHolder(t); h == "" || h == leader {
@@ -131,9 +133,10 @@ func TestRolloutHoldsAFailingStepThroughALeaderFailoverWithASlowList(t *testing.
 // the status the change's hook answered, not the one the parents had
 // before. kubectl composite rollout undo then gives the children back.
 func TestRolloutStopsAChangeThatDropsChildrenAtItsFirstStep(t *testing.T) {
-	setUp(t)
-	proxy := startSlowProxy(t, hellos.Group, hellos.Resource)
-	restartWith(t, "--kubeconfig="+proxy.kubeconfig)
+	// Sequential: restarts the server (restartWith).
+	suite.SetUpHellos(t)
+	proxy := startSlowProxy(t, framework.Hellos.Group, framework.Hellos.Resource)
+	suite.RestartWith(t, "--kubeconfig="+proxy.kubeconfig)
 	f := startFleet(t, "rollout-drop-gated", "")
 	proxy.statusWrites.Store(int64(slowStatusWrite))
 	changed := f.change(t)
@@ -145,7 +148,7 @@ func TestRolloutStopsAChangeThatDropsChildrenAtItsFirstStep(t *testing.T) {
 	if r := kubectlComposite(t, "rollout", "undo", f.name); r.code != 0 {
 		t.Fatalf("kubectl composite rollout undo: exit %d", r.code)
 	}
-	eventually(t, "the first step's parents synced by v1 again, with their children", 2*time.Minute, func() (bool, error) {
+	suite.Within(t, "the first step's parents synced by v1 again, with their children", 2*time.Minute, func() (bool, error) {
 		counts := childCounts(t, f.ns)
 		for _, p := range f.parents {
 			name := strings.TrimPrefix(p, f.ns+"/")
@@ -169,7 +172,7 @@ func TestRolloutStopsAChangeThatDropsChildrenAtItsFirstStep(t *testing.T) {
 // at once.
 func TestRolloutWithoutRevisionHistoryIsGatedAtItsFirstStep(t *testing.T) {
 	t.Parallel()
-	setUp(t)
+	suite.SetUpHellos(t)
 	f := startFleet(t, "rollout-no-history", "  revisionHistoryLimit: 0\n")
 	changed := f.change(t)
 	moved := f.waitFirstStepFailing(t)
@@ -190,23 +193,15 @@ type fleet struct {
 
 func startFleet(t *testing.T, name, specTail string) *fleet {
 	t.Helper()
-	ctx := context.Background()
 	f := &fleet{name: name, ns: name, specTail: specTail, hook: startChildrenHook(t)}
-	if err := stack.CreateNamespace(ctx, f.ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, f.controller("v1")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.MustCreateNamespace(t, f.ns)
+	suite.ApplyController(t, name, f.controller("v1"))
 	for i := 0; i < fleetParents; i++ {
 		p := fmt.Sprintf("p-%02d", i)
-		createParent(t, f.ns, p, map[string]string{"test": name})
+		suite.CreateHello(t, f.ns, p, name, map[string]interface{}{"greeting": "hello"})
 		f.parents = append(f.parents, f.ns+"/"+p)
 	}
-	eventually(t, "every parent with its ConfigMaps", 3*time.Minute, func() (bool, error) {
+	suite.Within(t, "every parent with its ConfigMaps", 3*time.Minute, func() (bool, error) {
 		counts := childCounts(t, f.ns)
 		for _, p := range f.parents {
 			if n := counts[strings.TrimPrefix(p, f.ns+"/")]; n != childrenPerParent {
@@ -227,9 +222,7 @@ func (f *fleet) controller(revision string) string {
 func (f *fleet) change(t *testing.T) time.Time {
 	t.Helper()
 	changed := time.Now()
-	if err := stack.Apply(context.Background(), f.controller("v2")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, f.controller("v2"))
 	return changed
 }
 
@@ -240,8 +233,8 @@ func (f *fleet) change(t *testing.T) time.Time {
 func (f *fleet) waitFirstStepFailing(t *testing.T) []string {
 	t.Helper()
 	var moved []string
-	eventually(t, "the change's first step begun and failing its gate", 2*time.Minute, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), f.name, metav1.GetOptions{})
+	suite.Within(t, "the change's first step begun and failing its gate", 2*time.Minute, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), f.name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -281,7 +274,7 @@ func (f *fleet) holdsAtFirstStep(t *testing.T, moved []string, changed time.Time
 	var settledAt time.Time
 	giveUp := time.Now().Add(3 * time.Minute)
 	for {
-		if down := stack.Down(); down != nil {
+		if down := suite.Down(); down != nil {
 			t.Fatalf("the stack is down: %v", down)
 		}
 		if broken := f.firstStepBroken(t, moved, changed); broken != "" {
@@ -310,7 +303,7 @@ func (f *fleet) firstStepBroken(t *testing.T, moved []string, changed time.Time)
 	t.Helper()
 	// The API is away while the server restarts: the other checks go on
 	// without it.
-	if got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), f.name, metav1.GetOptions{}); err == nil {
+	if got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), f.name, metav1.GetOptions{}); err == nil {
 		if st := got.Status.Rollout; st == nil || st.UpdateRevision != 2 || st.Phase != v1alpha1.RolloutProgressing || st.Step != 0 {
 			return fmt.Sprintf("status.rollout = %s, want it still at its first step", describe(st))
 		}
@@ -392,7 +385,7 @@ func describe(st *v1alpha1.RolloutStatus) string {
 // controller name recorded since.
 func stepsPassed(t *testing.T, name string, since time.Time) []string {
 	t.Helper()
-	list, err := stack.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+	list, err := suite.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.name=" + name + ",reason=RolloutStepPassed"})
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +407,7 @@ func stepsPassed(t *testing.T, name string, since time.Time) []string {
 // none holds it.
 func leaseHolder(t *testing.T) string {
 	t.Helper()
-	l, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).Get(context.Background(), failoverLease, metav1.GetOptions{})
+	l, err := suite.Kube.CoordinationV1().Leases(framework.CompositeNamespace).Get(context.Background(), failoverLease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

@@ -39,14 +39,14 @@ var shardArgs = []string{
 // passed, and no parent was synced by the old revision after the new one,
 // or by two replicas at once.
 func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
-	setUp(t)
-	hook := startRevisionHook(t)
+	// Sequential: restarts and kills the server and starts replicas.
+	suite.SetUpHellos(t)
 	ctx := context.Background()
 	const name, ns = "rollout-shards", "rollout-shards"
-	restartWith(t, shardArgs...)
-	replicas := []*framework.Process{stack.CompositeProcess()}
+	suite.RestartWith(t, shardArgs...)
+	replicas := []*framework.Process{suite.CompositeProcess()}
 	for _, n := range []string{"rollout-replica-b", "rollout-replica-c"} {
-		p, err := stack.StartReplica(ctx, n, shardArgs...)
+		p, err := suite.StartReplica(ctx, n, shardArgs...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,15 +62,7 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
     health:
       deadlineSeconds: 30
 `
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v1", rollout)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	hook := startRollout(t, name, ns, rollout)
 	var parents, bad []string
 	waves := map[string][]string{}
 	for i := 0; i < rolloutParents; i++ {
@@ -83,7 +75,7 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 			labels["bad"] = "true"
 			bad = append(bad, ns+"/"+p)
 		}
-		createParent(t, ns, p, labels)
+		suite.CreateHello(t, ns, p, "", map[string]interface{}{"greeting": "hello"}, framework.WithLabels(labels))
 		parents = append(parents, p)
 		waves[wave] = append(waves[wave], ns+"/"+p)
 	}
@@ -91,13 +83,11 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 
 	hook.broken.Store("v2")
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", rollout)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutControllerWith(name, hook.url, "v2", rollout))
 	controllerEvent(t, name, "RolloutStepPassed", "step 1 of 3 passed", changed)
 	var passed *v1alpha1.RolloutStatus
-	eventually(t, "status.rollout naming its driver and when the second step may begin", time.Minute, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	suite.Within(t, "status.rollout naming its driver and when the second step may begin", time.Minute, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -112,12 +102,12 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 	// comes back as a new member (a new identity), as a crashed pod does.
 	driver := processOf(t, passed.Driver, replicas)
 	t.Logf("killing %s, the rollout's driver (%s), in the pause after step 1", driver.Name, passed.Driver)
-	if driver == stack.CompositeProcess() {
-		stack.KillComposite()
-		if err := stack.StartComposite(ctx, shardArgs...); err != nil {
+	if driver == suite.CompositeProcess() {
+		suite.KillComposite()
+		if err := suite.StartComposite(ctx, shardArgs...); err != nil {
 			t.Fatal(err)
 		}
-		if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+		if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 	} else {
@@ -127,8 +117,8 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 	controllerEvent(t, name, "RolloutPaused", "paused at step 2 of 3", changed)
 	// The driver writes the pause before it records the Event; the
 	// other replica's report, from its own cache, may land in between.
-	eventually(t, fmt.Sprintf("status.rollout paused at step index 1 naming exactly the bad parents %v", bad), 30*time.Second, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	suite.Within(t, fmt.Sprintf("status.rollout paused at step index 1 naming exactly the bad parents %v", bad), 30*time.Second, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -150,7 +140,7 @@ func TestShardedRolloutSurvivesItsDriversDeath(t *testing.T) {
 		t.Fatalf("kubectl composite rollout status after resume: exit %d, %q", r.code, r.stdout)
 	}
 	waitRevisions(t, ns, parents, func(string) string { return "v2" }, time.Minute)
-	got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +199,8 @@ func processOf(t *testing.T, identity string, replicas []*framework.Process) *fr
 // as many replicas as replicas.
 func waitShardsHeld(t *testing.T, replicas int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("the %d shards of %s held by %d replicas", shard.DefaultShards, shardGroup, replicas), 2*time.Minute, func() (bool, error) {
-		list, err := stack.Kube.CoordinationV1().Leases(framework.CompositeNamespace).List(context.Background(), metav1.ListOptions{
+	suite.Within(t, fmt.Sprintf("the %d shards of %s held by %d replicas", shard.DefaultShards, shardGroup, replicas), 2*time.Minute, func() (bool, error) {
+		list, err := suite.Kube.CoordinationV1().Leases(framework.CompositeNamespace).List(context.Background(), metav1.ListOptions{
 			LabelSelector: labels.SelectorFromSet(labels.Set{shard.GroupLabel: shardGroup, shard.RoleLabel: "shard"}).String(),
 		})
 		if err != nil {
@@ -226,19 +216,5 @@ func waitShardsHeld(t *testing.T, replicas int) {
 			return false, fmt.Errorf("%d shard Leases, holders %v", len(list.Items), holders)
 		}
 		return true, nil
-	})
-}
-
-// restartWith restarts the stack's composite-apiserver with args, and with
-// its usual flags again when the test ends.
-func restartWith(t *testing.T, args ...string) {
-	t.Helper()
-	if err := restartComposite(args...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := restartComposite(); err != nil {
-			t.Error(err)
-		}
 	})
 }

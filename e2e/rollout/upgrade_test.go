@@ -43,31 +43,23 @@ const rollbackRollout = `    - percent: 50
 // change's hook after the start, every parent keeps its children, and
 // kubectl composite rollout status says rolled back.
 func TestStoredRolloutStatusesOfAnEarlierServerAreReadSafely(t *testing.T) {
-	setUp(t)
+	// Sequential: stops and starts the server.
+	suite.SetUpHellos(t)
 	hook := startChildrenHook(t)
 	ctx := context.Background()
 	const name, ns = "rollout-upgrade", "rollout-upgrade"
-	if err := stack.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v1", rollbackRollout)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.MustCreateNamespace(t, ns)
+	suite.ApplyController(t, name, rolloutControllerWith(name, hook.url, "v1", rollbackRollout))
 	var parents []string
 	for i := 0; i < upgradeParents; i++ {
 		p := fmt.Sprintf("p-%02d", i)
-		createParent(t, ns, p, map[string]string{"test": name})
+		suite.CreateHello(t, ns, p, name, map[string]interface{}{"greeting": "hello"})
 		parents = append(parents, ns+"/"+p)
 	}
 	waitChildren(t, ns, parents, "every parent with its ConfigMaps")
 
 	changed := time.Now()
-	if err := stack.Apply(ctx, rolloutControllerWith(name, hook.url, "v2", rollbackRollout)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, rolloutControllerWith(name, hook.url, "v2", rollbackRollout))
 	controllerEvent(t, name, "RolloutRolledBack", "rolled back to revision 1", changed)
 	if moved := hook.calledAbout("v2"); len(moved) == 0 {
 		t.Fatalf("the change was rolled back before its hook met any parent")
@@ -79,13 +71,13 @@ func TestStoredRolloutStatusesOfAnEarlierServerAreReadSafely(t *testing.T) {
 
 	// The tests after this one need the server, whatever becomes of it.
 	t.Cleanup(func() {
-		if exited, _ := stack.CompositeProcess().Exited(); exited {
+		if exited, _ := suite.CompositeProcess().Exited(); exited {
 			if err := startComposite(context.Background()); err != nil {
 				t.Error(err)
 			}
 		}
 	})
-	if err := stack.StopComposite(); err != nil {
+	if err := suite.StopComposite(); err != nil {
 		t.Fatal(err)
 	}
 	plantEarlierPause(t, name)
@@ -94,8 +86,8 @@ func TestStoredRolloutStatusesOfAnEarlierServerAreReadSafely(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, "status.rollout written RolledBack by the started server", time.Minute, func() (bool, error) {
-		got, err := cc.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
+	suite.Within(t, "status.rollout written RolledBack by the started server", time.Minute, func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -104,7 +96,7 @@ func TestStoredRolloutStatusesOfAnEarlierServerAreReadSafely(t *testing.T) {
 		}
 		return true, nil
 	})
-	eventually(t, "every parent synced by the started server", time.Minute, func() (bool, error) {
+	suite.Within(t, "every parent synced by the started server", time.Minute, func() (bool, error) {
 		for _, p := range parents {
 			if !hook.calledSince(p, started) {
 				return false, fmt.Errorf("%s not synced since the start", p)
@@ -126,7 +118,7 @@ func TestStoredRolloutStatusesOfAnEarlierServerAreReadSafely(t *testing.T) {
 // has the ConfigMaps of childrenHook's v1.
 func waitChildren(t *testing.T, ns string, parents []string, what string) {
 	t.Helper()
-	eventually(t, what, 2*time.Minute, func() (bool, error) {
+	suite.Within(t, what, 2*time.Minute, func() (bool, error) {
 		counts := childCounts(t, ns)
 		for _, p := range parents {
 			if n := counts[strings.TrimPrefix(p, ns+"/")]; n != childrenPerParent {
@@ -155,13 +147,13 @@ func calledSinceBy(h *childrenHook, revision string, since time.Time) []string {
 // startComposite starts the stopped composite-apiserver with its usual
 // flags and args, and waits until kube-apiserver proxies to it again.
 func startComposite(ctx context.Context) error {
-	if err := stack.StartComposite(ctx); err != nil {
+	if err := suite.StartComposite(ctx); err != nil {
 		return err
 	}
-	if err := stack.WaitAPIServiceAvailable(ctx, true); err != nil {
+	if err := suite.WaitAPIServiceAvailable(ctx, true); err != nil {
 		return err
 	}
-	return stack.WaitAuthenticatedRequests(ctx)
+	return suite.WaitAuthenticatedRequests(ctx)
 }
 
 // plantEarlierPause rewrites the stored rollout status of the
@@ -193,7 +185,7 @@ func editStoredController(t *testing.T, name string, change func(obj map[string]
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{stack.EtcdURL}, DialTimeout: 5 * time.Second})
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{suite.EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("can't reach the stack's etcd: %v", err)
 	}

@@ -145,10 +145,7 @@ spec:
   hooks:
     sync: {path: /sync, webhook: {url: "http://catset.example.com/sync"}}
 `, name)
-		stdout, stderr, err := s.kubectl("apply", "-f", writeManifest(t, manifest))
-		if err == nil {
-			t.Fatalf("kubectl apply accepted contradicting fields; stdout:\n%s", stdout)
-		}
+		stderr := applyRefused(t, s, "contradicting fields", manifest)
 		for _, want := range []string{
 			"spec.childResources[0].resources: Forbidden: may not be set with spec.childResources[0].resource",
 			"spec.hooks.sync.path: Forbidden: may not be set with spec.hooks.sync.webhook.url",

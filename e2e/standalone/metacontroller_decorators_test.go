@@ -40,13 +40,7 @@ func TestMetacontrollerDecoratorExamplesApply(t *testing.T) {
 func TestInvalidDecoratorIsRejectedNamingEveryBrokenField(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
-	path := writeManifest(t, `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: `+uniqueName("bad-decorator")+`
-spec:
-  resources:
-  - apiVersion: v1
+	stderr := applyRefused(t, s, "an invalid DecoratorController", decHead(uniqueName("bad-decorator"))+`  - apiVersion: v1
     resource: configmaps
     annotationSelector:
       matchExpressions:
@@ -59,10 +53,6 @@ spec:
     finalize:
       webhook: {url: "ftp://hooks.example.com/finalize"}
 `)
-	_, stderr, err := s.kubectl("apply", "-f", path)
-	if err == nil {
-		t.Fatal("kubectl apply accepted an invalid DecoratorController")
-	}
 	for _, want := range []string{
 		"spec.resources[0].annotationSelector.matchExpressions[0].operator",
 		`spec.attachments[0].updateStrategy.method: Unsupported value: "Sometimes"`,
@@ -81,13 +71,7 @@ spec:
 func TestDecoratorListingAResourceTwiceIsRejected(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
-	path := writeManifest(t, `apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: `+uniqueName("twice")+`
-spec:
-  resources:
-  - apiVersion: example.com/v1
+	stderr := applyRefused(t, s, "a DecoratorController listing hellos.example.com twice", decHead(uniqueName("twice"))+`  - apiVersion: example.com/v1
     resource: hellos
     labelSelector: {matchLabels: {tier: web}}
   - apiVersion: v1
@@ -102,10 +86,6 @@ spec:
     sync:
       webhook: {url: "http://hooks.example.com/sync"}
 `)
-	_, stderr, err := s.kubectl("apply", "-f", path)
-	if err == nil {
-		t.Fatal("kubectl apply accepted a DecoratorController listing hellos.example.com twice")
-	}
 	if want := `spec.resources[2]: Duplicate value: "hellos.example.com": already listed at spec.resources[0]`; !strings.Contains(stderr, want) {
 		t.Errorf("the error does not say %q:\n%s", want, stderr)
 	}
@@ -135,13 +115,7 @@ func TestDryRunSyncOfADecoratedObject(t *testing.T) {
 	s := sharedServer(t)
 	hook := startHook(t)
 	name := uniqueName("decorate-preview")
-	s.mustKubectl(t, "create", "-f", writeManifest(t, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: DecoratorController
-metadata:
-  name: %s
-spec:
-  resources:
-  - apiVersion: example.com/v1
+	s.mustKubectl(t, "create", "-f", writeManifest(t, decHead(name)+fmt.Sprintf(`  - apiVersion: example.com/v1
     resource: hellos
   - apiVersion: v1
     resource: configmaps
@@ -153,7 +127,7 @@ spec:
       version: v2
       webhook:
         url: %s/decorate
-`, name, hook.URL)))
+`, hook.URL)))
 	request := `{"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "SyncRequest", "spec": {
   "parent": {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": {"name": "c", "namespace": "default", "uid": "c-uid", "labels": {"stale": "yes"},
@@ -196,4 +170,27 @@ spec:
 	if err == nil || !strings.Contains(stderr, "decorates hellos (example.com/v1), configmaps (v1), not Pod of v1") {
 		t.Errorf("a Pod, which it does not decorate: %v\n%s", err, stderr)
 	}
+}
+
+// decHead is a DecoratorController named name, up to the items of its
+// resources.
+func decHead(name string) string {
+	return `apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata:
+  name: ` + name + `
+spec:
+  resources:
+`
+}
+
+// applyRefused runs kubectl apply of manifest, which must fail (what names
+// the manifest in the failure), and returns kubectl's error output.
+func applyRefused(t *testing.T, s *server, what, manifest string) string {
+	t.Helper()
+	stdout, stderr, err := s.kubectl("apply", "-f", writeManifest(t, manifest))
+	if err == nil {
+		t.Fatalf("kubectl apply accepted %s; stdout:\n%s", what, stdout)
+	}
+	return stderr
 }

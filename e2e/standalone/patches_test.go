@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,26 +36,7 @@ func TestDryRunSyncShowsEachPatchStep(t *testing.T) {
 	defer stamp.Close()
 
 	name := uniqueName("sync-patches")
-	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-  childResources:
-  - apiVersion: v1
-    resource: configmaps
-    updateStrategy:
-      method: InPlace
-  - apiVersion: v1
-    resource: services
-  hooks:
-    sync:
-      webhook:
-        url: %s/sync
-    patches:
+	manifest := syncControllerManifest(name, hook.URL, fmt.Sprintf(`    patches:
     - name: color-label
       definitions:
       - selector: {apiVersion: v1, kind: ConfigMap}
@@ -74,12 +53,8 @@ spec:
     - name: stamp
       webhook:
         url: %s/patch
-`, name, hook.URL, stamp.URL)
-	path := filepath.Join(t.TempDir(), "cc.yaml")
-	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.mustKubectl(t, "create", "-f", path)
+`, stamp.URL))
+	s.mustKubectl(t, "create", "-f", writeManifest(t, manifest))
 	// kubectl explain documents the new fields from the server's OpenAPI.
 	explain := s.mustKubectl(t, "explain", "compositecontrollers.spec.hooks.patches")
 	for _, want := range []string{"enabledIf", "definitions", "webhook", "CEL expression"} {
@@ -88,11 +63,7 @@ spec:
 		}
 	}
 
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	if err := os.WriteFile(reqFile, []byte(inlineSyncRequest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := s.mustKubectl(t, "create", "--raw", ccPath(name)+"/sync?dryRun=All", "-f", reqFile)
+	out := s.mustKubectl(t, "create", "--raw", ccPath(name)+"/sync?dryRun=All", "-f", writeManifest(t, inlineSyncRequest))
 	var answer struct {
 		Status struct {
 			Children []map[string]interface{} `json:"children"`
@@ -188,13 +159,8 @@ func TestDryRunSyncOfAFailingPatchSaysWhich(t *testing.T) {
 "spec":{"parentResource":{"apiVersion":"example.com/v1","resource":"hellos"},
 "childResources":[{"apiVersion":"v1","resource":"configmaps"},{"apiVersion":"v1","resource":"services"}],
 "hooks":{"sync":{"webhook":{"url":%q}},"patches":[{"name":"rename","webhook":{"url":%q}}]}}}`, name, hook.URL+"/sync", rename.URL)
-	path := filepath.Join(t.TempDir(), "cc.json")
-	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.mustKubectl(t, "create", "-f", path)
-	c := newAPIClient(t, s.kubeconfig)
-	r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(inlineSyncRequest))
+	s.mustKubectl(t, "create", "-f", writeManifest(t, manifest))
+	r := newAPIClient(t, s.kubeconfig).dryRunSync(t, name, inlineSyncRequest)
 	if r.code != http.StatusBadGateway {
 		t.Fatalf("HTTP %d, want 502: %s", r.code, r.body)
 	}

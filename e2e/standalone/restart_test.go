@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
 )
 
 func TestRestartOnSameDataDirKeepsObjectsAndCredentials(t *testing.T) {
@@ -28,7 +30,7 @@ func TestRestartOnSameDataDirKeepsObjectsAndCredentials(t *testing.T) {
 	if err := os.WriteFile(savedKubeconfig, oldKubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	oldToken := readFile(t, filepath.Join(dataDir, "token"))
+	oldToken := framework.ReadFile(t, filepath.Join(dataDir, "token"))
 
 	if err := first.stop(); err != nil {
 		t.Fatalf("stopping the first server: %v", err)
@@ -39,10 +41,10 @@ func TestRestartOnSameDataDirKeepsObjectsAndCredentials(t *testing.T) {
 
 	// Same data dir and port: the old kubeconfig's address.
 	second := startServerIn(t, dataDir, first.port)
-	if token := readFile(t, filepath.Join(dataDir, "token")); !bytes.Equal(token, oldToken) {
+	if token := framework.ReadFile(t, filepath.Join(dataDir, "token")); !bytes.Equal(token, oldToken) {
 		t.Errorf("the token changed across the restart")
 	}
-	if newKubeconfig := readFile(t, second.kubeconfig); !bytes.Equal(newKubeconfig, oldKubeconfig) {
+	if newKubeconfig := framework.ReadFile(t, second.kubeconfig); !bytes.Equal(newKubeconfig, oldKubeconfig) {
 		t.Errorf("the kubeconfig written after the restart differs from the first one: its token, CA or address changed")
 	}
 
@@ -53,13 +55,4 @@ func TestRestartOnSameDataDirKeepsObjectsAndCredentials(t *testing.T) {
 	if want := uid + " http://hello.example.com/sync"; stdout != want {
 		t.Errorf("after the restart the object reads %q, want %q", stdout, want)
 	}
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }

@@ -313,7 +313,8 @@ func uniqueName(base string) string {
 	return fmt.Sprintf("%s-%d", base, nameSeq.Add(1))
 }
 
-// writeManifest writes a manifest to a file of its own and returns its path.
+// writeManifest writes a manifest, or any file kubectl reads with -f (a
+// request for create --raw), to a file of its own and returns its path.
 func writeManifest(t *testing.T, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.yaml")
@@ -326,6 +327,18 @@ func writeManifest(t *testing.T, content string) string {
 // ccManifest is a valid CompositeController named name whose sync hook is
 // syncURL, plus extraSpec: YAML lines indented as fields of spec.
 func ccManifest(name, syncURL, extraSpec string) string {
+	return ccHead(name) + fmt.Sprintf(`  - apiVersion: v1
+    resource: configmaps
+  hooks:
+    sync:
+      webhook:
+        url: %s
+%s`, syncURL, extraSpec)
+}
+
+// ccHead is a CompositeController named name of the hellos, up to the
+// items of its childResources.
+func ccHead(name string) string {
 	return fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -335,13 +348,7 @@ spec:
     apiVersion: example.com/v1
     resource: hellos
   childResources:
-  - apiVersion: v1
-    resource: configmaps
-  hooks:
-    sync:
-      webhook:
-        url: %s
-%s`, name, syncURL, extraSpec)
+`, name)
 }
 
 // table is kubectl's human-readable output: a header and rows of cells by
@@ -498,6 +505,13 @@ func (r response) status(t *testing.T) apiStatus {
 		t.Fatalf("HTTP %d body is not a Status (%v): %.500s", r.code, err, r.body)
 	}
 	return st
+}
+
+// dryRunSync POSTs body to the dry-run sync of the CompositeController
+// name, with the kubeconfig's token.
+func (c *apiClient) dryRunSync(t *testing.T, name, body string) response {
+	t.Helper()
+	return c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(body))
 }
 
 // ccPath is the REST path of the compositecontrollers collection, or of one

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -52,16 +51,15 @@ func startHook(t *testing.T) *framework.PythonHook {
 
 func createSyncController(t *testing.T, s *server, name, hookURL string) {
 	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
-kind: CompositeController
-metadata:
-  name: %s
-spec:
-  parentResource:
-    apiVersion: example.com/v1
-    resource: hellos
-  childResources:
-  - apiVersion: v1
+	s.mustKubectl(t, "create", "-f", writeManifest(t, syncControllerManifest(name, hookURL, "        timeout: 5s\n")))
+}
+
+// syncControllerManifest is a CompositeController named name of the
+// hellos, with ConfigMap (updated in place) and Service children, whose
+// sync hook is hookURL/sync; tail follows the hook's url: YAML lines
+// indented as the webhook's fields, or as the hooks'.
+func syncControllerManifest(name, hookURL, tail string) string {
+	return ccHead(name) + fmt.Sprintf(`  - apiVersion: v1
     resource: configmaps
     updateStrategy:
       method: InPlace
@@ -71,13 +69,18 @@ spec:
     sync:
       webhook:
         url: %s/sync
-        timeout: 5s
-`, name, hookURL)
-	path := filepath.Join(t.TempDir(), "cc.yaml")
-	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.mustKubectl(t, "create", "-f", path)
+`, hookURL) + tail
+}
+
+// startSyncController is a shared server with a controller named after
+// base (createSyncController) whose sync hook is one of the test's own.
+func startSyncController(t *testing.T, base string) (*server, *framework.PythonHook, string) {
+	t.Helper()
+	s := sharedServer(t)
+	hook := startHook(t)
+	name := uniqueName(base)
+	createSyncController(t, s, name, hook.URL)
+	return s, hook, name
 }
 
 // inlineSyncRequest previews parent p1 with one up-to-date-but-for-color
@@ -102,17 +105,10 @@ const inlineSyncRequest = `{
 
 func TestDryRunSyncOfInlineParentShowsChildrenAndPlan(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-inline")
-	createSyncController(t, s, name, hook.URL)
+	s, _, name := startSyncController(t, "sync-inline")
 
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	if err := os.WriteFile(reqFile, []byte(inlineSyncRequest), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// What a hook author types.
-	out := s.mustKubectl(t, "create", "--raw", ccPath(name)+"/sync?dryRun=All", "-f", reqFile)
+	out := s.mustKubectl(t, "create", "--raw", ccPath(name)+"/sync?dryRun=All", "-f", writeManifest(t, inlineSyncRequest))
 	var answer syncAnswer
 	if err := json.Unmarshal([]byte(out), &answer); err != nil {
 		t.Fatalf("answer is not JSON: %v\n%s", err, out)
@@ -161,10 +157,7 @@ func TestDryRunSyncOfInlineParentShowsChildrenAndPlan(t *testing.T) {
 // would merge them, with no cluster at all.
 func TestDryRunSyncShowsWhatAnApplyWouldStore(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-store")
-	createSyncController(t, s, name, hook.URL)
+	s, _, name := startSyncController(t, "sync-store")
 	manager := "metacontroller.k8s.io/" + name
 	const parentUID = "11111111-2222-3333-4444-555555555555"
 	// p1-a was applied by us with data.stale, which the hook no longer
@@ -185,8 +178,7 @@ func TestDryRunSyncShowsWhatAnApplyWouldStore(t *testing.T) {
       "data": {"color": "red", "item": "a", "stale": "x", "note": "kept"}}}}
   }
 }`, manager, parentUID)
-	c := newAPIClient(t, s.kubeconfig)
-	r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(request))
+	r := newAPIClient(t, s.kubeconfig).dryRunSync(t, name, request)
 	if r.code != http.StatusCreated && r.code != http.StatusOK {
 		t.Fatalf("dry-run: HTTP %d: %s", r.code, r.body)
 	}
@@ -228,13 +220,9 @@ func TestDryRunSyncShowsWhatAnApplyWouldStore(t *testing.T) {
 
 func TestServerDryRunNeedsACluster(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-serverdryrun")
-	createSyncController(t, s, name, hook.URL)
-	c := newAPIClient(t, s.kubeconfig)
+	s, _, name := startSyncController(t, "sync-serverdryrun")
 	body := strings.Replace(inlineSyncRequest, `"spec": {`, `"spec": {"serverDryRun": true,`, 1)
-	r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(body))
+	r := newAPIClient(t, s.kubeconfig).dryRunSync(t, name, body)
 	if r.code != http.StatusBadRequest {
 		t.Fatalf("serverDryRun in standalone mode: HTTP %d, want 400: %s", r.code, r.body)
 	}
@@ -245,10 +233,7 @@ func TestServerDryRunNeedsACluster(t *testing.T) {
 
 func TestSyncWithoutDryRunIsRefusedClearly(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-nodryrun")
-	createSyncController(t, s, name, hook.URL)
+	s, _, name := startSyncController(t, "sync-nodryrun")
 	c := newAPIClient(t, s.kubeconfig)
 	r := c.do(t, http.MethodPost, ccPath(name)+"/sync", c.token, "application/json", []byte(inlineSyncRequest))
 	if r.code < 400 || r.code >= 500 {
@@ -261,10 +246,7 @@ func TestSyncWithoutDryRunIsRefusedClearly(t *testing.T) {
 
 func TestSyncRequestErrorsAreClear(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-errors")
-	createSyncController(t, s, name, hook.URL)
+	s, _, name := startSyncController(t, "sync-errors")
 	c := newAPIClient(t, s.kubeconfig)
 
 	for _, tc := range []struct {
@@ -291,14 +273,8 @@ func TestSyncRequestErrorsAreClear(t *testing.T) {
 
 func TestFailingHookGivesAClearError(t *testing.T) {
 	t.Parallel()
-	s := sharedServer(t)
-	hook := startHook(t)
-	name := uniqueName("sync-failing")
-	createSyncController(t, s, name, hook.URL)
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	if err := os.WriteFile(reqFile, []byte(inlineSyncRequest), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s, hook, name := startSyncController(t, "sync-failing")
+	reqFile := writeManifest(t, inlineSyncRequest)
 	for mode, want := range map[string]string{
 		"error500":       "500",
 		"garbage":        "invalid",
@@ -358,7 +334,7 @@ func TestThousandDryRunsPersistNothing(t *testing.T) {
 	revision := etcdRevision(t, s)
 
 	for i := 0; i < 1000; i++ {
-		r := c.do(t, http.MethodPost, ccPath(name)+"/sync?dryRun=All", c.token, "application/json", []byte(inlineSyncRequest))
+		r := c.dryRunSync(t, name, inlineSyncRequest)
 		if r.code != http.StatusCreated && r.code != http.StatusOK {
 			t.Fatalf("dry-run %d: HTTP %d: %s", i, r.code, r.body)
 		}

@@ -26,6 +26,11 @@ type Gate struct {
 	// turns are the parents being synced, each with what is closed when
 	// its sync ends.
 	turns map[string]chan struct{}
+	// live counts the live syncs waiting for each parent's turn, and
+	// yielded is closed, per parent, when that count falls or one of them
+	// takes the turn: a loop's sync lets a waiting live sync go first.
+	live    map[string]int
+	yielded map[string]chan struct{}
 	// mode is how this replica's loop runs, known before serving.
 	mode gateMode
 	// shards is this replica's share with --shards, once it has joined
@@ -56,7 +61,7 @@ const (
 // NewGate returns the Gate of a replica that runs no loop, or the loop for
 // every parent; LeaderElected and Sharded set the other modes.
 func NewGate() *Gate {
-	g := &Gate{turns: map[string]chan struct{}{}, inTerm: map[uint64]context.CancelCauseFunc{}}
+	g := &Gate{turns: map[string]chan struct{}{}, live: map[string]int{}, yielded: map[string]chan struct{}{}, inTerm: map[uint64]context.CancelCauseFunc{}}
 	g.termIdle = sync.NewCond(&g.mu)
 	return g
 }
@@ -111,14 +116,34 @@ func (g *Gate) Lead(ctx context.Context, run func(context.Context)) {
 func turnKey(gr schema.GroupResource, key string) string { return gr.String() + "/" + key }
 
 // take waits for the parent's turn and returns what gives it back; an
-// error when ctx ends first.
-func (g *Gate) take(ctx context.Context, turn string) (func(), error) {
+// error when ctx ends first. A live sync (live) goes before the loop's:
+// a parent the loop syncs again and again (its own writes, a busy hook)
+// would otherwise take the turn back each time it is given, since every
+// waiter wakes when it is, and a live /sync could wait past its
+// request's deadline.
+func (g *Gate) take(ctx context.Context, turn string, live bool) (func(), error) {
+	if live {
+		g.mu.Lock()
+		g.live[turn]++
+		g.mu.Unlock()
+		defer func() {
+			g.mu.Lock()
+			if g.live[turn]--; g.live[turn] == 0 {
+				delete(g.live, turn)
+			}
+			g.yield(turn)
+			g.mu.Unlock()
+		}()
+	}
 	for {
 		g.mu.Lock()
-		busy, ok := g.turns[turn]
-		if !ok {
+		busy, taken := g.turns[turn]
+		if !taken && (live || g.live[turn] == 0) {
 			free := make(chan struct{})
 			g.turns[turn] = free
+			if live {
+				g.yield(turn)
+			}
 			g.mu.Unlock()
 			return func() {
 				g.mu.Lock()
@@ -127,12 +152,28 @@ func (g *Gate) take(ctx context.Context, turn string) (func(), error) {
 				close(free)
 			}, nil
 		}
+		if !taken {
+			// Free, but a live sync waits for it: after it.
+			if busy = g.yielded[turn]; busy == nil {
+				busy = make(chan struct{})
+				g.yielded[turn] = busy
+			}
+		}
 		g.mu.Unlock()
 		select {
 		case <-busy:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// yield wakes the loop's syncs that let a live sync of turn go first;
+// under mu.
+func (g *Gate) yield(turn string) {
+	if ch, ok := g.yielded[turn]; ok {
+		close(ch)
+		delete(g.yielded, turn)
 	}
 }
 
@@ -146,7 +187,7 @@ func (g *Gate) AdmitLive(ctx context.Context, gr schema.GroupResource, key strin
 	if err != nil {
 		return nil, nil, err
 	}
-	give, err := g.take(syncCtx, turnKey(gr, key))
+	give, err := g.take(syncCtx, turnKey(gr, key), true)
 	if err != nil {
 		leave()
 		return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("can't sync %s %s: %v", gr, key, context.Cause(syncCtx)))
@@ -204,5 +245,5 @@ func (g *Gate) Turn(ctx context.Context, gr schema.GroupResource, key string) (f
 	if g == nil {
 		return func() {}, nil
 	}
-	return g.take(ctx, turnKey(gr, key))
+	return g.take(ctx, turnKey(gr, key), false)
 }

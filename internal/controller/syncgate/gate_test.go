@@ -149,3 +149,54 @@ func TestALeadershipTermEndsAfterItsLiveSyncs(t *testing.T) {
 		t.Errorf("admitted after the term: %v", err)
 	}
 }
+
+// TestALiveSyncGoesBeforeTheLoopsNextSync: when the loop's sync of a
+// parent ends while a live sync and the loop's next sync of it both wait,
+// the live sync goes first, every time: a loop that syncs a parent again
+// and again must not take the turn back each time it is given, and leave a
+// live /sync waiting past its deadline. (Before, both woke and raced: the
+// loop won about half the rounds.)
+func TestALiveSyncGoesBeforeTheLoopsNextSync(t *testing.T) {
+	g := NewGate()
+	ctx := context.Background()
+	for round := 0; round < 50; round++ {
+		give, err := g.Turn(ctx, hellosGR, "ns/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := make(chan func(), 1)
+		go func() {
+			_, done, err := g.AdmitLive(ctx, hellosGR, "ns/p")
+			if err != nil {
+				t.Error(err)
+			}
+			admitted <- done
+		}()
+		next := make(chan func(), 1)
+		go func() {
+			give, err := g.Turn(ctx, hellosGR, "ns/p")
+			if err != nil {
+				t.Error(err)
+			}
+			next <- give
+		}()
+		// Both wait for the turn before it is given back.
+		time.Sleep(10 * time.Millisecond)
+		give()
+		var done func()
+		select {
+		case done = <-admitted:
+		case give := <-next:
+			t.Fatalf("round %d: the loop's next sync took the turn before the waiting live sync", round)
+			give()
+			return
+		}
+		select {
+		case <-next:
+			t.Fatalf("round %d: the loop's sync began while the live sync ran", round)
+		default:
+		}
+		done()
+		(<-next)()
+	}
+}

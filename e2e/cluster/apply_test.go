@@ -23,7 +23,7 @@ func TestChildApplyAnswersMetadataAndRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := "child-apply"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	meta, err := metadata.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -149,64 +150,13 @@ func typedClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource
 	}
 	v1 := c.MetacontrollerV1alpha1()
 	if gvr.Resource == "compositecontrollers" {
-		r := v1.CompositeControllers()
-		return clientUnderTest{
-			get: func(ctx context.Context, _, name string) (string, error) {
-				o, err := r.Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return "", err
-				}
-				return o.Name, nil
-			},
-			list: func(ctx context.Context, _, sel string) ([]string, string, error) {
-				l, err := r.List(ctx, metav1.ListOptions{LabelSelector: sel})
-				if err != nil {
-					return nil, "", err
-				}
-				var names []string
-				for _, o := range l.Items {
-					names = append(names, o.Name)
-				}
-				return names, l.ResourceVersion, nil
-			},
-			watch: func(ctx context.Context, _, sel, rv string) (watch.Interface, error) {
-				return r.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
-			},
-			delete: func(ctx context.Context, _, name string) error { return r.Delete(ctx, name, metav1.DeleteOptions{}) },
-			deleteCollection: func(ctx context.Context, _, sel string) error {
-				return r.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
-			},
-		}
+		return resourceClient(func(string) resource[*v1alpha1.CompositeController, *v1alpha1.CompositeControllerList] {
+			return typedResource[*v1alpha1.CompositeController, *v1alpha1.CompositeControllerList]{v1.CompositeControllers()}
+		})
 	}
-	return clientUnderTest{
-		get: func(ctx context.Context, ns, name string) (string, error) {
-			o, err := v1.ControllerRevisions(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			return o.Name, nil
-		},
-		list: func(ctx context.Context, ns, sel string) ([]string, string, error) {
-			l, err := v1.ControllerRevisions(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return nil, "", err
-			}
-			var names []string
-			for _, o := range l.Items {
-				names = append(names, o.Name)
-			}
-			return names, l.ResourceVersion, nil
-		},
-		watch: func(ctx context.Context, ns, sel, rv string) (watch.Interface, error) {
-			return v1.ControllerRevisions(ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
-		},
-		delete: func(ctx context.Context, ns, name string) error {
-			return v1.ControllerRevisions(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		},
-		deleteCollection: func(ctx context.Context, ns, sel string) error {
-			return v1.ControllerRevisions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
-		},
-	}
+	return resourceClient(func(ns string) resource[*v1alpha1.ControllerRevision, *v1alpha1.ControllerRevisionList] {
+		return typedResource[*v1alpha1.ControllerRevision, *v1alpha1.ControllerRevisionList]{v1.ControllerRevisions(ns)}
+	})
 }
 
 // dynamicClient is client-go's dynamic client (kubectl, GitOps tools).
@@ -215,12 +165,71 @@ func dynamicClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResour
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := func(ns string) dynamic.ResourceInterface {
+	return resourceClient(func(ns string) resource[*unstructured.Unstructured, *unstructured.UnstructuredList] {
 		if ns == "" {
 			return c.Resource(gvr)
 		}
 		return c.Resource(gvr).Namespace(ns)
+	})
+}
+
+// metadataClient is client-go's metadata client, what kube-controller-
+// manager's namespace, garbage-collector and quota controllers use.
+func metadataClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource) clientUnderTest {
+	c, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return resourceClient(func(ns string) resource[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList] {
+		if ns == "" {
+			return c.Resource(gvr)
+		}
+		return c.Resource(gvr).Namespace(ns)
+	})
+}
+
+// resource is one resource, in a namespace or cluster-wide, as a client
+// has it: O its objects, L its lists. The dynamic and metadata clients
+// are one; typedResource makes a typed client one.
+type resource[O metav1.Object, L objectList] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions, subresources ...string) (O, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
+}
+
+// objectList is a list of objects, as clients decode one.
+type objectList interface {
+	metav1.ListInterface
+	runtime.Object
+}
+
+// typedOps is a typed client of one resource, whose Get and Delete, unlike
+// resource's, take no subresources.
+type typedOps[O, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (O, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
+}
+
+// typedResource is a typed client as a resource (the sweep asks for no
+// subresource).
+type typedResource[O, L any] struct{ typedOps[O, L] }
+
+func (r typedResource[O, L]) Get(ctx context.Context, name string, opts metav1.GetOptions, _ ...string) (O, error) {
+	return r.typedOps.Get(ctx, name, opts)
+}
+
+func (r typedResource[O, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions, _ ...string) error {
+	return r.typedOps.Delete(ctx, name, opts)
+}
+
+// resourceClient is the client under test that r, the resource in a
+// namespace ("" for cluster-wide), is.
+func resourceClient[O metav1.Object, L objectList](r func(ns string) resource[O, L]) clientUnderTest {
 	return clientUnderTest{
 		get: func(ctx context.Context, ns, name string) (string, error) {
 			o, err := r(ns).Get(ctx, name, metav1.GetOptions{})
@@ -234,7 +243,8 @@ func dynamicClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResour
 			if err != nil {
 				return nil, "", err
 			}
-			return unstructuredNames(l.Items), l.GetResourceVersion(), nil
+			names, err := itemNames(l)
+			return names, l.GetResourceVersion(), err
 		},
 		watch: func(ctx context.Context, ns, sel, rv string) (watch.Interface, error) {
 			return r(ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
@@ -248,56 +258,21 @@ func dynamicClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResour
 	}
 }
 
-func unstructuredNames(items []unstructured.Unstructured) []string {
-	var names []string
-	for _, o := range items {
+// itemNames is the names of list's items, in order.
+func itemNames(list runtime.Object) ([]string, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(items))
+	for _, item := range items {
+		o, err := meta.Accessor(item)
+		if err != nil {
+			return nil, err
+		}
 		names = append(names, o.GetName())
 	}
-	return names
-}
-
-// metadataClient is client-go's metadata client, what kube-controller-
-// manager's namespace, garbage-collector and quota controllers use.
-func metadataClient(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource) clientUnderTest {
-	c, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := func(ns string) metadata.ResourceInterface {
-		if ns == "" {
-			return c.Resource(gvr)
-		}
-		return c.Resource(gvr).Namespace(ns)
-	}
-	return clientUnderTest{
-		get: func(ctx context.Context, ns, name string) (string, error) {
-			o, err := r(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			return o.Name, nil
-		},
-		list: func(ctx context.Context, ns, sel string) ([]string, string, error) {
-			l, err := r(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return nil, "", err
-			}
-			var names []string
-			for _, o := range l.Items {
-				names = append(names, o.Name)
-			}
-			return names, l.ResourceVersion, nil
-		},
-		watch: func(ctx context.Context, ns, sel, rv string) (watch.Interface, error) {
-			return r(ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
-		},
-		delete: func(ctx context.Context, ns, name string) error {
-			return r(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		},
-		deleteCollection: func(ctx context.Context, ns, sel string) error {
-			return r(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
-		},
-	}
+	return names, nil
 }
 
 // TestEveryClientAndMediaTypeWorksWithEveryVerb is the sweep: no client that
@@ -316,7 +291,7 @@ func TestEveryClientAndMediaTypeWorksWithEveryVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ns = "client-sweep"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	clients := []struct {
 		name string
 		make func(*testing.T, *rest.Config, schema.GroupVersionResource) clientUnderTest
@@ -453,7 +428,7 @@ func TestMediaTypesOurTypesCannotTakeAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ns = "client-refusals"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	revisions := suite.KubeAPIServerURL + "/apis/metacontroller.k8s.io/v1alpha1/namespaces/" + ns + "/controllerrevisions"
 	do := func(method, accept, contentType string, body io.Reader) (int, string, string) {
 		t.Helper()

@@ -29,11 +29,9 @@ func TestFleetPreviewOfADecoratorController(t *testing.T) {
 	ctx := context.Background()
 	hook := setUpHellos(t)
 	const ns, name = "decorator-fleet", "decorator-fleet"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	manifest := framework.DecoratorFixture{Name: name, HookURL: hook.URL, SelectBy: "fleet", NoFinalize: true}.Manifest()
-	if err := suite.Apply(ctx, manifest); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, manifest)
 	t.Cleanup(func() { _, _, _ = suite.Kubectl(context.Background(), "delete", "dec", name, "--ignore-not-found") })
 	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {

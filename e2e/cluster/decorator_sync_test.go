@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +26,7 @@ func TestLiveSyncOfADecoratedObject(t *testing.T) {
 	ctx := context.Background()
 	hook := setUpHellos(t)
 	ns := "decorator-sync"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	if err := suite.Apply(ctx, fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: DecoratorController
 metadata:
@@ -63,11 +61,8 @@ spec:
 	t.Cleanup(func() {
 		_, _, _ = suite.Kubectl(context.Background(), "patch", "-n", ns, "hellos.example.com", "d", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	})
-	request := filepath.Join(t.TempDir(), "sync.json")
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"d"}}}`, ns)
-	if err := os.WriteFile(request, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	request := writeTemp(t, "sync.json", body)
 	url := "/apis/metacontroller.k8s.io/v1alpha1/decoratorcontrollers/decorator-sync/sync"
 
 	// A caller who may sync and touch the object, but not write Secrets.
@@ -141,7 +136,6 @@ func TestDecoratorAuthorNeedsTheLoopsRights(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
 	)
 	manifest := func(name, attachments string) string {
-		file := filepath.Join(t.TempDir(), name+".yaml")
 		m := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: DecoratorController
 metadata:
@@ -155,10 +149,7 @@ spec:
     sync:
       webhook: {url: %s/decorate}
 `, name, attachments, hook.URL)
-		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
+		return writeTemp(t, name+".yaml", m)
 	}
 	t.Cleanup(func() {
 		_, _, _ = suite.Kubectl(context.Background(), "delete", "dec", "dec-secrets", "dec-configmaps", "--ignore-not-found")

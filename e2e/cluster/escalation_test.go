@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,39 +24,17 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	t.Parallel()
 	hook := setUpHellos(t)
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-author"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
-			// The loop lists, watches and patches every parent (its
-			// finalizer) and sends them to the author's hook.
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "patch"}},
-			{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
-		},
-	}
-	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cc-author"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "cc-author"}},
-	}
-	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	author, err := suite.UserKubeconfig("cc-author")
-	if err != nil {
-		t.Fatal(err)
-	}
+	author := userWithRules(t, "cc-author",
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+		// The loop lists, watches and patches every parent (its
+		// finalizer) and sends them to the author's hook.
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"hellos/status"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch", "delete", "list", "watch"}},
+	)
 	manifest := func(name, resource string) string {
-		file := filepath.Join(t.TempDir(), name+".yaml")
 		m := strings.Replace(helloController(name, hook.URL, "InPlace"), "resource: configmaps", "resource: "+resource, 1)
-		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
+		return writeTemp(t, name+".yaml", m)
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"esc-configmaps", "esc-secrets"} {
@@ -80,10 +56,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	// Without the Services the author may not touch, the same author may.
 	only := strings.Replace(helloController("esc-configmaps", hook.URL, "InPlace"),
 		"  - apiVersion: v1\n    resource: services\n    updateStrategy:\n      method: InPlace\n", "", 1)
-	file := filepath.Join(t.TempDir(), "only.yaml")
-	if err := os.WriteFile(file, []byte(only), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTemp(t, "only.yaml", only)
 	if strings.Contains(only, "services") {
 		t.Fatalf("the fixture still declares services:\n%s", only)
 	}
@@ -99,7 +72,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 	// The same author may not have the server send a Secret they may not
 	// read (kube-system's) to their hook as its credentials; one they may
 	// read (a Role in their namespace grants it), they may.
-	createNamespace(t, "esc-team")
+	suite.MustCreateNamespace(t, "esc-team")
 	readOwn := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "hook-token-reader", Namespace: "esc-team"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook-token"}, Verbs: []string{"get"}}},
@@ -121,11 +94,7 @@ func TestNoEscalationThroughACompositeController(t *testing.T) {
 		if !strings.Contains(m, "secretRef") {
 			t.Fatalf("the fixture has no place for the credentials:\n%s", m)
 		}
-		file := filepath.Join(t.TempDir(), name+".yaml")
-		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
+		return writeTemp(t, name+".yaml", m)
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{"esc-foreign-secret", "esc-own-secret"} {
@@ -189,35 +158,14 @@ func TestNamingAServiceAccountNeedsTheRightToImpersonateIt(t *testing.T) {
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const user, ns = "sa-author", "esc-identity"
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sa-author"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
-		},
-	}
-	if _, err := suite.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sa-author"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
-	}
-	if _, err := suite.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	kubeconfig, err := suite.UserKubeconfig(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	createNamespace(t, ns)
-	file := filepath.Join(t.TempDir(), "cc.yaml")
+	kubeconfig := userWithRules(t, user,
+		rbacv1.PolicyRule{APIGroups: []string{"metacontroller.k8s.io"}, Resources: []string{"compositecontrollers"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+	)
+	suite.MustCreateNamespace(t, ns)
 	manifest := framework.HelloController{Name: "esc-identity", HookURL: hook.URL, SelectAll: true, Timeout: "5s", Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
 		s.WithServiceAccount(acv1alpha1.ServiceAccountReference().WithNamespace(ns).WithName("runner"))
 	}}.Manifest()
-	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTemp(t, "cc.yaml", manifest)
 	t.Cleanup(func() { _, _, _ = suite.Kubectl(ctx, "delete", "cc", "esc-identity", "--ignore-not-found") })
 
 	_, stderr, err := suite.KubectlAs(ctx, kubeconfig, nil, "apply", "-f", file)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ func TestLiveSyncDoesWhatALoopSyncDoes(t *testing.T) {
 	t.Parallel()
 	hook := setUpHellos(t)
 	ns := "live-sync"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	manifest := fmt.Sprintf(`apiVersion: metacontroller.k8s.io/v1alpha1
 kind: CompositeController
 metadata:
@@ -46,9 +45,7 @@ spec:
     finalize:
       webhook: {url: %[1]s/finalize}
 `, hook.URL)
-	if err := suite.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, manifest)
 	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +70,7 @@ spec:
 	}
 
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, ns)
-	file := filepath.Join(t.TempDir(), "sync.json")
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTemp(t, "sync.json", body)
 	out, stderr, err := suite.Kubectl(context.Background(), "create", "--raw", "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/live-sync/sync", "-f", file)
 	if err != nil {
 		t.Fatalf("sync: %v: %s", err, stderr)
@@ -287,10 +281,8 @@ func newLiveSyncCaseAt(t *testing.T, name, hookURL, method string, items ...inte
 	t.Helper()
 	setUpHellos(t)
 	ctx := context.Background()
-	createNamespace(t, name)
-	if err := suite.Apply(ctx, helloController(name, hookURL, method)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustCreateNamespace(t, name)
+	suite.MustApply(t, helloController(name, hookURL, method))
 	dyn, err := dynamic.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -303,9 +295,6 @@ func newLiveSyncCaseAt(t *testing.T, name, hookURL, method string, items ...inte
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"apiVersion":"metacontroller.k8s.io/v1alpha1","kind":"SyncRequest","spec":{"parentRef":{"namespace":%q,"name":"p"}}}`, name)
-	file := filepath.Join(t.TempDir(), "sync.json")
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTemp(t, "sync.json", body)
 	return liveSyncCase{ns: name, request: file, dyn: dyn}
 }

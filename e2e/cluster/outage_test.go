@@ -99,7 +99,7 @@ func TestUnregisteringTheAPIServiceUnblocksNamespaceDeletion(t *testing.T) {
 	suite.SetUp(t)
 	ctx := context.Background()
 	const ns = "unregister"
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	owner, err := suite.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func waitNamespaceGone(t *testing.T, ns string, timeout time.Duration) {
 // the namespace goes.
 func revisionIn(t *testing.T, ns, name string, owners ...metav1.OwnerReference) (clientset.Interface, *v1alpha1.ControllerRevision) {
 	t.Helper()
-	createNamespace(t, ns)
+	suite.MustCreateNamespace(t, ns)
 	admin, err := clientset.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -105,11 +105,8 @@ func helloParent(namespace, name, color string, configMaps ...string) string {
 
 func TestPluginPreviewOfAnInlineParent(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	const controller, ns = "plugin-inline", "plugin-inline"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
+	inPlaceHelloController(t, controller, ns)
 
 	// A parent that does not exist: everything is to create.
 	r := kubectlComposite(t, "", "preview", controller, "-f", writeTemp(t, "new.yaml", helloParent(ns, "new", "blue", "a", "b")))
@@ -122,7 +119,7 @@ func TestPluginPreviewOfAnInlineParent(t *testing.T) {
 
 	// A live parent whose children are as the controller writes them: the
 	// same parent, inline, changes nothing...
-	mustApply(t, helloParent(ns, "live", "blue", "a"))
+	suite.MustApply(t, helloParent(ns, "live", "blue", "a"))
 	kubectlComposite(t, "", "sync", controller, "--parent", ns+"/live").want(t, 0, "sync")
 	live := mustKubectl(t, "get", "hellos.example.com", "live", "-n", ns, "-o", "yaml")
 	r = kubectlComposite(t, "", "preview", controller, "-f", writeTemp(t, "live.yaml", live))
@@ -170,12 +167,9 @@ func TestPluginPreviewOfAnInlineParent(t *testing.T) {
 
 func TestPluginPreviewOfALiveParentSavesTheHookRequest(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	const controller, ns = "plugin-live", "plugin-live"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	mustApply(t, helloParent(ns, "p", "blue", "a"))
+	hook := inPlaceHelloController(t, controller, ns)
+	suite.MustApply(t, helloParent(ns, "p", "blue", "a"))
 
 	fixtures := filepath.Join(t.TempDir(), "fixtures")
 	r := kubectlComposite(t, "", "preview", controller, "--parent", ns+"/p", "--save-request", fixtures)
@@ -211,13 +205,10 @@ func TestPluginPreviewOfALiveParentSavesTheHookRequest(t *testing.T) {
 
 func TestPluginSyncCreatesTheChildren(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "plugin-sync", "plugin-sync"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	mustApply(t, helloParent(ns, "p", "blue", "a", "b"))
+	inPlaceHelloController(t, controller, ns)
+	suite.MustApply(t, helloParent(ns, "p", "blue", "a", "b"))
 
 	// The loop is off in this package: what exists is the plugin's doing.
 	r := kubectlComposite(t, "", "sync", controller, "--parent", ns+"/p")
@@ -248,7 +239,7 @@ func TestPluginRBACAppliesAndGrantsTheController(t *testing.T) {
 	suite.SetUp(t)
 	hook := setUpHellos(t)
 	const controller = "plugin-rbac"
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
+	suite.MustApply(t, helloController(controller, hook.URL, "InPlace"))
 
 	r := kubectlComposite(t, "", "rbac", controller)
 	r.want(t, 0, "rbac")
@@ -293,8 +284,8 @@ func TestPluginErrorsAreOneLine(t *testing.T) {
 	// the tests running alongside.
 	hook := suite.Hook(t)
 	const controller, ns = "plugin-errors", "plugin-errors"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
+	suite.MustCreateNamespace(t, ns)
+	suite.MustApply(t, helloController(controller, hook.URL, "InPlace"))
 	parent := writeTemp(t, "parent.yaml", helloParent(ns, "p", "blue", "a"))
 
 	kubectlComposite(t, "", "preview", "no-such-controller", "-f", parent).

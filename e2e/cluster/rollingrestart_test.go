@@ -223,10 +223,7 @@ func startPod(t *testing.T, svc *framework.Service, d *appsv1.Deployment, name s
 	t.Helper()
 	ctx := context.Background()
 	c := d.Spec.Template.Spec.Containers[0]
-	proc, err := suite.StartReplica(ctx, name, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc := suite.MustStartReplica(t, ctx, name, args...)
 	pr, err := framework.StartProber(proc, c)
 	if err != nil {
 		proc.Kill()

@@ -48,11 +48,17 @@ func helloController(name, hookURL, method string) string {
 	return framework.HelloController{Name: name, HookURL: hookURL, Method: method, SelectAll: true, Timeout: "5s"}.Manifest()
 }
 
-func createNamespace(t *testing.T, name string) {
+// inPlaceHelloController sets the suite and the Hello fixtures up, creates
+// the namespace ns and applies controller, a Hello controller of the
+// package's hook that updates its children in place: where the tests of
+// a preview start.
+func inPlaceHelloController(t *testing.T, controller, ns string) *framework.PythonHook {
 	t.Helper()
-	if err := suite.CreateNamespace(context.Background(), name); err != nil {
-		t.Fatal(err)
-	}
+	suite.SetUp(t)
+	hook := setUpHellos(t)
+	suite.MustCreateNamespace(t, ns)
+	suite.MustApply(t, helloController(controller, hook.URL, "InPlace"))
+	return hook
 }
 
 type syncAnswer struct {
@@ -99,18 +105,11 @@ func previewSync(t *testing.T, kubeconfig, controller, namespace, parent string,
 
 func TestDryRunSyncOfLiveParentShowsCreatesAndPersistsNothing(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-live", "sync-live"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	parent := `apiVersion: example.com/v1
-kind: Hello
-metadata: {name: p1, namespace: sync-live}
-spec: {color: blue, configMaps: [a, b]}
-`
-	mustApply(t, parent)
+	inPlaceHelloController(t, controller, ns)
+	parent := helloParent(ns, "p1", "blue", "a", "b")
+	suite.MustApply(t, parent)
 
 	// serverDryRun: kube-apiserver dry-run applies each child.
 	answer, stderr, err := previewSync(t, suite.AdminKubeconfig, controller, ns, "p1", true)
@@ -154,18 +153,11 @@ spec: {color: blue, configMaps: [a, b]}
 
 func TestDryRunSyncPlansUpdatesUnchangedAndDeletesOfExistingChildren(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-existing", "sync-existing"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	parent := `apiVersion: example.com/v1
-kind: Hello
-metadata: {name: p2, namespace: sync-existing}
-spec: {color: green, configMaps: [same, changed]}
-`
-	mustApply(t, parent)
+	inPlaceHelloController(t, controller, ns)
+	parent := helloParent(ns, "p2", "green", "same", "changed")
+	suite.MustApply(t, parent)
 	p2, err := suite.Kube.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "hellos", "p2").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -321,16 +313,9 @@ func dryRunApplies(t *testing.T) float64 {
 // sends kube-apiserver no apply for them; serverDryRun sends one per child.
 func TestDryRunSyncPreviewsWithoutApplyingToTheCluster(t *testing.T) {
 	// Sequential: it counts kube-apiserver's dry-run applies of ConfigMaps server-wide (apiserver_request_total has no namespace), which other tests' previews add to.
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	const controller, ns = "sync-local", "sync-local"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	mustApply(t, `apiVersion: example.com/v1
-kind: Hello
-metadata: {name: p4, namespace: sync-local}
-spec: {color: blue, configMaps: [a, b, c]}
-`)
+	inPlaceHelloController(t, controller, ns)
+	suite.MustApply(t, helloParent(ns, "p4", "blue", "a", "b", "c"))
 	before := dryRunApplies(t)
 	const previews = 5
 	for i := 0; i < previews; i++ {
@@ -370,18 +355,11 @@ spec: {color: blue, configMaps: [a, b, c]}
 
 func TestSyncNeedsCreateOnTheSyncSubresource(t *testing.T) {
 	t.Parallel()
-	suite.SetUp(t)
-	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller, ns = "sync-rbac", "sync-rbac"
-	createNamespace(t, ns)
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
-	parent := `apiVersion: example.com/v1
-kind: Hello
-metadata: {name: p3, namespace: sync-rbac}
-spec: {color: blue, configMaps: [a]}
-`
-	mustApply(t, parent)
+	inPlaceHelloController(t, controller, ns)
+	parent := helloParent(ns, "p3", "blue", "a")
+	suite.MustApply(t, parent)
 	// viewer may read controllers but not sync; syncer may sync but not
 	// read the parents.
 	grant := func(name string, rules []rbacv1.PolicyRule) string {
@@ -464,7 +442,7 @@ func TestTypedClientSyncMethodPreviews(t *testing.T) {
 	hook := setUpHellos(t)
 	ctx := context.Background()
 	const controller = "sync-typed"
-	mustApply(t, helloController(controller, hook.URL, "InPlace"))
+	suite.MustApply(t, helloController(controller, hook.URL, "InPlace"))
 	client, err := clientset.NewForConfig(suite.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -478,13 +456,5 @@ func TestTypedClientSyncMethodPreviews(t *testing.T) {
 	}
 	if !answer.Status.DryRun || len(answer.Status.Plan) != 1 || answer.Status.Plan[0].Action != v1alpha1.SyncActionCreate || answer.Status.Plan[0].Name != "inline-x" {
 		t.Errorf("Sync answered %+v, want a dry-run plan creating inline-x", answer.Status)
-	}
-}
-
-// mustApply applies manifest as the administrator, failing t if it fails.
-func mustApply(t *testing.T, manifest string) {
-	t.Helper()
-	if err := suite.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -57,7 +57,7 @@ func TestUninstallInOrderLeavesNamespaceDeletionWorking(t *testing.T) {
 	start := time.Now()
 	for _, name := range []string{ns, "uninstall-other"} {
 		if name != ns {
-			createNamespace(t, name)
+			suite.MustCreateNamespace(t, name)
 		}
 		if err := suite.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

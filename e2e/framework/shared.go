@@ -74,3 +74,22 @@ func ReadFile(t testing.TB, path string) []byte {
 	}
 	return data
 }
+
+// HelloHook is SetUpHellos and a Hook of the test's own: where most tests
+// of a controller of hellos start.
+func (s *Suite) HelloHook(t testing.TB) *PythonHook {
+	t.Helper()
+	s.SetUpHellos(t)
+	return s.Hook(t)
+}
+
+// MustStartReplica is StartReplica, failing t if the replica does not
+// start. The caller stops it, when its test is done with it.
+func (s *Suite) MustStartReplica(t testing.TB, ctx context.Context, name string, extraArgs ...string) *Process {
+	t.Helper()
+	p, err := s.StartReplica(ctx, name, extraArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

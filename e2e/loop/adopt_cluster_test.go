@@ -26,9 +26,7 @@ func TestClusterScopedParentAdoptsNamespacedOrphans(t *testing.T) {
 	ctx := context.Background()
 	crd := framework.CRD{Group: "adopt.example.com", Plural: "clusterparents", Kind: "ClusterParent", ClusterScoped: true}.Manifest()
 	rights := serverRights("clusterparents", "adopt.example.com", []string{"clusterparents", "clusterparents/status"}, parentVerbs...)
-	if err := suite.Apply(ctx, crd+rights); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, crd+rights)
 	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/clusterparents.adopt.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
@@ -74,12 +72,7 @@ spec:
     sync:
       webhook: {url: "` + hook.URL + `/sync"}
 `
-	if err := suite.Apply(ctx, manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, ctrl, manifest)
 	suite.WaitRunning(t, ctrl)
 
 	parent := &unstructured.Unstructured{Object: map[string]interface{}{

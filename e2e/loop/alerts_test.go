@@ -20,8 +20,7 @@ import (
 // alert on a metric nobody exports never fires.
 func TestAlertRulesNameServedMetrics(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	const name = "loop-alert-metrics"
 	ns := suite.Namespace(t, name)
 	framework.HelloController{Name: name, HookURL: hook.URL}.Create(t, suite)

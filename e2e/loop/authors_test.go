@@ -71,20 +71,14 @@ func forgetAuthor(t *testing.T, name string) {
 // reason AuthorUnknown.
 func TestTheServerWritingALegacyControllerDoesNotBecomeItsAuthor(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, dec = "self-author-legacy", "self-author-decorator"
 	// Labelled for the decorator from the start: a label written later by
 	// an administrator would make them its author.
 	manifest := strings.Replace(framework.HelloController{Name: ctrl, HookURL: hook.URL}.Manifest(),
 		"  name: "+ctrl+"\n", "  name: "+ctrl+"\n  labels: {test: "+dec+"}\n", 1)
-	if err := suite.Apply(ctx, manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, ctrl, manifest)
 	suite.WaitRunning(t, ctrl)
 	forgetAuthor(t, ctrl)
 	suite.Eventually(t, "the controller without an author to stop with AuthorUnknown", func() (bool, error) {
@@ -140,8 +134,7 @@ spec:
 // parent's new spec.
 func TestAControllerStopsWhenItsAuthorMayNoLongerRunIt(t *testing.T) {
 	// Sequential: restarts the server (restartWith).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, author = "revoked-author", "revoked-author"
 	suite.RestartWith(t, "--resync-period=5s")

@@ -21,8 +21,7 @@ import (
 // status whatever its Events.
 func TestChildEventsBudget(t *testing.T) {
 	// Sequential: restarts the server (restartWith).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	suite.RestartWith(t, "--child-events-qps=0.0001", "--child-events-burst=2")
 	ns := suite.Namespace(t, "loop-child-events")
 	const name = "loop-child-events"

@@ -29,9 +29,7 @@ const revisionCount = corev1.ResourceName("count/controllerrevisions.metacontrol
 // with `kubectl delete ns --wait`, in its normal time.
 func TestNamespaceOfARollingParentIsCountedAndDeleted(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
+	hook := widgetHook(t)
 	ctx := context.Background()
 	const ctrl = "citizen-ns"
 	ns := suite.Namespace(t, "citizen-ns")
@@ -100,9 +98,7 @@ func namespaceConditions(t *testing.T, ns string) string {
 // collector deletes them, in either propagation.
 func TestGarbageCollectorDeletesRevisionsOfADeletedParent(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
+	hook := widgetHook(t)
 	ctx := context.Background()
 	for _, cascade := range []string{"background", "foreground"} {
 		t.Run(cascade, func(t *testing.T) {

@@ -42,12 +42,9 @@ rules:
 // deletes with it; a CRD without the annotation gets none.
 func TestMetacontrollerCRDRolesExampleRuns(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
-	if err := suite.Apply(ctx, crdRolesRights); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, crdRolesRights)
 	manifest := framework.MetacontrollerDecorator("crd-roles")
 	manifest = strings.Replace(manifest, "http://crd-role-controller.metacontroller", hook.URL, 1)
 	createDecoratorManifest(t, "crd-role-controller", manifest)
@@ -69,12 +66,8 @@ spec:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 `
 	}
-	if err := suite.Apply(ctx, crd("plains", false)); err != nil {
-		t.Fatal(err)
-	}
-	if err := suite.Apply(ctx, crd("roleds", true)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, crd("plains", false))
+	suite.MustApply(t, crd("roleds", true))
 	t.Cleanup(func() {
 		_, _, _ = suite.Kubectl(context.Background(), "delete", "crd", "plains.roles.example.com", "--ignore-not-found")
 	})

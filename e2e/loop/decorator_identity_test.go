@@ -19,8 +19,7 @@ import (
 // a Forbidden Event names the ServiceAccount.
 func TestADecoratorActsAsItsServiceAccount(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl = "decorator-identity"
 	home, away := suite.Namespace(t, "decorator-identity-home"), suite.Namespace(t, "decorator-identity-away")

@@ -67,8 +67,7 @@ func assertLeftAlone(t *testing.T, orphan metav1.Object, get func() (metav1.Obje
 // kube-apiserver's CRD cleanup and the garbage collector, not orphaned.)
 func TestDecoratorLeavesOrphanedAttachmentsAlone(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 
 	t.Run("namespaced objects", func(t *testing.T) {

@@ -18,8 +18,7 @@ import (
 // are both decorated, each with its own attachment.
 func TestDecoratorOfTwoResourcesRunsOneQueue(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	const name = "decorate-one-queue"
 	ns := suite.Namespace(t, name)
 	ctx := context.Background()

@@ -32,12 +32,7 @@ func createDecorator(t *testing.T, name, hookURL string) {
 // and waits until its loop runs.
 func createDecoratorManifest(t *testing.T, name, manifest string) {
 	t.Helper()
-	if err := suite.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.ApplyDecorator(t, name, manifest)
 	suite.Eventually(t, "DecoratorController "+name+" Ready", func() (bool, error) {
 		got, err := suite.Client.MetacontrollerV1alpha1().DecoratorControllers().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -101,8 +96,7 @@ func waitGone(t *testing.T, what string, get func() error) {
 // to the hook.
 func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	const name = "decorate"
 	ns := suite.Namespace(t, "decorate")
 	createDecorator(t, name, hook.URL)
@@ -254,8 +248,7 @@ func TestDecoratorDecoratesMatchingObjects(t *testing.T) {
 // place, not recreated, and brought to what the hook answers.
 func TestDecoratorAdoptsMetacontrollersAttachments(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	const name = "decorate-migrate"
 	ns := suite.Namespace(t, "decorate-migrate")
 	ctx := context.Background()

@@ -50,8 +50,7 @@ func getETagStats(t *testing.T, hook *framework.PythonHook) (etagStats, error) {
 // and a child edited by hand is restored from it.
 func TestETag(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	if err := hook.SetMode("etag"); err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,7 @@ import (
 // garbage collector deletes the child once it may.
 func TestFinalizedParentWhoseChildCantBeDeletedIsNotStuck(t *testing.T) {
 	// Sequential: restarts the server (restartWith).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	suite.RestartWith(t, "--finalize-grace=5s")
 	const ctrl = "finalize-grace"

@@ -22,8 +22,7 @@ import (
 // proposal selects, its ConfigMaps to create.
 func TestFleetPreviewReadsWhatTheLoopHolds(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-fleet")
 	c := framework.HelloController{Name: "loop-fleet", HookURL: hook.URL}
 	c.Create(t, suite)

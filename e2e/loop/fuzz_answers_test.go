@@ -147,7 +147,7 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 
 	// Nothing moved: no event on any child or the parent, every object
 	// as it was, nothing of the parent's anywhere else.
-	if evs := w.events(); len(evs) > 0 {
+	if evs := w.get(); len(evs) > 0 {
 		t.Errorf("%d writes seen while the mutated answers were served, e.g. %v", len(evs), evs[:min(len(evs), 10)])
 	}
 	after := snapshot(t, ns, parent)
@@ -175,7 +175,7 @@ func TestFuzzedHookAnswersWriteNothing(t *testing.T) {
 	}
 	suite.Eventually(t, "the watch seeing p-a and p-b turn green", func() (bool, error) {
 		modified := map[string]bool{}
-		for _, e := range w.events() {
+		for _, e := range w.get() {
 			if e.Type == watch.Modified {
 				modified[e.Name] = true
 			}
@@ -472,10 +472,7 @@ func snapshot(t *testing.T, ns string, parent *unstructured.Unstructured) map[st
 
 // familyWatch collects every event on the ConfigMaps and Services of a
 // namespace and on the parent, from the resourceVersions of a snapshot on.
-type familyWatch struct {
-	mu   sync.Mutex
-	seen []familyEvent
-}
+type familyWatch struct{ record[familyEvent] }
 
 type familyEvent struct {
 	Type watch.EventType
@@ -551,18 +548,6 @@ func watchFamily(t *testing.T, ns string, parent *unstructured.Unstructured, bef
 	w, err = suite.Dynamic.Resource(framework.Hellos).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: parents.GetResourceVersion(), FieldSelector: "metadata.name=" + parent.GetName()})
 	start("Hello", w, err)
 	return fw
-}
-
-func (fw *familyWatch) add(e familyEvent) {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	fw.seen = append(fw.seen, e)
-}
-
-func (fw *familyWatch) events() []familyEvent {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	return append([]familyEvent(nil), fw.seen...)
 }
 
 // healthz checks composite-apiserver's /healthz as the aggregator reaches

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // events returns the reasons and messages of the Events about an object.
@@ -50,7 +53,15 @@ func ccUID(t *testing.T, name string) types.UID {
 // ns, whose message contains substring.
 func eventsOf(t *testing.T, ns string, uid types.UID, reason, substring string) int32 {
 	t.Helper()
-	list, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid) + ",reason=" + reason})
+	return countEvents(t, ns, "involvedObject.uid="+string(uid)+",reason="+reason, substring)
+}
+
+// countEvents counts the Events in namespace ns, of fieldSelector, whose
+// message contains substring: by their count, for the recorder folds
+// repeats of one Event into one object.
+func countEvents(t *testing.T, ns, fieldSelector, substring string) int32 {
+	t.Helper()
+	list, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: fieldSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +119,55 @@ spec:
     namespaceSelector:
       matchLabels: {kubernetes.io/metadata.name: %[1]s}
 `, ns, group, resource, operation, message)
-	if err := suite.Apply(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, policy)
 	lift = func() {
 		_ = suite.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{})
 		_ = suite.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, ns, metav1.DeleteOptions{})
 	}
 	t.Cleanup(lift)
 	return lift
+}
+
+// record is what goroutines (watches, hooks) append to while a test reads
+// it, in order.
+type record[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+func (r *record[T]) add(item T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, item)
+}
+
+// get is a copy of what was added so far, which later adds leave as it is.
+func (r *record[T]) get() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.items...)
+}
+
+// nudgeUntil calls nudge with i = 1, 2, … every two seconds until done,
+// failing t after timeout or when the stack went down. A nudge is a fresh
+// sync of a parent, whatever its backoff: a right granted or revoked a
+// moment ago shows only once the delegating authorizer's cache of the
+// last answer expires (seconds).
+func nudgeUntil(t *testing.T, what string, timeout time.Duration, done func() bool, nudge func(ctx context.Context, i int)) {
+	t.Helper()
+	i := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if down := suite.Down(); down != nil {
+			return false, down
+		}
+		if done() {
+			return true, nil
+		}
+		i++
+		nudge(ctx, i)
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
@@ -39,21 +38,9 @@ func condition(t *testing.T, name, typ string) *metav1.Condition {
 // cache of the refusal expires (seconds).
 func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) map[string]interface{}, done func(parent *unstructured.Unstructured) bool) {
 	t.Helper()
-	i := 0
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
-		if down := suite.Down(); down != nil {
-			return false, down
-		}
-		if parent := suite.GetHello(t, ns, name); done(parent) {
-			return true, nil
-		}
-		i++
+	nudgeUntil(t, what, 90*time.Second, func() bool { return done(suite.GetHello(t, ns, name)) }, func(_ context.Context, i int) {
 		suite.SetHelloSpec(t, ns, name, spec(i))
-		return false, nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem: the loop
@@ -67,14 +54,11 @@ func untilWithSpecBumps(t *testing.T, what, ns, name string, spec func(i int) ma
 // hook gets them, with no restart.
 func TestRelatedObjectsReachTheHookOnlyWhereItsAuthorMayListThem(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, author = "related-author", "related-author"
 	ns := suite.Namespace(t, "related-author")
-	if err := suite.Apply(ctx, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, serverRights("related-author-secrets", "", []string{"secrets"}, "list", "watch"))
 	authorWritesController(t, ctrl, author, framework.HelloController{Name: ctrl, HookURL: hook.URL,
 		Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
 			s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 0))
@@ -167,8 +151,7 @@ func syncAsAdmin(ctx context.Context, ctrl, ns, name string, dryRun bool) (*v1al
 // does nothing more for the controller and says so, and nothing is deleted.
 func TestAControllerActsAsItsServiceAccount(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl = "identity"
 	home, away := suite.Namespace(t, "identity-home"), suite.Namespace(t, "identity-away")
@@ -274,17 +257,7 @@ func forbiddenCount(t *testing.T, ns, name, substring string) int32 {
 // substring was recorded on the object ns/name.
 func eventCount(t *testing.T, ns, name, reason, substring string) int32 {
 	t.Helper()
-	list, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int32
-	for _, e := range list.Items {
-		if strings.Contains(e.Message, substring) {
-			n += max(e.Count, 1)
-		}
-	}
-	return n
+	return countEvents(t, ns, "involvedObject.name="+name+",reason="+reason, substring)
 }
 
 // TestLockdownRunsNoControllerWithTheServersRights: with
@@ -294,8 +267,7 @@ func eventCount(t *testing.T, ns, name, reason, substring string) int32 {
 // its author may impersonate is accepted.
 func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
 	// Sequential: restarts the server (restartWith), which then refuses every controller without an identity.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	before := framework.HelloController{Name: "lockdown-before", HookURL: hook.URL}
 	before.Create(t, suite)
@@ -329,8 +301,7 @@ func TestLockdownRunsNoControllerWithTheServersRights(t *testing.T) {
 // an annotation is enough — they are its author and it runs again.
 func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl = "author-unknown"
 	framework.HelloController{Name: ctrl, HookURL: hook.URL}.Create(t, suite)
@@ -360,8 +331,7 @@ func TestAControllerStoredBeforeAuthorsWereRecordedRunsNothingUntilWrittenAgain(
 // Secret.
 func TestTheLoopReadsNoCredentialsItsAuthorMayNoLongerRead(t *testing.T) {
 	// Sequential: restarts the server (restartWith).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, author = "credentials-author", "credentials-author"
 	ns := suite.Namespace(t, "credentials-author")

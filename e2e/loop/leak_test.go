@@ -104,8 +104,7 @@ func watchesOf(t *testing.T, group string) map[string]int {
 // measured against it, so that what grows with every controller shows.
 func TestControllersLeaveNothingBehind(t *testing.T) {
 	// Sequential: reads the server's goroutines, heap and informer count.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	n := leakControllers()
 	leakRound(t, hook.URL, 0, n)
@@ -141,9 +140,7 @@ func leakRound(t *testing.T, hookURL string, round, n int) {
 		crdNames[i] = fmt.Sprintf("leak%ds.%s", i, group)
 	}
 	crds.WriteString(serverRights(group, group, []string{"*"}, parentVerbs...))
-	if err := suite.Apply(ctx, crds.String()); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, crds.String())
 	t.Cleanup(func() {
 		_, _, _ = suite.Kubectl(context.Background(), append([]string{"delete", "crd", "--wait=false", "--ignore-not-found"}, crdNames...)...)
 	})
@@ -186,9 +183,7 @@ spec:
 ---
 `, names[i], group, i, hookURL)
 	}
-	if err := suite.Apply(ctx, controllers.String()); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, controllers.String())
 	for _, name := range names {
 		suite.WaitRunning(t, name)
 	}

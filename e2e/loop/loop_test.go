@@ -22,8 +22,7 @@ import (
 
 func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-basic")
 	framework.HelloController{Name: "loop-basic", HookURL: hook.URL}.Create(t, suite)
 
@@ -66,8 +65,7 @@ func TestParentGetsOwnedChildrenAndStatus(t *testing.T) {
 
 func TestUpdateStrategies(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	for _, tc := range []struct {
 		method string
 		check  func(t *testing.T, before, after corev1.ConfigMap)
@@ -113,8 +111,7 @@ func TestUpdateStrategies(t *testing.T) {
 
 func TestChildrenFollowTheHook(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-follow")
 	framework.HelloController{Name: "loop-follow", HookURL: hook.URL, Method: "InPlace"}.Create(t, suite)
 	parent := suite.CreateHello(t, ns, "p", "loop-follow", framework.HelloSpec("blue", "a", "b"))
@@ -147,8 +144,7 @@ func TestChildrenFollowTheHook(t *testing.T) {
 
 func TestAdoptionAndRelease(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-adopt")
 	ctx := context.Background()
 	framework.HelloController{Name: "loop-adopt", HookURL: hook.URL, Method: "InPlace", ParentSelector: true}.Create(t, suite)
@@ -204,8 +200,7 @@ func TestAdoptionAndRelease(t *testing.T) {
 
 func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-finalize")
 	ctx := context.Background()
 	framework.HelloController{Name: "loop-finalize", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
@@ -247,8 +242,7 @@ func TestFinalizeHookRunsUntilFinalizedThenChildrenAreCollected(t *testing.T) {
 // for a later failure, and "some SyncError" would be true anyway.
 func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-failures")
 	ctx := context.Background()
 	framework.HelloController{Name: "loop-failures", HookURL: hook.URL, Method: "InPlace"}.Create(t, suite)
@@ -330,8 +324,7 @@ func TestHookFailuresChangeNothingAndRecover(t *testing.T) {
 
 func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-definition")
 	ctx := context.Background()
 	// Only ConfigMaps at first.
@@ -341,12 +334,7 @@ func TestControllerDefinitionChangesTakeEffect(t *testing.T) {
 		s.ChildResources = s.ChildResources[:1] // the ConfigMaps, without the Services after them
 	}
 	only := onlyConfigMaps.Manifest()
-	if err := suite.Apply(ctx, only); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl.Name, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, ctrl.Name, only)
 	s := framework.HelloSpec("blue", "a")
 	s["service"] = true
 	suite.CreateHello(t, ns, "p", ctrl.Name, s)
@@ -418,8 +406,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-related")
 	ctx := context.Background()
 	framework.HelloController{Name: "loop-related", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
@@ -449,8 +436,7 @@ func TestCustomizeHookRelatedObjectsAreSentAndWatched(t *testing.T) {
 // failure's backoff.
 func TestThrottlingHookIsCalledAgainAfterRetryAfter(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-throttle")
 	framework.HelloController{Name: "loop-throttle", HookURL: hook.URL}.Create(t, suite)
 	parent := suite.CreateHello(t, ns, "p", "loop-throttle", framework.HelloSpec("blue", "a"))

@@ -313,9 +313,7 @@ spec:
 // moment after they are stored.
 func installMutatingPolicy(t *testing.T, name, ns string) {
 	t.Helper()
-	if err := suite.Apply(context.Background(), mutatingPolicy(name, ns)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, mutatingPolicy(name, ns))
 	t.Cleanup(func() {
 		_, _, _ = suite.Kubectl(context.Background(), "delete", "--ignore-not-found", "mutatingadmissionpolicybinding/"+name, "mutatingadmissionpolicy/"+name)
 	})
@@ -381,12 +379,7 @@ func mutatedStrategy(t *testing.T, kind string, method v1alpha1.ChildUpdateMetho
 	server := httptest.NewServer(hookapi.SyncHandler(hookapi.SyncHookFunc(hook.sync)))
 	t.Cleanup(server.Close)
 	manifest := framework.ControllerFixture{Name: ctrl, HookURL: server.URL, Child: gvr, Method: string(method), Timeout: "10s"}.Manifest()
-	if err := suite.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), ctrl, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, ctrl, manifest)
 	suite.WaitRunning(t, ctrl)
 	t.Cleanup(func() {
 		if t.Failed() {

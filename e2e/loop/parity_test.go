@@ -92,19 +92,11 @@ func ccReady(t *testing.T, name string) *v1alpha1.CompositeController {
 // as the CRD is served, with no restart: discovery is read again.
 func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-crd")
 	// The controller first, as `kubectl apply -k` may well order it.
-	if err := suite.Apply(context.Background(), parityController("parity-crd", "widgets", hook.URL)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-crd", metav1.DeleteOptions{})
-	})
-	if err := suite.Apply(context.Background(), widgetCRD("widgets", "Widget", true)); err != nil {
-		t.Fatal(err)
-	}
+	suite.ApplyController(t, "parity-crd", parityController("parity-crd", "widgets", hook.URL))
+	suite.MustApply(t, widgetCRD("widgets", "Widget", true))
 	suite.Eventually(t, "controller parity-crd Ready once its CRD is served", func() (bool, error) {
 		c := ccReady(t, "parity-crd")
 		return meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady), nil
@@ -127,20 +119,12 @@ func TestControllerAppliedWithItsCRDStarts(t *testing.T) {
 // instead of failing every sync.
 func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	if err := suite.Apply(context.Background(), widgetCRD("gadgets", "Gadget", false)); err != nil {
-		t.Fatal(err)
-	}
+	hook := suite.HelloHook(t)
+	suite.MustApply(t, widgetCRD("gadgets", "Gadget", false))
 	if _, stderr, err := suite.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gadgets.parity.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
-	if err := suite.Apply(context.Background(), parityController("parity-nostatus", "gadgets", hook.URL)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), "parity-nostatus", metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, "parity-nostatus", parityController("parity-nostatus", "gadgets", hook.URL))
 	suite.Eventually(t, "Ready=False NoStatusSubresource", func() (bool, error) {
 		c := meta.FindStatusCondition(ccReady(t, "parity-nostatus").Status.Conditions, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NoStatusSubresource" &&
@@ -153,8 +137,7 @@ func TestParentWithoutStatusSubresourceIsReported(t *testing.T) {
 // removed from the child on the next sync, without recreating it.
 func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-prune")
 	framework.HelloController{Name: "parity-prune", HookURL: hook.URL}.Create(t, suite)
 	s := framework.HelloSpec("blue", "a")
@@ -194,8 +177,7 @@ func TestFieldsTheHookDropsAreRemoved(t *testing.T) {
 // longer returns goes, nothing is recreated, and the annotation is dropped.
 func TestMigrationFromMetacontroller(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-migrate")
 	// The parent exists before the framework.HelloController, as after uninstalling
 	// Metacontroller.
@@ -263,8 +245,7 @@ func createAsMetacontroller(t *testing.T, parent *unstructured.Unstructured) *co
 // `kubectl label --overwrite` or apply conflict check still sees its owner.
 func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-migrate-keep")
 	parent := suite.CreateHello(t, ns, "p", "parity-migrate-keep", framework.HelloSpec("blue", "a"))
 	createAsMetacontroller(t, parent)
@@ -323,8 +304,7 @@ func TestMigrationKeepsOtherManagersFields(t *testing.T) {
 // create would fail with AlreadyExists; the parent's Events say so.
 func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-notours")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: ns, Labels: map[string]string{"owner": "someone-else"}},
 		Data: map[string]string{"color": "theirs"}}
@@ -349,8 +329,7 @@ func TestObjectsNotOursAreNotTakenOver(t *testing.T) {
 // matching the label selector, its status written meanwhile.
 func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-final")
 	finalizer := "metacontroller.io/compositecontroller-parity-final"
 	withFinalize := framework.HelloController{Name: "parity-final", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
@@ -363,9 +342,7 @@ func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
 	})
 
 	// The controller loses its finalize hook: the finalizer goes.
-	if err := suite.Apply(context.Background(), framework.HelloController{Name: "parity-final", HookURL: hook.URL}.Manifest()); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, framework.HelloController{Name: "parity-final", HookURL: hook.URL}.Manifest())
 	suite.Eventually(t, "finalizer removed from p", func() (bool, error) {
 		return !hasFinalizer(suite.GetHello(t, ns, "p"), finalizer), nil
 	})
@@ -373,9 +350,7 @@ func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
 	// With the finalize hook again, a parent relabelled out of the
 	// controller's selector is finalized: its children go, then the
 	// finalizer.
-	if err := suite.Apply(context.Background(), withFinalize.Manifest()); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, withFinalize.Manifest())
 	suite.Eventually(t, "finalizer back on p", func() (bool, error) {
 		return hasFinalizer(suite.GetHello(t, ns, "p"), finalizer), nil
 	})
@@ -400,8 +375,7 @@ func TestFinalizersNeverLeaveParentsStuck(t *testing.T) {
 // resync: the smaller wins.
 func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-resync")
 	framework.HelloController{Name: "parity-resync", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
 		s.WithResyncPeriodSeconds(1)
@@ -421,12 +395,9 @@ func TestResyncPeriodWinsOverALaterResyncAfter(t *testing.T) {
 // no other.
 func TestRelatedObjects(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "parity-related")
-	if err := suite.Apply(context.Background(), serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, serverRights("parity-namespaces", "", []string{"namespaces"}, "get", "list", "watch"))
 	framework.HelloController{Name: "parity-related", HookURL: hook.URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
 		s.Hooks.WithCustomize(framework.HookAt(hook.URL+"/customize", 3*time.Second))
 	}}.Create(t, suite)
@@ -470,16 +441,13 @@ func TestRelatedObjects(t *testing.T) {
 // changes is stopped and started again.
 func TestControllerLifecycleEvents(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	c := framework.HelloController{Name: "parity-events", HookURL: hook.URL}
 	c.Create(t, suite)
 	uid := ccUID(t, c.Name)
 	waitControllerEvent(t, uid, "Started", "Started controller: parity-events")
 	c.Spec = func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) { s.WithResyncPeriodSeconds(60) }
-	if err := suite.Apply(context.Background(), c.Manifest()); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, c.Manifest())
 	waitControllerEvent(t, uid, "Stopped", "Stopped controller: parity-events")
 	suite.Eventually(t, "Started twice", func() (bool, error) {
 		// The second Event is the first one's count going up: the

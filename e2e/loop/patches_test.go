@@ -159,8 +159,7 @@ func waitPatched(t *testing.T, ns, parent, color string, stamped bool, items ...
 // does not run.
 func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	stamp := startStampHook(t)
 	ns := suite.Namespace(t, "loop-patches")
 	patchesController("loop-patches", hook.URL, stamp.srv.URL).Create(t, suite)
@@ -204,8 +203,7 @@ func TestPatchesRunAfterTheSyncHookInOrder(t *testing.T) {
 // the sync recovers once the hook is fixed.
 func TestPatchesThatFailChangeNothing(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	stamp := startStampHook(t)
 	ns := suite.Namespace(t, "loop-patch-failures")
 	ctx := context.Background()

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/composite-apiserver/composite-apiserver/apis/metacontroller/v1alpha1"
 	"github.com/composite-apiserver/composite-apiserver/e2e/framework"
@@ -49,24 +48,12 @@ func madeFromRelated(t *testing.T, ns, name string, secrets ...string) string {
 // of the last answer expires (seconds).
 func pokeUntil(t *testing.T, what, ns, name string, done func() bool) {
 	t.Helper()
-	i := 0
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if down := suite.Down(); down != nil {
-			return false, down
-		}
-		if done() {
-			return true, nil
-		}
-		i++
+	nudgeUntil(t, what, 2*time.Minute, done, func(ctx context.Context, i int) {
 		_, stderr, err := suite.Kubectl(ctx, "annotate", "hellos.example.com", name, "-n", ns, "--overwrite", fmt.Sprintf("poke=%d", i))
 		if err != nil {
 			t.Logf("kubectl annotate: %v: %s", err, stderr)
 		}
-		return false, nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // TestARefusedRelatedListTouchesNoChild: a hook that makes one child per
@@ -81,14 +68,11 @@ func pokeUntil(t *testing.T, what, ns, name string, done func() bool) {
 // Secret added meanwhile gets its child.
 func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, author = "related-refused", "related-refused"
 	ns := suite.Namespace(t, "related-refused")
-	if err := suite.Apply(ctx, serverRights("related-refused-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, serverRights("related-refused-secrets", "", []string{"secrets"}, "list", "watch"))
 	readsSecrets := `rules:
 - apiGroups: [""]
   resources: ["secrets"]
@@ -174,8 +158,7 @@ func TestARefusedRelatedListTouchesNoChild(t *testing.T) {
 // it, and the Event names Bob.
 func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
 	// Sequential: restarts the server (restartWith) with a default identity for every controller.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl, author = "default-identity", "default-identity-bob"
 	home := suite.Namespace(t, "default-identity-home")
@@ -194,9 +177,7 @@ func TestTheDefaultIdentityLendsNoAuthorItsReads(t *testing.T) {
   resources: ["serviceaccounts"]
   verbs: ["impersonate", "get"]
 `, "{kind: ServiceAccount, name: composite-apiserver, namespace: composite-system}")
-	if err := suite.Apply(ctx, serverRights("default-identity-secrets", "", []string{"secrets"}, "list", "watch")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, serverRights("default-identity-secrets", "", []string{"secrets"}, "list", "watch"))
 	suite.RestartWith(t, "--default-controller-service-account="+home+"/default-id")
 
 	relatedSecret(t, ns, "s1", ctrl)

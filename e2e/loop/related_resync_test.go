@@ -40,8 +40,7 @@ func relatedSecret(t *testing.T, ns, name, label string) {
 // reach it.
 func TestRelatedRulesOfAV2CustomizeHookSpanNamespaces(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl = "related-v2"
 	const label = "related-v2"
@@ -109,8 +108,7 @@ func TestRelatedRulesOfAV2CustomizeHookSpanNamespaces(t *testing.T) {
 // resyncPeriodSeconds unset).
 func TestGlobalResyncPeriodResyncsUnchangedParents(t *testing.T) {
 	// Sequential: restarts the server (restartWith) with a resync period for every controller.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	suite.RestartWith(t, "--resync-period=2s")
 	const ctrl = "global-resync"
 	ns := suite.Namespace(t, "global-resync")
@@ -148,8 +146,7 @@ func TestGlobalResyncPeriodResyncsUnchangedParents(t *testing.T) {
 // the right, they sync, with no restart.
 func TestRelatedResourceTheServerCannotListHoldsNoWorker(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const ctrl = "related-forbidden"
 	ns := suite.Namespace(t, "related-forbidden")
@@ -179,9 +176,7 @@ func TestRelatedResourceTheServerCannotListHoldsNoWorker(t *testing.T) {
 			fmt.Errorf("lastSyncError %q", got.Status.LastSyncError))
 	})
 
-	if err := suite.Apply(ctx, serverRights("related-roles", "rbac.authorization.k8s.io", []string{"roles"}, "list", "watch")); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, serverRights("related-roles", "rbac.authorization.k8s.io", []string{"roles"}, "list", "watch"))
 	t.Cleanup(func() {
 		_ = suite.Kube.RbacV1().ClusterRoles().Delete(context.Background(), "composite-apiserver-related-roles", metav1.DeleteOptions{})
 	})

@@ -23,14 +23,11 @@ import (
 // granted, with no restart and no edit.
 func TestMissingRightsAreVisibleAndGrantingThemStartsTheLoop(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "rights")
 	// A CRD, and no rights for the server on it.
 	crd := framework.CRD{Group: "rights.example.com", Plural: "gizmos", Kind: "Gizmo"}.Manifest()
-	if err := suite.Apply(context.Background(), crd); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, crd)
 	if _, stderr, err := suite.Kubectl(context.Background(), "wait", "--for=condition=Established", "crd/gizmos.rights.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}

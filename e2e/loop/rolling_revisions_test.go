@@ -20,9 +20,7 @@ import (
 // revisions may be stored again, the rollout goes on.
 func TestRolloutWhoseRevisionCantBeStoredClaimsNoProgress(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
+	hook := widgetHook(t)
 	ctx := context.Background()
 	const ctrl = "rolling-norevision"
 	ns := suite.Namespace(t, ctrl)

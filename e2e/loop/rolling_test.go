@@ -53,13 +53,28 @@ func installWidgets(t *testing.T) {
 func rollingController(t *testing.T, name, hookURL, method string) {
 	t.Helper()
 	manifest := framework.ControllerFixture{Name: name, HookURL: hookURL, Child: widgets, Method: method, ReadyChecks: true, Timeout: "3s"}.Manifest()
-	if err := suite.Apply(context.Background(), manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = suite.Client.MetacontrollerV1alpha1().CompositeControllers().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	suite.ApplyController(t, name, manifest)
 	suite.WaitRunning(t, name)
+}
+
+// widgetHook is suite.HelloHook with Widgets served, for the controllers
+// of Widget children.
+func widgetHook(t *testing.T) *framework.PythonHook {
+	t.Helper()
+	hook := suite.HelloHook(t)
+	installWidgets(t)
+	return hook
+}
+
+// rollingSetUp is where a test of a rolling update starts: the namespace
+// ctrl and the controller ctrl of Widget children updated by method, with
+// a hook of the test's own; it returns the namespace.
+func rollingSetUp(t *testing.T, ctrl, method string) (ns string) {
+	t.Helper()
+	hook := widgetHook(t)
+	ns = suite.Namespace(t, ctrl)
+	rollingController(t, ctrl, hook.URL, method)
+	return ns
 }
 
 // widget is what a test sees of one Widget.
@@ -219,14 +234,23 @@ func driveRollout(t *testing.T, ns string, parent *unstructured.Unstructured, na
 	return moved
 }
 
+// waitRollingParents waits for the CompositeController ctrl to count n
+// parents mid-rollout in its status.
+func waitRollingParents(t *testing.T, ctrl string, n int32) {
+	t.Helper()
+	suite.Eventually(t, fmt.Sprintf("the CompositeController to count %d parents mid-rollout", n), func() (bool, error) {
+		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return unless(got.Status.RollingParents == n, fmt.Errorf("rollingParents %d", got.Status.RollingParents))
+	})
+}
+
 func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
-	ns := suite.Namespace(t, "rolling-inplace")
 	ctrl := "rolling-inplace"
-	rollingController(t, ctrl, hook.URL, "RollingInPlace")
+	ns := rollingSetUp(t, ctrl, "RollingInPlace")
 	names := []string{"a", "b", "c", "d", "e"}
 	parent := startRollout(t, ns, "p", ctrl, names)
 	before := widgetsOf(t, ns, parent)
@@ -270,13 +294,7 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 	if ws := widgetsOf(t, ns, parent); ws["d"].Color != "blue" || ws["e"].Color != "blue" {
 		t.Fatalf("the rollout went on past a child that is not Ready: %v", ws)
 	}
-	suite.Eventually(t, "the CompositeController to count the parent mid-rollout", func() (bool, error) {
-		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return unless(got.Status.RollingParents == 1, fmt.Errorf("rollingParents %d", got.Status.RollingParents))
-	})
+	waitRollingParents(t, ctrl, 1)
 	preview, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Sync(context.Background(), ctrl, &v1alpha1.SyncRequest{
 		Spec: v1alpha1.SyncRequestSpec{ParentRef: &v1alpha1.ParentReference{Namespace: ns, Name: "p"}},
 	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -322,23 +340,13 @@ func TestRollingInPlaceMovesOneChildAtATimeAndHaltsOnAFailedCheck(t *testing.T) 
 			t.Errorf("RollingInPlace recreated Widget %s", n)
 		}
 	}
-	suite.Eventually(t, "the CompositeController to count no parent mid-rollout", func() (bool, error) {
-		got, err := suite.Client.MetacontrollerV1alpha1().CompositeControllers().Get(context.Background(), ctrl, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return unless(got.Status.RollingParents == 0, fmt.Errorf("rollingParents %d", got.Status.RollingParents))
-	})
+	waitRollingParents(t, ctrl, 0)
 }
 
 func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
-	ns := suite.Namespace(t, "rolling-recreate")
 	ctrl := "rolling-recreate"
-	rollingController(t, ctrl, hook.URL, "RollingRecreate")
+	ns := rollingSetUp(t, ctrl, "RollingRecreate")
 	names := []string{"a", "b", "c"}
 	parent := startRollout(t, ns, "q", ctrl, names)
 	uids := map[string]string{}
@@ -377,12 +385,8 @@ func TestRollingRecreateDeletesOneChildAtATime(t *testing.T) {
 
 func TestRollingParentChangedTwiceMidRolloutEndsOnTheLatest(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
-	installWidgets(t)
-	ns := suite.Namespace(t, "rolling-twice")
 	ctrl := "rolling-twice"
-	rollingController(t, ctrl, hook.URL, "RollingInPlace")
+	ns := rollingSetUp(t, ctrl, "RollingInPlace")
 	names := []string{"a", "b", "c", "d"}
 	parent := startRollout(t, ns, "r", ctrl, names)
 	before := widgetsOf(t, ns, parent)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,22 +25,7 @@ type statusCall struct{ phase, poke string }
 func (c statusCall) String() string { return fmt.Sprintf("(%q %q)", c.phase, c.poke) }
 
 // callLog is a hook's calls, in order.
-type callLog struct {
-	mu    sync.Mutex
-	calls []statusCall
-}
-
-func (l *callLog) add(c statusCall) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.calls = append(l.calls, c)
-}
-
-func (l *callLog) get() []statusCall {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]statusCall(nil), l.calls...)
-}
+type callLog struct{ record[statusCall] }
 
 // waitCall waits for a call that saw poke: the fresh signal that every
 // event before that poke has been handled (the loop syncs one parent at a
@@ -72,6 +56,19 @@ func phaseHook(t *testing.T, log *callLog) *httptest.Server {
 	return hook
 }
 
+// phaseParent is where a test of phaseHook starts: the controller ctrl
+// of the hook, its spec edited by spec when not nil, and its parent p in
+// the namespace ctrl. It returns the namespace and the hook's calls.
+func phaseParent(t *testing.T, ctrl string, spec func(*acv1alpha1.CompositeControllerSpecApplyConfiguration)) (string, *callLog) {
+	t.Helper()
+	suite.SetUpHellos(t)
+	ns := suite.Namespace(t, ctrl)
+	log := &callLog{}
+	framework.HelloController{Name: ctrl, HookURL: phaseHook(t, log).URL, Spec: spec}.Create(t, suite)
+	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	return ns, log
+}
+
 // poke annotates a parent with kubectl, as a user would: a change that is
 // not the loop's own, so it syncs the parent.
 func poke(t *testing.T, resource, ns, name, value string) {
@@ -96,13 +93,7 @@ func parentPhase(t *testing.T, ns, name string) string {
 // after the one that saw C.
 func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	const ctrl = "status-echoes"
-	ns := suite.Namespace(t, ctrl)
-	log := &callLog{}
-	framework.HelloController{Name: ctrl, HookURL: phaseHook(t, log).URL}.Create(t, suite)
-
-	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	ns, log := phaseParent(t, "status-echoes", nil)
 	suite.Eventually(t, "status.phase C, moved by the echoes of the hook's own status writes", func() (bool, error) {
 		if phase := parentPhase(t, ns, "p"); phase != "C" {
 			return false, fmt.Errorf("status.phase %q; hook calls %v", phase, log.get())
@@ -124,15 +115,9 @@ func TestAHookThatReadsItsOwnStatusAdvancesOnItsEcho(t *testing.T) {
 // parent stays at A after its first call, and each poke moves it one step.
 func TestWithOwnStatusWritesIgnoredTheHookIsCalledOnlyOnChanges(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	const ctrl = "status-echoes-ignored"
-	ns := suite.Namespace(t, ctrl)
-	log := &callLog{}
-	framework.HelloController{Name: ctrl, HookURL: phaseHook(t, log).URL, Spec: func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
+	ns, log := phaseParent(t, "status-echoes-ignored", func(s *acv1alpha1.CompositeControllerSpecApplyConfiguration) {
 		s.WithOwnStatusWrites(v1alpha1.OwnStatusWritesIgnore)
-	}}.Create(t, suite)
-
-	suite.CreateHello(t, ns, "p", ctrl, map[string]interface{}{})
+	})
 	suite.Eventually(t, "status.phase A", func() (bool, error) { return parentPhase(t, ns, "p") == "A", nil })
 	poke(t, "hellos.example.com", ns, "p", "1")
 	log.waitCall(t, "1")
@@ -186,9 +171,7 @@ func TestAConvergedParentWithAPrunedStatusCostsNoHookCall(t *testing.T) {
 	suite.SetUpHellos(t)
 	suite.RestartWith(t, "--echo-timeout=2s")
 	ctx := context.Background()
-	if err := suite.Apply(ctx, prunedCRD+serverRights("echoes-prunes", "echoes.example.com", []string{"prunes", "prunes/status"}, parentVerbs...)); err != nil {
-		t.Fatal(err)
-	}
+	suite.MustApply(t, prunedCRD+serverRights("echoes-prunes", "echoes.example.com", []string{"prunes", "prunes/status"}, parentVerbs...))
 	if _, stderr, err := suite.Kubectl(ctx, "wait", "--for=condition=Established", "crd/prunes.echoes.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}

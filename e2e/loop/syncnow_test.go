@@ -17,8 +17,7 @@ import (
 // e2e/cluster proves what a live /sync does, with the loop off.
 func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-syncnow")
 	framework.HelloController{Name: "loop-syncnow", HookURL: hook.URL}.Create(t, suite)
 	suite.CreateHello(t, ns, "p", "someone-else", framework.HelloSpec("blue", "a", "b"))
@@ -44,8 +43,7 @@ func TestSyncWithoutDryRunRefusesAParentTheControllerDoesNotSync(t *testing.T) {
 // /metrics as kube-apiserver's aggregator would reach it.
 func TestMetricsCountSyncsHookCallsAndQueues(t *testing.T) {
 	t.Parallel()
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-metrics")
 	framework.HelloController{Name: "loop-metrics", HookURL: hook.URL}.Create(t, suite)
 	suite.CreateHello(t, ns, "p", "loop-metrics", framework.HelloSpec("blue", "a"))

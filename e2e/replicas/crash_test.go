@@ -18,8 +18,7 @@ import (
 // everything converges: every child exists once, owned by its parent.
 func TestKillDuringCreationConverges(t *testing.T) {
 	// Sequential: kills and starts the server.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ns := suite.Namespace(t, "loop-crash")
 	ctx := context.Background()
 	const parents = 100

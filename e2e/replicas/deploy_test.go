@@ -37,8 +37,7 @@ import (
 // about a parent comes from one replica.
 func TestShippedDeploymentSyncsEachParentOnOneReplica(t *testing.T) {
 	// Sequential: stops the server, starts replicas and changes the APIService's caBundle.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	t.Run("artifacts/deploy", func(t *testing.T) {
 		d, err := framework.ShippedDeployment()
 		if err != nil {
@@ -186,10 +185,7 @@ func runDeployment(t *testing.T, hook *framework.PythonHook, d *appsv1.Deploymen
 	}
 	procs := []*framework.Process{suite.CompositeProcess()}
 	for i := 1; i < replicas; i++ {
-		p, err := suite.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := suite.MustStartReplica(t, ctx, fmt.Sprintf("%s-replica-%d", suffix, i), args...)
 		defer p.Stop(30 * time.Second)
 		procs = append(procs, p)
 	}

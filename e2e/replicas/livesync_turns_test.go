@@ -23,8 +23,7 @@ import (
 // waits for it.
 func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
 	// Sequential: under parallel load two of its 20 live syncs waited past 60 s for their turn (the loop took the parent ~120 times).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	rec := recordSlowCallers(t, hook.URL, 300*time.Millisecond, []*framework.Process{suite.CompositeProcess()})
 	ctrl := framework.HelloController{Name: "loop-livesync-turns", HookURL: rec.url}
@@ -74,16 +73,12 @@ func TestALiveSyncNeverRunsBesideTheLoopsSyncOfTheSameParent(t *testing.T) {
 // and nothing is synced. A preview runs on any replica.
 func TestALiveSyncIsRefusedByAReplicaThatDoesNotLead(t *testing.T) {
 	// Sequential: starts a replica and restarts the server (restartWith).
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const lease = "e2e-livesync-leader"
 	args := []string{"--leader-elect", "--leader-elect-lease-name=" + lease,
 		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
-	leader, err := suite.StartReplica(ctx, "livesync-leader", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leader := suite.MustStartReplica(t, ctx, "livesync-leader", args...)
 	defer leader.Stop(30 * time.Second)
 	suite.Eventually(t, "the replica started first leading", func() (bool, error) {
 		holder, p, err := leaseHolder(ctx, framework.CompositeNamespace, lease, leader)
@@ -102,7 +97,7 @@ func TestALiveSyncIsRefusedByAReplicaThatDoesNotLead(t *testing.T) {
 	suite.WaitObserved(t, ns, "p", suite.CreateHello(t, ns, "p", ctrl.Name, framework.HelloSpec("blue", "a")).GetGeneration())
 	before := rec.byReplica(ns)
 
-	_, err = suite.LiveSync(ctx, ctrl.Name, ns, "p")
+	_, err := suite.LiveSync(ctx, ctrl.Name, ns, "p")
 	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "is not the leader") || !strings.Contains(err.Error(), "send it again") {
 		t.Fatalf("live sync on a replica that does not lead: %v; want a 503 saying it is not the leader and what to do", err)
 	}

@@ -62,10 +62,7 @@ func TestShippedDeploymentsSetTheGoMemoryLimitFromTheContainersLimit(t *testing.
 			// the parents that other tests leave behind; the memory limit
 			// is set before the loop would start, whether or not it runs.
 			args := append(framework.DeploymentServerArgs(d), "--controller-loop=false")
-			p, err := suite.StartReplica(context.Background(), "memory-limit-"+c.name, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := suite.MustStartReplica(t, context.Background(), "memory-limit-"+c.name, args...)
 			defer p.Stop(30 * time.Second)
 
 			// Ready, the replica may not have read kube-apiserver's
@@ -101,10 +98,7 @@ func TestGOGCInTheEnvironmentWinsOverTheServersTarget(t *testing.T) {
 	// Sequential: starts a replica, and t.Setenv may not be used in a parallel test.
 	suite.SetUpHellos(t)
 	t.Setenv("GOGC", "150")
-	p, err := suite.StartReplica(context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := suite.MustStartReplica(t, context.Background(), "gogc-env", "--controller-loop=false", "--gc-percent=300")
 	defer p.Stop(30 * time.Second)
 	gogc := replicaMetric(t, p, "go_gc_gogc_percent")
 	if gogc != 150 {

@@ -44,8 +44,7 @@ func plainGet(t *testing.T, url string) (int, string) {
 // probes over plain HTTP.
 func TestMetacontrollersOperationalFlags(t *testing.T) {
 	// Sequential: restarts the server (restartWith), which then runs only the controllers of one label.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	metrics, probes := freeAddress(t), freeAddress(t)
 	suite.RestartWith(t, "--target-label-selector=controller-group=mc-flags",
@@ -55,9 +54,7 @@ func TestMetacontrollersOperationalFlags(t *testing.T) {
 	other := framework.HelloController{Name: "mc-flags-other", HookURL: hook.URL}
 	labelled := strings.Replace(selected.Manifest(), "  name: mc-flags-selected\n", "  name: mc-flags-selected\n  labels: {controller-group: mc-flags}\n", 1)
 	for _, m := range []string{labelled, other.Manifest()} {
-		if err := suite.Apply(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		suite.MustApply(t, m)
 	}
 	t.Cleanup(func() {
 		for _, name := range []string{selected.Name, other.Name} {

@@ -23,8 +23,7 @@ import (
 // sync every parent, and the old leader none.
 func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.T) {
 	// Sequential: restarts the server (restartWith) and starts replicas.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	modes, err := framework.ChartModes()
 	if err != nil {
@@ -74,10 +73,7 @@ func TestSwitchingFromLeaderElectionToShardsSyncsNoParentTwiceAtOnce(t *testing.
 	defer stopChurn()
 	var members []*framework.Process
 	for i := 0; i < 2; i++ {
-		m, err := suite.StartReplica(ctx, fmt.Sprintf("modeswitch-sharded-%d", i), framework.DeploymentServerArgs(shardedD)...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := suite.MustStartReplica(t, ctx, fmt.Sprintf("modeswitch-sharded-%d", i), framework.DeploymentServerArgs(shardedD)...)
 		defer m.Stop(30 * time.Second)
 		rec.add(m)
 		members = append(members, m)

@@ -20,21 +20,14 @@ import (
 // leader hands the loop to the other.
 func TestLeaderElectionRunsTheLoopOnOneReplica(t *testing.T) {
 	// Sequential: starts replicas.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	const lease = "e2e-leader-election"
 	args := []string{"--leader-elect", "--leader-elect-lease-name=" + lease,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
-	a, err := suite.StartReplica(ctx, "replica-a", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := suite.MustStartReplica(t, ctx, "replica-a", args...)
 	defer a.Stop(30 * time.Second)
-	b, err := suite.StartReplica(ctx, "replica-b", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := suite.MustStartReplica(t, ctx, "replica-b", args...)
 	defer b.Stop(30 * time.Second)
 
 	holderOf := func() (string, *framework.Process, error) {

@@ -42,19 +42,12 @@ var shardArgs = []string{
 // a new spec of theirs, with no ConfigMap lost or duplicated.
 func TestShardedReplicasSyncEachParentOnOneReplica(t *testing.T) {
 	// Sequential: restarts the server (restartWith) and starts replicas.
-	suite.SetUpHellos(t)
-	hook := suite.Hook(t)
+	hook := suite.HelloHook(t)
 	ctx := context.Background()
 	suite.RestartWith(t, shardArgs...)
-	b, err := suite.StartReplica(ctx, "replica-b", shardArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := suite.MustStartReplica(t, ctx, "replica-b", shardArgs...)
 	defer b.Stop(30 * time.Second)
-	c, err := suite.StartReplica(ctx, "replica-c", shardArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := suite.MustStartReplica(t, ctx, "replica-c", shardArgs...)
 	defer c.Stop(30 * time.Second)
 	a := suite.CompositeProcess()
 	procs := []*framework.Process{a, b, c}
